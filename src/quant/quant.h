@@ -1,0 +1,60 @@
+#pragma once
+// Quantization formats: one traits table maps a GGUF type to its block geometry, its activation
+// partner type and its kernels. Kernels exist per instruction set (scalar reference, AVX2,
+// AVX-512/VNNI); the table resolves each type to the best one this CPU runs.
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "gguf/ggml_type.h"
+
+namespace strata::quant {
+
+enum class Isa { scalar = 0, avx2 = 1, avx512 = 2 };
+constexpr int kIsaCount = 3;
+std::string_view isa_name(Isa isa);
+
+// n is the element count of the row; a multiple of the type's block size.
+using DequantizeRowFn = void (*)(const void* src, float* dst, int64_t n);
+using QuantizeRowFn = void (*)(const float* src, void* dst, int64_t n);
+// Dot product of a weight row (this type) with an activation row already in the partner type.
+using VecDotFn = float (*)(int64_t n, const void* weights, const void* activations);
+
+struct TypeKernels {
+  DequantizeRowFn dequantize_row = nullptr;
+  QuantizeRowFn quantize_row = nullptr;  // reference quantizer for weights; fast one for activations
+  VecDotFn vec_dot = nullptr;
+};
+
+struct TypeTraits {
+  GgmlType type;
+  std::string_view name;
+  int64_t block_elems;
+  int64_t block_bytes;
+  GgmlType activation_type;  // the partner format vec_dot expects activations in
+  TypeKernels kernels;       // best for this CPU
+  Isa vec_dot_isa;           // which instruction set `kernels.vec_dot` was built for
+};
+
+// True when strata can compute with tensors of this type.
+bool is_supported(GgmlType type);
+// Throws strata::Error naming the type and listing the supported ones when unsupported.
+const TypeTraits& traits(GgmlType type);
+std::vector<GgmlType> supported_types();
+
+// Highest instruction-set level this CPU runs, and all levels it runs (scalar first).
+Isa best_isa();
+std::vector<Isa> available_isas();
+
+// Kernels built for exactly this instruction set (entries are null where that level has no
+// specialised kernel). For tests and benchmarks that compare levels.
+TypeKernels kernels_exact(GgmlType type, Isa isa);
+// Kernels as dispatched at this level: a missing entry falls back to the next lower level.
+TypeKernels kernels_at(GgmlType type, Isa isa);
+
+// Bytes of one row of n elements of `type`.
+int64_t row_bytes(GgmlType type, int64_t n);
+
+}  // namespace strata::quant
