@@ -1,0 +1,10 @@
+#pragma once
+// Each sub-command registers itself on the CLI11 app; main() only dispatches.
+
+#include <CLI/CLI.hpp>
+
+namespace strata::cli {
+
+void add_inspect_command(CLI::App& app);
+
+}  // namespace strata::cli

@@ -1,0 +1,29 @@
+#pragma once
+// What a tensor is for, from its GGUF name: the inventory `strata inspect` prints and the
+// planner places (routed experts are what a plan moves between RAM and VRAM).
+
+#include <optional>
+#include <string_view>
+
+namespace strata {
+
+enum class TensorRole {
+  routed_experts,   // blk.N.ffn_{gate,up,down,gate_up}_exps
+  shared_experts,   // blk.N.ffn_*_shexp (and the shared expert's gate)
+  router,           // blk.N.ffn_gate_inp
+  dense_ffn,        // blk.N.ffn_{gate,up,down}
+  attention,        // blk.N.attn_{q,k,v,qkv,output,gate}
+  recurrent,        // blk.N.ssm_* (Gated DeltaNet / linear attention)
+  embeddings,       // token_embd
+  output,           // output (LM head)
+  norms,            // *_norm
+  other,
+};
+constexpr int kTensorRoleCount = 10;
+
+std::string_view tensor_role_name(TensorRole role);
+TensorRole classify_tensor(std::string_view name);
+// The layer index of "blk.N.*" names; nullopt for tensors outside the repeated blocks.
+std::optional<int> tensor_layer(std::string_view name);
+
+}  // namespace strata
