@@ -64,8 +64,11 @@ TEST(InspectCommand, JsonTotalsAddUp) {
   EXPECT_NEAR(percent, 100.0, 1e-6);
   for (const auto& t : j["tensors"]) {
     const std::string name = t["name"];
-    if (name.rfind("blk.1.", 0) == 0) EXPECT_EQ(t["layer"], 1) << name;
-    if (name.rfind("blk.", 0) != 0) EXPECT_FALSE(t.contains("layer")) << name;
+    if (name.rfind("blk.1.", 0) == 0) {
+      EXPECT_EQ(t["layer"], 1) << name;
+    } else if (name.rfind("blk.", 0) != 0) {
+      EXPECT_FALSE(t.contains("layer")) << name;
+    }
   }
 }
 
