@@ -11,6 +11,12 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 
+# Node.js + npm run the interoperability tests (an independent GGUF reader from npm). Machines
+# that already have them from another source keep theirs (mixing would conflict).
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  packages+=(nodejs npm)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
