@@ -1,0 +1,112 @@
+#include "util/thread_pool.h"
+
+#include <immintrin.h>
+
+#include <chrono>
+
+#include "util/error.h"
+
+namespace strata {
+namespace {
+
+constexpr auto kSpinTime = std::chrono::microseconds(200);
+
+}  // namespace
+
+ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads) {
+  STRATA_CHECK(n_threads >= 1 && n_threads <= 1024, "thread count must be 1..1024, got {}",
+               n_threads);
+  workers_.reserve(static_cast<size_t>(n_threads - 1));
+  for (int t = 1; t < n_threads; ++t) workers_.emplace_back([this, t] { worker_loop(t); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_.store(true);
+    generation_.fetch_add(1);
+  }
+  wake_.notify_all();
+  for (auto& w : workers_) w.join();
+}
+
+void ThreadPool::work_on_current_job(int thread) {
+  if (per_thread_) {
+    try {
+      (*job_)(thread, thread);
+    } catch (...) {
+      std::lock_guard lock(error_mutex_);
+      if (!error_) error_ = std::current_exception();
+    }
+    return;
+  }
+  for (;;) {
+    const int64_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
+    if (task >= n_tasks_) break;
+    try {
+      (*job_)(task, thread);
+    } catch (...) {
+      std::lock_guard lock(error_mutex_);
+      if (!error_) error_ = std::current_exception();
+      next_task_.store(n_tasks_, std::memory_order_relaxed);  // abandon the rest
+    }
+  }
+}
+
+void ThreadPool::worker_loop(int thread) {
+  uint64_t seen = 0;
+  for (;;) {
+    // Spin for a short while waiting for the next job, then sleep.
+    const auto spin_until = std::chrono::steady_clock::now() + kSpinTime;
+    while (generation_.load(std::memory_order_acquire) == seen &&
+           std::chrono::steady_clock::now() < spin_until) {
+      _mm_pause();
+    }
+    if (generation_.load(std::memory_order_acquire) == seen) {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+    }
+    seen = generation_.load(std::memory_order_acquire);
+    if (stop_.load()) return;
+    work_on_current_job(thread);
+    busy_workers_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+void ThreadPool::run(int64_t n_tasks, const TaskFn& fn) {
+  if (n_tasks <= 0) return;
+  if (n_threads_ == 1 || n_tasks == 1) {
+    for (int64_t t = 0; t < n_tasks; ++t) fn(t, 0);
+    return;
+  }
+  dispatch(n_tasks, fn, false);
+}
+
+void ThreadPool::dispatch(int64_t n_tasks, const TaskFn& fn, bool per_thread) {
+  job_ = &fn;
+  per_thread_ = per_thread;
+  n_tasks_ = n_tasks;
+  next_task_.store(0, std::memory_order_relaxed);
+  error_ = nullptr;
+  busy_workers_.store(n_threads_ - 1, std::memory_order_relaxed);
+  {
+    std::lock_guard lock(mutex_);
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  wake_.notify_all();
+  work_on_current_job(0);
+  while (busy_workers_.load(std::memory_order_acquire) != 0) _mm_pause();
+  job_ = nullptr;
+  if (error_) std::rethrow_exception(error_);
+}
+
+void ThreadPool::run_on_all(const std::function<void(int thread)>& fn) {
+  const TaskFn task = [&](int64_t, int thread) { fn(thread); };
+  if (n_threads_ == 1) {
+    fn(0);
+    return;
+  }
+  dispatch(n_threads_, task, true);
+}
+
+}  // namespace strata

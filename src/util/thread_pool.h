@@ -1,0 +1,66 @@
+#pragma once
+// One persistent pool of worker threads for all compute. The calling thread takes part as
+// thread 0, so a pool of N runs N-1 workers. Workers spin briefly between jobs (decode issues
+// hundreds of small jobs per token; waking a sleeping thread costs tens of microseconds) and
+// then sleep.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace strata {
+
+class ThreadPool {
+ public:
+  // fn(task, thread): task in [0, n_tasks), thread in [0, size()).
+  using TaskFn = std::function<void(int64_t task, int thread)>;
+
+  explicit ThreadPool(int n_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return n_threads_; }
+
+  // Runs fn for every task; tasks are handed out dynamically (an atomic counter), so uneven
+  // tasks balance. Returns when all are done. Exceptions from tasks are rethrown here.
+  void run(int64_t n_tasks, const TaskFn& fn);
+
+  // Runs fn(thread) once on every thread of the pool.
+  void run_on_all(const std::function<void(int thread)>& fn);
+
+ private:
+  void dispatch(int64_t n_tasks, const TaskFn& fn, bool per_thread);
+  void worker_loop(int thread);
+  void work_on_current_job(int thread);
+
+  int n_threads_;
+  std::vector<std::thread> workers_;
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::atomic<uint64_t> generation_{0};  // bumped for every job
+  std::atomic<bool> stop_{false};
+
+  // The current job.
+  const TaskFn* job_ = nullptr;
+  int64_t n_tasks_ = 0;
+  bool per_thread_ = false;  // run_on_all: every thread runs the job once
+  std::atomic<int64_t> next_task_{0};
+  std::atomic<int> busy_workers_{0};
+  std::exception_ptr error_;
+  std::mutex error_mutex_;
+};
+
+// Splits [0, n) into `parts` nearly equal contiguous ranges; returns range `part`.
+inline std::pair<int64_t, int64_t> split_range(int64_t n, int64_t parts, int64_t part) {
+  const int64_t base = n / parts, extra = n % parts;
+  const int64_t begin = part * base + std::min(part, extra);
+  return {begin, begin + base + (part < extra ? 1 : 0)};
+}
+
+}  // namespace strata
