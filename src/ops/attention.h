@@ -1,0 +1,34 @@
+#pragma once
+// Attention of query heads over a KV cache, with an online (flash-style) softmax: one pass over
+// the cached positions, keys and values read once, no n_positions-sized score buffer.
+
+#include <cstdint>
+
+#include "gguf/ggml_type.h"
+
+namespace strata::ops {
+
+constexpr int64_t kMaxHeadDim = 1024;
+
+// One layer's keys and values: the vector of (position, kv head) lives at
+// base + (position * n_kv_heads + kv_head) * head_row_bytes. Types: F16 or Q8_0.
+struct KvLayerView {
+  GgmlType type = GgmlType::F16;
+  uint8_t* k = nullptr;
+  uint8_t* v = nullptr;
+  int64_t n_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t head_row_bytes = 0;
+
+  uint8_t* k_row(int64_t pos, int64_t head) const { return k + (pos * n_kv_heads + head) * head_row_bytes; }
+  uint8_t* v_row(int64_t pos, int64_t head) const { return v + (pos * n_kv_heads + head) * head_row_bytes; }
+};
+
+// Writes the keys and values of all kv heads (each [n_kv_heads * head_dim] floats) at `pos`.
+void kv_store(const KvLayerView& kv, int64_t pos, const float* keys, const float* values);
+
+// out[head_dim] = softmax(q . K[0..n_positions) * scale) V for one query head reading kv_head.
+void attend(const KvLayerView& kv, int64_t kv_head, const float* q, int64_t n_positions,
+            float scale, float* out);
+
+}  // namespace strata::ops

@@ -1,0 +1,78 @@
+#include "ops/matmul.h"
+
+#include <algorithm>
+
+#include "quant/quant.h"
+#include "util/error.h"
+
+namespace strata::ops {
+
+void QuantizedRows::quantize(const float* x, int64_t n_rows, int64_t cols, int64_t x_stride,
+                             GgmlType type) {
+  const quant::TypeTraits& t = quant::traits(type);
+  STRATA_CHECK(cols % t.block_elems == 0, "activation row of {} values is not a multiple of the {} "
+               "block size {}", cols, t.name, t.block_elems);
+  type_ = type;
+  rows_ = n_rows;
+  cols_ = cols;
+  row_bytes_ = quant::row_bytes(type, cols);
+  data_.resize(static_cast<size_t>(n_rows * row_bytes_));
+  for (int64_t i = 0; i < n_rows; ++i) {
+    t.kernels.quantize_row(x + i * x_stride, data_.data() + i * row_bytes_, cols);
+  }
+}
+
+void QuantizedRows::quantize_gather(const float* x, const int32_t* row_ids, int64_t n_rows,
+                                    int64_t cols, int64_t x_stride, GgmlType type) {
+  const quant::TypeTraits& t = quant::traits(type);
+  type_ = type;
+  rows_ = n_rows;
+  cols_ = cols;
+  row_bytes_ = quant::row_bytes(type, cols);
+  data_.resize(static_cast<size_t>(n_rows * row_bytes_));
+  for (int64_t i = 0; i < n_rows; ++i) {
+    t.kernels.quantize_row(x + row_ids[i] * x_stride, data_.data() + i * row_bytes_, cols);
+  }
+}
+
+void matmul_rows(const WeightMatrix& w, const QuantizedRows& a, float* out, int64_t out_stride,
+                 int64_t row_begin, int64_t row_end) {
+  const quant::TypeTraits& t = quant::traits(w.type);
+  const quant::VecDotFn dot = t.kernels.vec_dot;
+  const int64_t n_tokens = a.rows();
+  constexpr int64_t kTokenTile = 16;
+  for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenTile) {
+    const int64_t t1 = std::min(n_tokens, t0 + kTokenTile);
+    for (int64_t r = row_begin; r < row_end; ++r) {
+      const uint8_t* wr = w.row(r);
+      for (int64_t tok = t0; tok < t1; ++tok) {
+        out[tok * out_stride + r] = dot(w.cols, wr, a.row(tok));
+      }
+    }
+  }
+}
+
+int64_t matmul_row_block(const WeightMatrix& w, int64_t n_tokens, int n_threads) {
+  // Aim for ~4 blocks per thread; at least 4 rows, and for big batches keep blocks small
+  // enough that a block of rows stays in L2 across the token tiles.
+  const int64_t target = std::max<int64_t>(1, w.rows / (4 * std::max(1, n_threads)));
+  int64_t block = std::clamp<int64_t>(target, 4, 256);
+  if (n_tokens > 1) block = std::min<int64_t>(block, std::max<int64_t>(4, (256 << 10) / std::max<int64_t>(1, w.row_bytes)));
+  return block;
+}
+
+void matmul(const WeightMatrix& w, const QuantizedRows& a, float* out, int64_t out_stride,
+            ThreadPool& pool) {
+  STRATA_CHECK(a.type() == quant::traits(w.type).activation_type,
+               "activations are {} but {} weights need {}", ggml_type_name(a.type()),
+               ggml_type_name(w.type), ggml_type_name(quant::traits(w.type).activation_type));
+  STRATA_CHECK(a.cols() == w.cols, "activation rows have {} values, weight rows {}", a.cols(),
+               w.cols);
+  const int64_t block = matmul_row_block(w, a.rows(), pool.size());
+  const int64_t n_blocks = (w.rows + block - 1) / block;
+  pool.run(n_blocks, [&](int64_t b, int) {
+    matmul_rows(w, a, out, out_stride, b * block, std::min(w.rows, (b + 1) * block));
+  });
+}
+
+}  // namespace strata::ops

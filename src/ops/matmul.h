@@ -1,0 +1,64 @@
+#pragma once
+// Matrix products on quantized weights, computed on the packed blocks (never dequantizing whole
+// matrices): activations are quantized once per row to the weight type's partner format, then
+// each output is one vec_dot. Work is split by blocks of weight rows; within a block, tokens are
+// tiled so the block's rows stay in cache while every token's activation passes over them.
+
+#include <cstdint>
+#include <vector>
+
+#include "gguf/ggml_type.h"
+#include "util/thread_pool.h"
+
+namespace strata::ops {
+
+// A 2-D view of quantized weights: `rows` rows of `cols` elements, row-major.
+struct WeightMatrix {
+  GgmlType type = GgmlType::F32;
+  const uint8_t* data = nullptr;
+  int64_t cols = 0;
+  int64_t rows = 0;
+  int64_t row_bytes = 0;
+
+  const uint8_t* row(int64_t r) const { return data + r * row_bytes; }
+  int64_t bytes() const { return rows * row_bytes; }
+  // Rows [first, first + count): e.g. one expert of a [cols, rows_per_expert, n_expert] tensor.
+  WeightMatrix slice(int64_t first, int64_t count) const {
+    return {type, data + first * row_bytes, cols, count, row_bytes};
+  }
+};
+
+// Rows of activations quantized to one type (the partner of the weights they meet).
+class QuantizedRows {
+ public:
+  // Quantizes n_rows rows of `cols` floats (row i at x + i * x_stride) to `type`.
+  void quantize(const float* x, int64_t n_rows, int64_t cols, int64_t x_stride, GgmlType type);
+  // Same, for the rows listed in `row_ids` (gathering, e.g. the tokens routed to one expert).
+  void quantize_gather(const float* x, const int32_t* row_ids, int64_t n_rows, int64_t cols,
+                       int64_t x_stride, GgmlType type);
+
+  GgmlType type() const { return type_; }
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+  const uint8_t* row(int64_t i) const { return data_.data() + i * row_bytes_; }
+
+ private:
+  GgmlType type_ = GgmlType::F32;
+  int64_t rows_ = 0;
+  int64_t cols_ = 0;
+  int64_t row_bytes_ = 0;
+  std::vector<uint8_t> data_;
+};
+
+// out[t * out_stride + r] = w.row(r) . a.row(t) for r in [row_begin, row_end), every t.
+void matmul_rows(const WeightMatrix& w, const QuantizedRows& a, float* out, int64_t out_stride,
+                 int64_t row_begin, int64_t row_end);
+
+// The whole product, split over the pool by blocks of weight rows.
+void matmul(const WeightMatrix& w, const QuantizedRows& a, float* out, int64_t out_stride,
+            ThreadPool& pool);
+
+// Rows per work item: enough to amortize scheduling, few enough to balance threads.
+int64_t matmul_row_block(const WeightMatrix& w, int64_t n_tokens, int n_threads);
+
+}  // namespace strata::ops

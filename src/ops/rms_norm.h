@@ -1,0 +1,10 @@
+#pragma once
+
+#include <cstdint>
+
+namespace strata::ops {
+
+// out = x / sqrt(mean(x^2) + eps) * weight   (weight may be null: no scaling). out may alias x.
+void rms_norm(const float* x, const float* weight, float* out, int64_t n, float eps);
+
+}  // namespace strata::ops

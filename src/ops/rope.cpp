@@ -1,0 +1,43 @@
+#include "ops/rope.h"
+
+#include <cmath>
+
+#include "util/error.h"
+
+namespace strata::ops {
+
+Rope::Rope(RopeStyle style, int64_t head_dim, int64_t n_rot, float freq_base)
+    : style_(style), head_dim_(head_dim), n_rot_(n_rot) {
+  STRATA_CHECK(n_rot > 0 && n_rot % 2 == 0 && n_rot <= head_dim,
+               "RoPE dimension count {} must be even and within the head size {}", n_rot, head_dim);
+  STRATA_CHECK(freq_base > 0, "RoPE base must be positive, got {}", freq_base);
+  inv_freq_.resize(static_cast<size_t>(n_rot / 2));
+  // Progressive products as other GGUF engines compute them, so angles match to the last bit
+  // that matters at long context.
+  const float theta_scale = std::pow(freq_base, -2.0f / static_cast<float>(n_rot));
+  float theta = 1.0f;
+  for (auto& f : inv_freq_) {
+    f = theta;
+    theta *= theta_scale;
+  }
+}
+
+void Rope::apply(float* head, int64_t pos) const {
+  const int64_t half = n_rot_ / 2;
+  const float p = static_cast<float>(pos);
+  for (int64_t i = 0; i < half; ++i) {
+    const float angle = p * inv_freq_[static_cast<size_t>(i)];
+    const float c = std::cos(angle), s = std::sin(angle);
+    const int64_t a = style_ == RopeStyle::neox ? i : 2 * i;
+    const int64_t b = style_ == RopeStyle::neox ? i + half : 2 * i + 1;
+    const float x0 = head[a], x1 = head[b];
+    head[a] = x0 * c - x1 * s;
+    head[b] = x0 * s + x1 * c;
+  }
+}
+
+void Rope::apply_heads(float* heads, int64_t n_heads, int64_t pos) const {
+  for (int64_t h = 0; h < n_heads; ++h) apply(heads + h * head_dim_, pos);
+}
+
+}  // namespace strata::ops

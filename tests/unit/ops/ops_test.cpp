@@ -1,0 +1,192 @@
+// Numeric kernels against straightforward double-precision references.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "ops/activations.h"
+#include "ops/attention.h"
+#include "ops/matmul.h"
+#include "ops/moe_routing.h"
+#include "ops/rms_norm.h"
+#include "ops/rope.h"
+#include "quant/quant.h"
+#include "support/test_support.h"
+
+namespace strata::ops {
+namespace {
+
+TEST(RmsNorm, MatchesDefinition) {
+  const auto x = test::random_floats(300, 1, 3.0f);
+  const auto w = test::random_floats(300, 2);
+  std::vector<float> out(300);
+  rms_norm(x.data(), w.data(), out.data(), 300, 1e-6f);
+  double ms = 0;
+  for (float v : x) ms += double(v) * v;
+  const double scale = 1.0 / std::sqrt(ms / 300 + 1e-6);
+  for (int i = 0; i < 300; ++i) EXPECT_NEAR(out[i], x[i] * scale * w[i], 1e-5 * std::fabs(x[i] * scale * w[i]) + 1e-6);
+  // In place, without weights: unit root-mean-square.
+  std::vector<float> y = x;
+  rms_norm(y.data(), nullptr, y.data(), 300, 0.0f);
+  double rms = 0;
+  for (float v : y) rms += double(v) * v;
+  EXPECT_NEAR(std::sqrt(rms / 300), 1.0, 1e-5);
+}
+
+TEST(Rope, RotatesThePairsOfEachStyle) {
+  const int64_t d = 8;
+  const float base = 10000.0f;
+  for (RopeStyle style : {RopeStyle::norm, RopeStyle::neox}) {
+    Rope rope(style, d, d, base);
+    auto x = test::random_floats(d, 3);
+    auto y = x;
+    rope.apply(y.data(), 0);
+    for (int i = 0; i < d; ++i) EXPECT_FLOAT_EQ(y[i], x[i]);  // position 0: identity
+    y = x;
+    rope.apply(y.data(), 5);
+    for (int i = 0; i < d / 2; ++i) {
+      const int a = style == RopeStyle::neox ? i : 2 * i;
+      const int b = style == RopeStyle::neox ? i + d / 2 : 2 * i + 1;
+      const double angle = 5.0 * std::pow(double(base), -2.0 * i / d);
+      EXPECT_NEAR(y[a], x[a] * std::cos(angle) - x[b] * std::sin(angle), 1e-5);
+      EXPECT_NEAR(y[b], x[a] * std::sin(angle) + x[b] * std::cos(angle), 1e-5);
+    }
+  }
+}
+
+TEST(Rope, PartialRotationLeavesTheRest) {
+  Rope rope(RopeStyle::neox, 16, 4, 1e6f);
+  auto x = test::random_floats(16, 4);
+  auto y = x;
+  rope.apply(y.data(), 100);
+  for (int i = 4; i < 16; ++i) EXPECT_EQ(y[i], x[i]);
+  EXPECT_NE(y[0], x[0]);
+  EXPECT_THROW(Rope(RopeStyle::neox, 16, 3, 1e4f), std::exception);
+}
+
+TEST(Activations, SwigluSoftmaxAxpy) {
+  const float gate[] = {-2.0f, 0.0f, 3.0f}, up[] = {1.0f, 5.0f, -2.0f};
+  float out[3];
+  swiglu(gate, up, out, 3);
+  for (int i = 0; i < 3; ++i) EXPECT_NEAR(out[i], gate[i] / (1 + std::exp(-gate[i])) * up[i], 1e-6);
+  float p[] = {1000.0f, 1001.0f, 999.0f};  // large values: no overflow
+  softmax(p, 3);
+  EXPECT_NEAR(p[0] + p[1] + p[2], 1.0f, 1e-6);
+  EXPECT_NEAR(p[1] / p[0], std::exp(1.0f), 1e-4);
+  float y[] = {1, 1};
+  const float x[] = {2, 3};
+  axpy(0.5f, x, y, 2);
+  EXPECT_EQ(y[0], 2.0f);
+  EXPECT_EQ(y[1], 2.5f);
+}
+
+TEST(MoeRouting, TopKWithRenormalizedWeights) {
+  const float logits[] = {0.1f, 2.0f, -1.0f, 1.5f, 2.0f};
+  int32_t experts[3];
+  float weights[3];
+  route_top_k(logits, 5, 2, true, experts, weights);
+  EXPECT_EQ(experts[0], 1);  // tie between 1 and 4: lower id first
+  EXPECT_EQ(experts[1], 4);
+  EXPECT_NEAR(weights[0], 0.5f, 1e-6);
+  EXPECT_NEAR(weights[1], 0.5f, 1e-6);
+  route_top_k(logits, 5, 3, false, experts, weights);
+  double z = 0;
+  for (float l : logits) z += std::exp(l);
+  EXPECT_NEAR(weights[2], std::exp(1.5) / z, 1e-6);
+  EXPECT_THROW(route_top_k(logits, 5, 6, true, experts, weights), std::exception);
+}
+
+TEST(Matmul, EqualsDotOfDequantizedRows) {
+  ThreadPool pool(2);
+  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+    SCOPED_TRACE(std::string(ggml_type_name(type)));
+    const quant::TypeTraits& t = quant::traits(type);
+    const int64_t cols = 512, rows = 37, tokens = 19;
+    const auto wf = test::random_floats(cols * rows, 7);
+    std::vector<uint8_t> wq(static_cast<size_t>(quant::row_bytes(type, cols) * rows));
+    t.kernels.quantize_row(wf.data(), wq.data(), cols * rows);
+    const WeightMatrix w{type, wq.data(), cols, rows, quant::row_bytes(type, cols)};
+    const auto x = test::random_floats(cols * tokens, 8);
+    QuantizedRows a;
+    a.quantize(x.data(), tokens, cols, cols, t.activation_type);
+    std::vector<float> out(static_cast<size_t>(tokens * rows));
+    matmul(w, a, out.data(), rows, pool);
+    // Reference: dequantize both sides and accumulate in double.
+    std::vector<float> wd(static_cast<size_t>(cols)), ad(static_cast<size_t>(cols));
+    const quant::TypeTraits& at = quant::traits(t.activation_type);
+    for (int64_t tok = 0; tok < tokens; ++tok) {
+      at.kernels.dequantize_row(a.row(tok), ad.data(), cols);
+      for (int64_t r = 0; r < rows; ++r) {
+        t.kernels.dequantize_row(w.row(r), wd.data(), cols);
+        double ref = 0, mag = 0;
+        for (int64_t i = 0; i < cols; ++i) {
+          ref += double(wd[i]) * ad[i];
+          mag += std::fabs(double(wd[i]) * ad[i]);
+        }
+        ASSERT_NEAR(out[tok * rows + r], ref, 1e-5 * mag + 1e-5) << "token " << tok << " row " << r;
+      }
+    }
+  }
+}
+
+TEST(Matmul, RejectsMismatchedActivations) {
+  ThreadPool pool(1);
+  std::vector<uint8_t> wq(34 * 4);
+  const WeightMatrix w{GgmlType::Q8_0, wq.data(), 128, 1, 136};
+  const auto x = test::random_floats(128, 1);
+  QuantizedRows a;
+  a.quantize(x.data(), 1, 128, 128, GgmlType::F32);
+  float out;
+  EXPECT_THROW(matmul(w, a, &out, 1, pool), std::exception);
+}
+
+// Attention over a cache vs an exact softmax in double over what the cache holds (keys and
+// values as stored, the query rounded to the keys' partner format): isolates the online softmax
+// from the storage rounding, which the oracle model tests cover.
+void check_attention(GgmlType kv_type) {
+  const int64_t heads = 2, d = 64, n = 50;
+  const int64_t row_bytes = quant::row_bytes(kv_type, d);
+  std::vector<uint8_t> k(static_cast<size_t>(n * heads * row_bytes)), v(k.size());
+  const KvLayerView kv{kv_type, k.data(), v.data(), heads, d, row_bytes};
+  const auto keys = test::random_floats(n * heads * d, 11);
+  const auto values = test::random_floats(n * heads * d, 12);
+  for (int64_t pos = 0; pos < n; ++pos) kv_store(kv, pos, &keys[pos * heads * d], &values[pos * heads * d]);
+  const quant::TypeTraits& t = quant::traits(kv_type);
+  const quant::TypeTraits& qt = quant::traits(t.activation_type);
+  auto q = test::random_floats(d, 13, 2.0f);
+  std::vector<uint8_t> q_packed(static_cast<size_t>(quant::row_bytes(qt.type, d)));
+  std::vector<float> q_stored(d), k_stored(d), v_stored(d);
+  qt.kernels.quantize_row(q.data(), q_packed.data(), d);
+  qt.kernels.dequantize_row(q_packed.data(), q_stored.data(), d);
+  const float scale = 1.0f / 8.0f;
+  for (int64_t head = 0; head < heads; ++head) {
+    for (int64_t len : {1, 7, 50}) {
+      std::vector<float> out(d);
+      attend(kv, head, q.data(), len, scale, out.data());
+      std::vector<double> s(static_cast<size_t>(len)), ref(static_cast<size_t>(d), 0.0);
+      double max = -1e300, sum = 0;
+      for (int64_t p = 0; p < len; ++p) {
+        t.kernels.dequantize_row(kv.k_row(p, head), k_stored.data(), d);
+        double dot = 0;
+        for (int64_t i = 0; i < d; ++i) dot += double(q_stored[i]) * k_stored[i];
+        s[p] = dot * scale;
+        max = std::max(max, s[p]);
+      }
+      for (auto& x : s) sum += (x = std::exp(x - max));
+      for (int64_t p = 0; p < len; ++p) {
+        t.kernels.dequantize_row(kv.v_row(p, head), v_stored.data(), d);
+        for (int64_t i = 0; i < d; ++i) ref[i] += s[p] / sum * v_stored[i];
+      }
+      for (int64_t i = 0; i < d; ++i) {
+        ASSERT_NEAR(out[i], ref[i], 1e-4) << "head " << head << " len " << len << " i " << i;
+      }
+    }
+  }
+}
+
+TEST(Attention, F16CacheMatchesExactSoftmax) { check_attention(GgmlType::F16); }
+TEST(Attention, Q8CacheMatchesExactSoftmax) { check_attention(GgmlType::Q8_0); }
+
+}  // namespace
+}  // namespace strata::ops
