@@ -22,34 +22,37 @@ void QuantizedRows::quantize(const float* x, int64_t n_rows, int64_t cols, int64
   }
 }
 
-void QuantizedRows::quantize_gather(const float* x, const int32_t* row_ids, int64_t n_rows,
-                                    int64_t cols, int64_t x_stride, GgmlType type) {
-  const quant::TypeTraits& t = quant::traits(type);
-  type_ = type;
-  rows_ = n_rows;
-  cols_ = cols;
-  row_bytes_ = quant::row_bytes(type, cols);
-  data_.resize(static_cast<size_t>(n_rows * row_bytes_));
-  for (int64_t i = 0; i < n_rows; ++i) {
-    t.kernels.quantize_row(x + row_ids[i] * x_stride, data_.data() + i * row_bytes_, cols);
+namespace {
+
+// Shared loop of the plain and indexed products: token_of(i) is the activation row of output i.
+template <typename TokenOf>
+void matmul_rows_impl(const WeightMatrix& w, const QuantizedRows& a, TokenOf token_of,
+                      int64_t n_out, float* out, int64_t out_stride, int64_t row_begin,
+                      int64_t row_end) {
+  const quant::VecDotFn dot = quant::traits(w.type).kernels.vec_dot;
+  constexpr int64_t kTokenTile = 16;
+  for (int64_t i0 = 0; i0 < n_out; i0 += kTokenTile) {
+    const int64_t i1 = std::min(n_out, i0 + kTokenTile);
+    for (int64_t r = row_begin; r < row_end; ++r) {
+      const uint8_t* wr = w.row(r);
+      for (int64_t i = i0; i < i1; ++i) out[i * out_stride + r] = dot(w.cols, wr, a.row(token_of(i)));
+    }
   }
 }
 
+}  // namespace
+
 void matmul_rows(const WeightMatrix& w, const QuantizedRows& a, float* out, int64_t out_stride,
                  int64_t row_begin, int64_t row_end) {
-  const quant::TypeTraits& t = quant::traits(w.type);
-  const quant::VecDotFn dot = t.kernels.vec_dot;
-  const int64_t n_tokens = a.rows();
-  constexpr int64_t kTokenTile = 16;
-  for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenTile) {
-    const int64_t t1 = std::min(n_tokens, t0 + kTokenTile);
-    for (int64_t r = row_begin; r < row_end; ++r) {
-      const uint8_t* wr = w.row(r);
-      for (int64_t tok = t0; tok < t1; ++tok) {
-        out[tok * out_stride + r] = dot(w.cols, wr, a.row(tok));
-      }
-    }
-  }
+  matmul_rows_impl(w, a, [](int64_t i) { return i; }, a.rows(), out, out_stride, row_begin,
+                   row_end);
+}
+
+void matmul_rows_indexed(const WeightMatrix& w, const QuantizedRows& a, const int32_t* ids,
+                         int64_t n_ids, float* out, int64_t out_stride, int64_t row_begin,
+                         int64_t row_end) {
+  matmul_rows_impl(w, a, [ids](int64_t i) { return static_cast<int64_t>(ids[i]); }, n_ids, out,
+                   out_stride, row_begin, row_end);
 }
 
 int64_t matmul_row_block(const WeightMatrix& w, int64_t n_tokens, int n_threads) {

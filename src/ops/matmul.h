@@ -33,9 +33,6 @@ class QuantizedRows {
  public:
   // Quantizes n_rows rows of `cols` floats (row i at x + i * x_stride) to `type`.
   void quantize(const float* x, int64_t n_rows, int64_t cols, int64_t x_stride, GgmlType type);
-  // Same, for the rows listed in `row_ids` (gathering, e.g. the tokens routed to one expert).
-  void quantize_gather(const float* x, const int32_t* row_ids, int64_t n_rows, int64_t cols,
-                       int64_t x_stride, GgmlType type);
 
   GgmlType type() const { return type_; }
   int64_t rows() const { return rows_; }
@@ -53,6 +50,12 @@ class QuantizedRows {
 // out[t * out_stride + r] = w.row(r) . a.row(t) for r in [row_begin, row_end), every t.
 void matmul_rows(const WeightMatrix& w, const QuantizedRows& a, float* out, int64_t out_stride,
                  int64_t row_begin, int64_t row_end);
+
+// out[i * out_stride + r] = w.row(r) . a.row(ids[i]) for i in [0, n_ids): a subset of the
+// activation rows (e.g. the tokens routed to one expert).
+void matmul_rows_indexed(const WeightMatrix& w, const QuantizedRows& a, const int32_t* ids,
+                         int64_t n_ids, float* out, int64_t out_stride, int64_t row_begin,
+                         int64_t row_end);
 
 // The whole product, split over the pool by blocks of weight rows.
 void matmul(const WeightMatrix& w, const QuantizedRows& a, float* out, int64_t out_stride,

@@ -1,0 +1,184 @@
+#include "model/blocks.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "ops/activations.h"
+#include "ops/moe_routing.h"
+#include "ops/rms_norm.h"
+#include "quant/quant.h"
+#include "util/error.h"
+
+namespace strata {
+namespace {
+
+// Scratch buffers reused across calls (the blocks run on the caller's thread).
+std::vector<float>& scratch(int slot, size_t n) {
+  static thread_local std::vector<float> buffers[8];
+  std::vector<float>& b = buffers[slot];
+  if (b.size() < n) b.resize(n);
+  return b;
+}
+
+void project(const ops::WeightMatrix& w, ActivationCache& input, float* out, ThreadPool& pool) {
+  ops::matmul(w, input.get(quant::traits(w.type).activation_type), out, w.rows, pool);
+}
+
+}  // namespace
+
+const ops::QuantizedRows& ActivationCache::get(GgmlType type) {
+  for (size_t i = 0; i < types_.size(); ++i) {
+    if (types_[i] != type) continue;
+    if (!valid_[i]) {
+      rows_by_type_[i].quantize(x_, rows_, cols_, cols_, type);
+      valid_[i] = true;
+    }
+    return rows_by_type_[i];
+  }
+  types_.push_back(type);
+  rows_by_type_.emplace_back().quantize(x_, rows_, cols_, cols_, type);
+  valid_.push_back(true);
+  return rows_by_type_.back();
+}
+
+void attention_block(const AttentionWeights& w, const AttentionParams& p, const float* x,
+                     int64_t n, int64_t pos0, const ops::KvLayerView& kv, float* out,
+                     ThreadPool& pool) {
+  const int64_t hd = p.head_dim;
+  const int64_t q_dim = p.n_head * hd, kv_dim = p.n_head_kv * hd;
+  float* q = scratch(0, static_cast<size_t>(n * q_dim)).data();
+  float* k = scratch(1, static_cast<size_t>(n * kv_dim)).data();
+  float* v = scratch(2, static_cast<size_t>(n * kv_dim)).data();
+  float* attn = scratch(3, static_cast<size_t>(n * q_dim)).data();
+
+  static thread_local ActivationCache input;
+  input.reset(x, n, w.wq.cols);
+  project(w.wq, input, q, pool);
+  project(w.wk, input, k, pool);
+  project(w.wv, input, v, pool);
+
+  // Per-head q/k norms, rotary embeddings, then the new keys and values into the cache.
+  pool.run(n, [&](int64_t t, int) {
+    float* qt = q + t * q_dim;
+    float* kt = k + t * kv_dim;
+    if (w.q_norm) {
+      for (int64_t h = 0; h < p.n_head; ++h) ops::rms_norm(qt + h * hd, w.q_norm, qt + h * hd, hd, p.rms_eps);
+    }
+    if (w.k_norm) {
+      for (int64_t h = 0; h < p.n_head_kv; ++h) ops::rms_norm(kt + h * hd, w.k_norm, kt + h * hd, hd, p.rms_eps);
+    }
+    p.rope->apply_heads(qt, p.n_head, pos0 + t);
+    p.rope->apply_heads(kt, p.n_head_kv, pos0 + t);
+    ops::kv_store(kv, pos0 + t, kt, v + t * kv_dim);
+  });
+
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const int64_t group = p.n_head / p.n_head_kv;
+  pool.run(n * p.n_head, [&](int64_t task, int) {
+    const int64_t t = task / p.n_head, h = task % p.n_head;
+    ops::attend(kv, h / group, q + t * q_dim + h * hd, pos0 + t + 1, scale,
+                attn + t * q_dim + h * hd);
+  });
+
+  static thread_local ActivationCache attn_out;
+  attn_out.reset(attn, n, q_dim);
+  project(w.wo, attn_out, out, pool);
+}
+
+void dense_ffn_block(const DenseFfnWeights& w, const float* x, int64_t n, float* out,
+                     ThreadPool& pool) {
+  const int64_t n_ff = w.gate.rows;
+  float* gate = scratch(0, static_cast<size_t>(n * n_ff)).data();
+  float* up = scratch(1, static_cast<size_t>(n * n_ff)).data();
+  static thread_local ActivationCache input, hidden;
+  input.reset(x, n, w.gate.cols);
+  project(w.gate, input, gate, pool);
+  project(w.up, input, up, pool);
+  ops::swiglu(gate, up, gate, n * n_ff);
+  hidden.reset(gate, n, n_ff);
+  project(w.down, hidden, out, pool);
+}
+
+void moe_ffn_block(const MoeFfnWeights& w, const MoeParams& p, const float* x, int64_t n,
+                   float* out, ThreadPool& pool) {
+  const int64_t n_embd = w.router.cols, k = p.n_expert_used, n_ff = p.n_ff_exp;
+  static thread_local ActivationCache input;
+  input.reset(x, n, n_embd);
+
+  // Route every token.
+  float* logits = scratch(0, static_cast<size_t>(n * p.n_expert)).data();
+  project(w.router, input, logits, pool);
+  std::vector<int32_t> chosen(static_cast<size_t>(n * k));
+  std::vector<float> chosen_weight(static_cast<size_t>(n * k));
+  for (int64_t t = 0; t < n; ++t) {
+    ops::route_top_k(logits + t * p.n_expert, p.n_expert, k, p.renormalize, &chosen[t * k],
+                     &chosen_weight[t * k]);
+  }
+
+  // Group tokens by expert: expert e's tokens are ids[first[e] .. first[e+1]).
+  std::vector<int64_t> first(static_cast<size_t>(p.n_expert + 1), 0);
+  for (int32_t e : chosen) first[static_cast<size_t>(e) + 1]++;
+  for (int64_t e = 0; e < p.n_expert; ++e) first[e + 1] += first[e];
+  std::vector<int32_t> ids(chosen.size());
+  std::vector<float> ids_weight(chosen.size());
+  {
+    std::vector<int64_t> fill(first.begin(), first.end() - 1);
+    for (int64_t t = 0; t < n; ++t) {
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t slot = fill[static_cast<size_t>(chosen[t * k + j])]++;
+        ids[slot] = static_cast<int32_t>(t);
+        ids_weight[slot] = chosen_weight[t * k + j];
+      }
+    }
+  }
+  std::vector<int32_t> active;  // experts with at least one token
+  for (int64_t e = 0; e < p.n_expert; ++e) {
+    if (first[e + 1] > first[e]) active.push_back(static_cast<int32_t>(e));
+    if (p.selection_counts) p.selection_counts[e] += static_cast<uint64_t>(first[e + 1] - first[e]);
+  }
+  if (p.distinct_experts) *p.distinct_experts += static_cast<int64_t>(active.size());
+
+  // Gate and up projections: work items are (active expert, block of rows).
+  const int64_t rows_total = n * k;  // one hidden row per (token, chosen expert) pair
+  float* gate = scratch(1, static_cast<size_t>(rows_total * n_ff)).data();
+  float* up = scratch(2, static_cast<size_t>(rows_total * n_ff)).data();
+  const ops::QuantizedRows& xq = input.get(quant::traits(w.gate_exps.type).activation_type);
+  const ops::QuantizedRows& xq_up = input.get(quant::traits(w.up_exps.type).activation_type);
+  const int64_t ff_block = ops::matmul_row_block(w.gate_exps.slice(0, n_ff), n, pool.size());
+  const int64_t ff_blocks = (n_ff + ff_block - 1) / ff_block;
+  pool.run(static_cast<int64_t>(active.size()) * ff_blocks, [&](int64_t task, int) {
+    const int64_t e = active[static_cast<size_t>(task / ff_blocks)];
+    const int64_t r0 = task % ff_blocks * ff_block, r1 = std::min(n_ff, r0 + ff_block);
+    const int64_t off = first[e], count = first[e + 1] - first[e];
+    ops::matmul_rows_indexed(w.gate_exps.slice(e * n_ff, n_ff), xq, &ids[off], count,
+                             gate + off * n_ff, n_ff, r0, r1);
+    ops::matmul_rows_indexed(w.up_exps.slice(e * n_ff, n_ff), xq_up, &ids[off], count,
+                             up + off * n_ff, n_ff, r0, r1);
+  });
+  ops::swiglu(gate, up, gate, rows_total * n_ff);
+
+  // Down projection of each (token, expert) row, then the weighted sum per token.
+  static thread_local ops::QuantizedRows hidden_rows;
+  // Workers must see this thread's buffer: a thread_local named inside the lambda would
+  // resolve to the worker's own (empty) instance.
+  ops::QuantizedRows& hidden = hidden_rows;
+  hidden.quantize(gate, rows_total, n_ff, n_ff, quant::traits(w.down_exps.type).activation_type);
+  std::vector<int32_t> identity(static_cast<size_t>(rows_total));
+  for (int64_t i = 0; i < rows_total; ++i) identity[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+  float* down = scratch(3, static_cast<size_t>(rows_total * n_embd)).data();
+  const int64_t embd_block = ops::matmul_row_block(w.down_exps.slice(0, n_embd), n, pool.size());
+  const int64_t embd_blocks = (n_embd + embd_block - 1) / embd_block;
+  pool.run(static_cast<int64_t>(active.size()) * embd_blocks, [&](int64_t task, int) {
+    const int64_t e = active[static_cast<size_t>(task / embd_blocks)];
+    const int64_t r0 = task % embd_blocks * embd_block, r1 = std::min(n_embd, r0 + embd_block);
+    const int64_t off = first[e], count = first[e + 1] - first[e];
+    ops::matmul_rows_indexed(w.down_exps.slice(e * n_embd, n_embd), hidden, &identity[off], count,
+                             down + off * n_embd, n_embd, r0, r1);
+  });
+  std::fill(out, out + n * n_embd, 0.0f);
+  for (int64_t slot = 0; slot < rows_total; ++slot) {
+    ops::axpy(ids_weight[slot], down + slot * n_embd, out + ids[slot] * n_embd, n_embd);
+  }
+}
+
+}  // namespace strata

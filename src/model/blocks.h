@@ -1,0 +1,98 @@
+#pragma once
+// The shared building blocks of decoder layers. Each takes a weights struct and a params struct
+// and works on a batch of n tokens: x is [n][n_embd], row-major.
+
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <vector>
+
+#include "ops/attention.h"
+#include "ops/matmul.h"
+#include "ops/rope.h"
+#include "util/thread_pool.h"
+
+namespace strata {
+
+// Activations of one input quantized per partner type, so q/k/v (or gate/up) that share an
+// input but differ in weight type each quantize it at most once.
+class ActivationCache {
+ public:
+  void reset(const float* x, int64_t n_rows, int64_t cols) {
+    x_ = x;
+    rows_ = n_rows;
+    cols_ = cols;
+    valid_.assign(valid_.size(), false);
+  }
+  const ops::QuantizedRows& get(GgmlType type);
+
+ private:
+  const float* x_ = nullptr;
+  int64_t rows_ = 0, cols_ = 0;
+  std::vector<GgmlType> types_;
+  std::deque<ops::QuantizedRows> rows_by_type_;  // deque: references stay valid as it grows
+  std::vector<bool> valid_;
+};
+
+// ---- attention --------------------------------------------------------------------------
+
+struct AttentionWeights {
+  ops::WeightMatrix wq;  // [n_embd] -> [n_head * head_dim]
+  ops::WeightMatrix wk;  // [n_embd] -> [n_head_kv * head_dim]
+  ops::WeightMatrix wv;  // [n_embd] -> [n_head_kv * head_dim]
+  ops::WeightMatrix wo;  // [n_head * head_dim] -> [n_embd]
+  const float* q_norm = nullptr;  // [head_dim], per-head RMSNorm (Qwen3); null when absent
+  const float* k_norm = nullptr;
+};
+
+struct AttentionParams {
+  int64_t n_head = 0;
+  int64_t n_head_kv = 0;
+  int64_t head_dim = 0;
+  float rms_eps = 1e-6f;
+  const ops::Rope* rope = nullptr;
+};
+
+// out[n][n_embd] = attention(x) for tokens at positions pos0 .. pos0+n-1 of one sequence; their
+// keys and values are appended to `kv` first (causal: token i sees positions <= pos0 + i).
+void attention_block(const AttentionWeights& w, const AttentionParams& p, const float* x,
+                     int64_t n, int64_t pos0, const ops::KvLayerView& kv, float* out,
+                     ThreadPool& pool);
+
+// ---- feed-forward -----------------------------------------------------------------------
+
+struct DenseFfnWeights {
+  ops::WeightMatrix gate;  // [n_embd] -> [n_ff]
+  ops::WeightMatrix up;    // [n_embd] -> [n_ff]
+  ops::WeightMatrix down;  // [n_ff] -> [n_embd]
+};
+
+// out = down(silu(gate x) * up x)
+void dense_ffn_block(const DenseFfnWeights& w, const float* x, int64_t n, float* out,
+                     ThreadPool& pool);
+
+struct MoeFfnWeights {
+  ops::WeightMatrix router;     // [n_embd] -> [n_expert]
+  ops::WeightMatrix gate_exps;  // [n_expert][n_ff_exp][n_embd]
+  ops::WeightMatrix up_exps;    // [n_expert][n_ff_exp][n_embd]
+  ops::WeightMatrix down_exps;  // [n_expert][n_embd][n_ff_exp]
+};
+
+struct MoeParams {
+  int64_t n_expert = 0;
+  int64_t n_expert_used = 0;
+  int64_t n_ff_exp = 0;
+  bool renormalize = true;
+  // When set, counts how often each expert was selected ([n_expert]) and how many distinct
+  // experts ran this step (their weight bytes are what the step streamed).
+  uint64_t* selection_counts = nullptr;
+  int64_t* distinct_experts = nullptr;
+};
+
+// out = sum over the top-k experts of weight_e * down_e(silu(gate_e x) * up_e x). Tokens are
+// grouped by expert so each selected expert's weights are read once per call; experts no token
+// selected are never touched.
+void moe_ffn_block(const MoeFfnWeights& w, const MoeParams& p, const float* x, int64_t n,
+                   float* out, ThreadPool& pool);
+
+}  // namespace strata

@@ -1,0 +1,97 @@
+#include "model/decoder.h"
+
+#include <vector>
+
+#include "ops/rms_norm.h"
+#include "quant/quant.h"
+#include "util/error.h"
+
+namespace strata {
+
+void embed_tokens(const ops::WeightMatrix& token_embd, std::span<const int32_t> tokens, float* x) {
+  const quant::DequantizeRowFn dequantize = quant::traits(token_embd.type).kernels.dequantize_row;
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    const int32_t id = tokens[t];
+    STRATA_CHECK(id >= 0 && id < token_embd.rows,
+                 "token id {} at position {} is outside the vocabulary (0..{})", id, t,
+                 token_embd.rows - 1);
+    dequantize(token_embd.row(id), x + static_cast<int64_t>(t) * token_embd.cols, token_embd.cols);
+  }
+}
+
+void add_residual(float* x, const float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+void rms_norm_rows(const float* x, const float* weight, float* out, int64_t n, int64_t cols,
+                   float eps) {
+  for (int64_t t = 0; t < n; ++t) ops::rms_norm(x + t * cols, weight, out + t * cols, cols, eps);
+}
+
+void output_head(const ops::WeightMatrix& output, const float* output_norm, float rms_eps,
+                 const float* x, int64_t n, bool all_rows, float* logits, ThreadPool& pool) {
+  const int64_t cols = output.cols;
+  const int64_t first = all_rows ? 0 : n - 1;
+  const int64_t rows = n - first;
+  static thread_local std::vector<float> normed;
+  normed.resize(static_cast<size_t>(rows * cols));
+  rms_norm_rows(x + first * cols, output_norm, normed.data(), rows, cols, rms_eps);
+  static thread_local ops::QuantizedRows activations;
+  activations.quantize(normed.data(), rows, cols, cols, quant::traits(output.type).activation_type);
+  ops::matmul(output, activations, logits, output.rows, pool);
+}
+
+}  // namespace strata
+
+namespace strata {
+
+std::string layer_tensor(int64_t layer, const char* name) {
+  return "blk." + std::to_string(layer) + "." + name + ".weight";
+}
+
+AttentionWeights declare_attention(WeightLoader& loader, const ModelHParams& hp, int64_t layer,
+                                   bool with_qk_norm) {
+  AttentionWeights w;
+  const int64_t q_dim = hp.n_head * hp.head_dim, kv_dim = hp.n_head_kv * hp.head_dim;
+  w.wq = loader.matrix(layer_tensor(layer, "attn_q"), hp.n_embd, q_dim);
+  w.wk = loader.matrix(layer_tensor(layer, "attn_k"), hp.n_embd, kv_dim);
+  w.wv = loader.matrix(layer_tensor(layer, "attn_v"), hp.n_embd, kv_dim);
+  w.wo = loader.matrix(layer_tensor(layer, "attn_output"), q_dim, hp.n_embd);
+  if (with_qk_norm) {
+    w.q_norm = loader.vector(layer_tensor(layer, "attn_q_norm"), hp.head_dim);
+    w.k_norm = loader.vector(layer_tensor(layer, "attn_k_norm"), hp.head_dim);
+  }
+  return w;
+}
+
+DenseFfnWeights declare_dense_ffn(WeightLoader& loader, const ModelHParams& hp, int64_t layer) {
+  STRATA_CHECK(hp.n_ff > 0, "{}.feed_forward_length is missing", hp.arch);
+  return {loader.matrix(layer_tensor(layer, "ffn_gate"), hp.n_embd, hp.n_ff),
+          loader.matrix(layer_tensor(layer, "ffn_up"), hp.n_embd, hp.n_ff),
+          loader.matrix(layer_tensor(layer, "ffn_down"), hp.n_ff, hp.n_embd)};
+}
+
+MoeFfnWeights declare_moe_ffn(WeightLoader& loader, const ModelHParams& hp, int64_t layer) {
+  STRATA_CHECK(hp.n_expert > 0 && hp.n_ff_exp > 0,
+               "{}: expert_count and expert_feed_forward_length are required", hp.arch);
+  return {loader.matrix(layer_tensor(layer, "ffn_gate_inp"), hp.n_embd, hp.n_expert),
+          loader.experts(layer_tensor(layer, "ffn_gate_exps"), hp.n_embd, hp.n_ff_exp, hp.n_expert),
+          loader.experts(layer_tensor(layer, "ffn_up_exps"), hp.n_embd, hp.n_ff_exp, hp.n_expert),
+          loader.experts(layer_tensor(layer, "ffn_down_exps"), hp.n_ff_exp, hp.n_embd, hp.n_expert)};
+}
+
+AttentionParams attention_params(const ModelHParams& hp, const ops::Rope& rope) {
+  return {hp.n_head, hp.n_head_kv, hp.head_dim, hp.rms_eps, &rope};
+}
+
+MoeParams moe_params(const ModelHParams& hp) {
+  return {hp.n_expert, hp.n_expert_used, hp.n_ff_exp, hp.expert_weights_norm, nullptr, nullptr};
+}
+
+int64_t matrix_bytes(std::initializer_list<const ops::WeightMatrix*> matrices) {
+  int64_t total = 0;
+  for (const ops::WeightMatrix* m : matrices) total += m->data ? m->bytes() : 0;
+  return total;
+}
+
+}  // namespace strata

@@ -1,0 +1,50 @@
+#pragma once
+// Pieces every decoder architecture shares: token embedding lookup, residual adds and the final
+// norm + output head.
+
+#include <cstdint>
+#include <span>
+
+#include "ops/matmul.h"
+#include "util/thread_pool.h"
+
+namespace strata {
+
+// x[t] = embedding row of tokens[t]; throws naming the token when it is out of range.
+void embed_tokens(const ops::WeightMatrix& token_embd, std::span<const int32_t> tokens, float* x);
+
+// x += y over n values.
+void add_residual(float* x, const float* y, int64_t n);
+
+// logits = output(rms_norm(x) * norm) for the last row of x, or for every row when all_rows.
+void output_head(const ops::WeightMatrix& output, const float* output_norm, float rms_eps,
+                 const float* x, int64_t n, bool all_rows, float* logits, ThreadPool& pool);
+
+// Applies rms_norm(row) * weight to each of n rows of `cols` values (out may be x).
+void rms_norm_rows(const float* x, const float* weight, float* out, int64_t n, int64_t cols,
+                   float eps);
+
+}  // namespace strata
+
+#include "model/blocks.h"
+#include "model/hparams.h"
+#include "model/weight_loader.h"
+
+namespace strata {
+
+// "blk.{layer}.{name}.weight"
+std::string layer_tensor(int64_t layer, const char* name);
+
+// Declares a layer's attention tensors (q/k norms only when with_qk_norm).
+AttentionWeights declare_attention(WeightLoader& loader, const ModelHParams& hp, int64_t layer,
+                                   bool with_qk_norm);
+DenseFfnWeights declare_dense_ffn(WeightLoader& loader, const ModelHParams& hp, int64_t layer);
+MoeFfnWeights declare_moe_ffn(WeightLoader& loader, const ModelHParams& hp, int64_t layer);
+
+AttentionParams attention_params(const ModelHParams& hp, const ops::Rope& rope);
+MoeParams moe_params(const ModelHParams& hp);
+
+// Sum of the bytes of the given matrices.
+int64_t matrix_bytes(std::initializer_list<const ops::WeightMatrix*> matrices);
+
+}  // namespace strata

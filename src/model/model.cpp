@@ -1,0 +1,44 @@
+#include "model/model.h"
+
+#include <fmt/format.h>
+
+#include "model/archs/archs.h"
+#include "util/error.h"
+
+namespace strata {
+namespace {
+
+struct Architecture {
+  const char* name;
+  std::unique_ptr<Model> (*make)(GgufFile);
+};
+
+constexpr Architecture kArchitectures[] = {
+    {"qwen3moe", archs::make_qwen3moe},
+    {"qwen3", archs::make_qwen3},
+    {"llama", archs::make_llama},
+};
+
+}  // namespace
+
+std::vector<std::string> Model::supported_architectures() {
+  std::vector<std::string> out;
+  for (const auto& a : kArchitectures) out.emplace_back(a.name);
+  return out;
+}
+
+std::unique_ptr<Model> Model::from_file(GgufFile file) {
+  const std::string arch = file.architecture();
+  for (const auto& a : kArchitectures) {
+    if (arch == a.name) return a.make(std::move(file));
+  }
+  fail("{}: architecture '{}' is not supported (supported: {})", file.name(),
+       arch.empty() ? "(general.architecture missing)" : arch,
+       fmt::join(supported_architectures(), ", "));
+}
+
+std::unique_ptr<Model> Model::load(const std::string& path, LoadMode mode) {
+  return from_file(GgufFile::open(path, mode));
+}
+
+}  // namespace strata

@@ -1,0 +1,92 @@
+#include "model/standard_decoder.h"
+
+#include "model/decoder.h"
+#include "model/weight_loader.h"
+#include "util/error.h"
+#include "util/log.h"
+
+namespace strata {
+
+StandardDecoder::StandardDecoder(GgufFile file, ModelHParams hparams, Options options)
+    : Model(std::move(file), std::move(hparams)),
+      options_(options),
+      rope_(hparams_.rope_style, hparams_.head_dim, hparams_.n_rot, hparams_.rope_base) {
+  const ModelHParams& hp = hparams_;
+  WeightLoader loader(file_);
+  token_embd_ = loader.matrix("token_embd.weight", hp.n_embd, hp.n_vocab);
+  output_norm_ = loader.vector("output_norm.weight", hp.n_embd);
+  output_ = loader.optional_matrix("output.weight", hp.n_embd, hp.n_vocab);
+  if (!output_.data) output_ = token_embd_;  // tied embeddings
+  layers_.resize(static_cast<size_t>(hp.n_layer));
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    Layer& l = layers_[static_cast<size_t>(il)];
+    l.attn_norm = loader.vector(layer_tensor(il, "attn_norm"), hp.n_embd);
+    l.attn = declare_attention(loader, hp, il, options.qk_norm);
+    l.ffn_norm = loader.vector(layer_tensor(il, "ffn_norm"), hp.n_embd);
+    if (options.moe) {
+      l.moe = declare_moe_ffn(loader, hp, il);
+    } else {
+      l.dense = declare_dense_ffn(loader, hp, il);
+    }
+  }
+  for (const std::string& name : loader.unused()) {
+    log::warn("{}: tensor '{}' is not used by the {} architecture", file_.name(), name, hp.arch);
+  }
+}
+
+void StandardDecoder::forward(const ForwardBatch& batch, std::span<const ops::KvLayerView> kv,
+                              float* logits, ThreadPool& pool, ForwardStats* stats) {
+  const ModelHParams& hp = hparams_;
+  const int64_t n = static_cast<int64_t>(batch.tokens.size());
+  STRATA_CHECK(n > 0, "forward needs at least one token");
+  STRATA_CHECK(static_cast<int64_t>(kv.size()) == hp.n_layer, "KV cache has {} layers, model {}",
+               kv.size(), hp.n_layer);
+  const size_t size = static_cast<size_t>(n * hp.n_embd);
+  x_.resize(size);
+  normed_.resize(size);
+  delta_.resize(size);
+  embed_tokens(token_embd_, batch.tokens, x_.data());
+
+  const AttentionParams attn_params = attention_params(hp, rope_);
+  MoeParams moe = moe_params(hp);
+  if (stats) moe.distinct_experts = &stats->distinct_experts;
+  const bool count_experts =
+      stats && static_cast<int64_t>(stats->expert_counts.size()) == hp.n_layer * hp.n_expert;
+
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    const Layer& l = layers_[static_cast<size_t>(il)];
+    rms_norm_rows(x_.data(), l.attn_norm, normed_.data(), n, hp.n_embd, hp.rms_eps);
+    attention_block(l.attn, attn_params, normed_.data(), n, batch.pos0, kv[static_cast<size_t>(il)],
+                    delta_.data(), pool);
+    add_residual(x_.data(), delta_.data(), static_cast<int64_t>(size));
+
+    rms_norm_rows(x_.data(), l.ffn_norm, normed_.data(), n, hp.n_embd, hp.rms_eps);
+    if (options_.moe) {
+      moe.selection_counts = count_experts ? &stats->expert_counts[il * hp.n_expert] : nullptr;
+      moe_ffn_block(l.moe, moe, normed_.data(), n, delta_.data(), pool);
+    } else {
+      dense_ffn_block(l.dense, normed_.data(), n, delta_.data(), pool);
+    }
+    add_residual(x_.data(), delta_.data(), static_cast<int64_t>(size));
+  }
+  output_head(output_, output_norm_, hp.rms_eps, x_.data(), n, batch.all_logits, logits, pool);
+}
+
+int64_t StandardDecoder::dense_bytes_per_token() const {
+  const ModelHParams& hp = hparams_;
+  int64_t total = output_.bytes() + token_embd_.row_bytes + hp.n_embd * 4;
+  for (const Layer& l : layers_) {
+    total += matrix_bytes({&l.attn.wq, &l.attn.wk, &l.attn.wv, &l.attn.wo, &l.dense.gate,
+                           &l.dense.up, &l.dense.down, &l.moe.router});
+    total += 2 * hp.n_embd * 4;  // norms
+  }
+  return total;
+}
+
+int64_t StandardDecoder::expert_bytes() const {
+  if (!options_.moe || layers_.empty()) return 0;
+  const Layer& l = layers_.front();
+  return matrix_bytes({&l.moe.gate_exps, &l.moe.up_exps, &l.moe.down_exps}) / hparams_.n_expert;
+}
+
+}  // namespace strata

@@ -1,0 +1,46 @@
+#pragma once
+// The classic pre-norm decoder: x += attention(norm(x)); x += ffn(norm(x)), with GQA attention
+// (optionally per-head q/k RMSNorm) and either a dense SwiGLU FFN or a routed MoE FFN. llama,
+// qwen3 and qwen3moe are this model with different options (see model/archs/).
+
+#include <vector>
+
+#include "model/blocks.h"
+#include "model/model.h"
+#include "ops/rope.h"
+
+namespace strata {
+
+class StandardDecoder : public Model {
+ public:
+  struct Options {
+    bool qk_norm = false;  // per-head RMSNorm on q and k before RoPE (Qwen3)
+    bool moe = false;      // routed experts instead of a dense FFN
+  };
+
+  StandardDecoder(GgufFile file, ModelHParams hparams, Options options);
+
+  void forward(const ForwardBatch& batch, std::span<const ops::KvLayerView> kv, float* logits,
+               ThreadPool& pool, ForwardStats* stats) override;
+  int64_t dense_bytes_per_token() const override;
+  int64_t expert_bytes() const override;
+
+ private:
+  struct Layer {
+    const float* attn_norm = nullptr;  // [n_embd]
+    AttentionWeights attn;
+    const float* ffn_norm = nullptr;   // [n_embd]
+    DenseFfnWeights dense;
+    MoeFfnWeights moe;
+  };
+
+  Options options_;
+  ops::Rope rope_;
+  ops::WeightMatrix token_embd_;  // [n_vocab][n_embd]
+  const float* output_norm_ = nullptr;
+  ops::WeightMatrix output_;      // [n_vocab][n_embd]; token_embd when tied
+  std::vector<Layer> layers_;
+  std::vector<float> x_, normed_, delta_;  // [n][n_embd] work buffers
+};
+
+}  // namespace strata

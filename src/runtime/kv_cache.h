@@ -1,0 +1,34 @@
+#pragma once
+// Key/value cache of one sequence: for every layer, n_ctx positions of n_head_kv vectors of
+// head_dim values, stored as F16 (default) or Q8_0 (half the bytes, small accuracy cost).
+
+#include <cstdint>
+#include <vector>
+
+#include "model/hparams.h"
+#include "ops/attention.h"
+
+namespace strata {
+
+class KvCache {
+ public:
+  KvCache(const ModelHParams& hp, int64_t n_ctx, GgmlType type);
+
+  std::span<const ops::KvLayerView> layers() const { return views_; }
+  int64_t capacity() const { return n_ctx_; }
+  GgmlType type() const { return type_; }
+  int64_t bytes() const { return static_cast<int64_t>(storage_.size()); }
+  // Bytes the cache holds per position (all layers, keys and values).
+  int64_t bytes_per_position() const;
+
+  // Parses "f16" / "q8_0" (as given to --kv-type).
+  static GgmlType parse_type(const std::string& name);
+
+ private:
+  int64_t n_ctx_;
+  GgmlType type_;
+  std::vector<uint8_t> storage_;
+  std::vector<ops::KvLayerView> views_;
+};
+
+}  // namespace strata

@@ -1,0 +1,41 @@
+#include "runtime/session.h"
+
+#include <algorithm>
+
+#include "util/error.h"
+
+namespace strata {
+
+Session::Session(Model& model, int64_t n_ctx, GgmlType kv_type, ThreadPool& pool)
+    : model_(model), kv_(model.hparams(), n_ctx, kv_type), pool_(pool) {}
+
+void Session::eval(std::span<const int32_t> tokens, bool all_logits, std::vector<float>& logits,
+                   int64_t max_batch) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  const int64_t n_vocab = model_.hparams().n_vocab;
+  STRATA_CHECK(n > 0, "nothing to evaluate: no tokens");
+  STRATA_CHECK(max_batch > 0, "batch size must be positive, got {}", max_batch);
+  if (position_ + n > kv_.capacity()) {
+    fail("context overflow: {} tokens in the sequence + {} new exceed the context size {}",
+         position_, n, kv_.capacity());
+  }
+  logits.resize(static_cast<size_t>((all_logits ? n : 1) * n_vocab));
+  for (int64_t done = 0; done < n;) {
+    const int64_t count = std::min(max_batch, n - done);
+    const bool last_batch = done + count == n;
+    float* out = all_logits ? logits.data() + done * n_vocab : logits.data();
+    ForwardBatch batch{tokens.subspan(static_cast<size_t>(done), static_cast<size_t>(count)),
+                       position_, all_logits};
+    if (all_logits || last_batch) {
+      model_.forward(batch, kv_.layers(), out, pool_, &stats_);
+    } else {
+      // Intermediate batches only fill the cache; their last-token logits are discarded.
+      std::vector<float> discard(static_cast<size_t>(n_vocab));
+      model_.forward(batch, kv_.layers(), discard.data(), pool_, &stats_);
+    }
+    position_ += count;
+    done += count;
+  }
+}
+
+}  // namespace strata
