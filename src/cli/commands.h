@@ -6,5 +6,8 @@
 namespace strata::cli {
 
 void add_inspect_command(CLI::App& app);
+void add_run_command(CLI::App& app);
+void add_logits_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 
 }  // namespace strata::cli

@@ -14,6 +14,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "strata 0.1.0");
   strata::cli::add_inspect_command(app);
+  strata::cli::add_run_command(app);
+  strata::cli::add_logits_command(app);
+  strata::cli::add_bench_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,33 +1,16 @@
 // `strata inspect` end to end: the real binary on oracle files, text and JSON.
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli_test_support.h"
 #include "support/test_support.h"
 
 namespace strata {
 namespace {
-
-struct RunResult {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
-
-RunResult run_strata(const std::string& args) {
-  const std::string command = std::string(STRATA_EXE) + " " + args + " 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) return {-1, "popen failed"};
-  std::string out;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
 
 std::string model(const std::string& name) {
   return (test::oracle_dir() / "models" / name).string();

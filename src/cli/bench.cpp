@@ -1,0 +1,166 @@
+// `strata bench`: prompt-processing and generation speed, the weight bytes each generated token
+// reads, the machine's measured RAM read bandwidth, and the fraction of that roofline reached.
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <random>
+
+#include "cli/commands.h"
+#include "cli/format_bytes.h"
+#include "cli/model_options.h"
+#include "runtime/session.h"
+#include "util/cpu_features.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "util/memory_bandwidth.h"
+
+namespace strata::cli {
+namespace {
+
+struct Stat {
+  double mean = 0, stddev = 0;
+};
+
+Stat stat_of(const std::vector<double>& v) {
+  Stat s;
+  if (v.empty()) return s;
+  s.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+  double sq = 0;
+  for (double x : v) sq += (x - s.mean) * (x - s.mean);
+  s.stddev = v.size() > 1 ? std::sqrt(sq / static_cast<double>(v.size() - 1)) : 0.0;
+  return s;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  struct Options {
+    ModelOptions model;
+    int n_prompt = 512;
+    int n_gen = 128;
+    int repetitions = 3;
+    int batch = 512;
+    bool json = false;
+    bool skip_bandwidth = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "Measure prompt processing (pp) and generation (tg) speed and the roofline fraction");
+  add_model_options(cmd, o->model);
+  cmd->add_option("-p,--n-prompt", o->n_prompt, "Prompt tokens for pp (0: skip)")->capture_default_str()->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("-n,--n-gen", o->n_gen, "Generated tokens for tg (0: skip)")->capture_default_str()->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("-r,--repetitions", o->repetitions, "Repetitions of each test")->capture_default_str()->check(CLI::Range(1, 1000));
+  cmd->add_option("-b,--batch", o->batch, "Prompt tokens per forward batch")->capture_default_str()->check(CLI::Range(1, 1 << 16));
+  cmd->add_flag("--json", o->json, "Machine-readable output");
+  cmd->add_flag("--no-bandwidth", o->skip_bandwidth, "Skip the RAM bandwidth measurement");
+  cmd->callback([o] {
+    STRATA_CHECK(o->n_prompt > 0 || o->n_gen > 0, "nothing to measure: -p and -n are both 0");
+    auto model = load_model(o->model);
+    const ModelHParams& hp = model->hparams();
+    const int threads = o->model.thread_count();
+    ThreadPool pool(threads);
+    const int64_t ctx = std::max<int64_t>({o->n_prompt, o->n_gen, 1});
+    Session session(*model, ctx, o->model.kv_cache_type(), pool);
+    std::mt19937 rng(1234);
+    std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(hp.n_vocab - 1));
+    std::vector<int32_t> prompt(static_cast<size_t>(std::max(o->n_prompt, 1)));
+    for (auto& t : prompt) t = token(rng);
+    std::vector<float> logits;
+
+    // Warm-up: fault in the weights (mmap) and the caches once, untimed.
+    log::info("warming up");
+    session.eval(std::span<const int32_t>(prompt.data(), std::min<size_t>(prompt.size(), 64)), false, logits, o->batch);
+    session.reset();
+
+    std::vector<double> pp, tg;
+    for (int r = 0; r < o->repetitions && o->n_prompt > 0; ++r) {
+      session.reset();
+      const auto start = std::chrono::steady_clock::now();
+      session.eval(prompt, false, logits, o->batch);
+      pp.push_back(o->n_prompt / seconds_since(start));
+      log::info("pp{} run {}: {:.2f} tok/s", o->n_prompt, r + 1, pp.back());
+    }
+    int64_t experts_before = 0, experts_after = 0;
+    for (int r = 0; r < o->repetitions && o->n_gen > 0; ++r) {
+      session.reset();
+      experts_before = session.stats().distinct_experts;
+      int32_t next = token(rng);
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < o->n_gen; ++i) {
+        session.eval(std::span<const int32_t>(&next, 1), false, logits);
+        next = static_cast<int32_t>((next * 7919 + 13) % hp.n_vocab);  // cheap, deterministic
+      }
+      tg.push_back(o->n_gen / seconds_since(start));
+      experts_after = session.stats().distinct_experts;
+      log::info("tg{} run {}: {:.2f} tok/s", o->n_gen, r + 1, tg.back());
+    }
+
+    // Bytes one generated token reads: dense weights, the experts that ran, and the KV cache at
+    // the average position of the tg run.
+    const double experts_per_token =
+        o->n_gen > 0 ? static_cast<double>(experts_after - experts_before) / o->n_gen : 0.0;
+    const double expert_bytes = experts_per_token * static_cast<double>(model->expert_bytes());
+    const double kv_bytes = 0.5 * (o->n_gen - 1) * static_cast<double>(session.kv_cache().bytes_per_position());
+    const double bytes_per_token = static_cast<double>(model->dense_bytes_per_token()) + expert_bytes + kv_bytes;
+
+    BandwidthMeasurement bw;
+    if (!o->skip_bandwidth) {
+      log::info("measuring RAM read bandwidth with {} threads", threads);
+      bw = measure_read_bandwidth(pool, int64_t{1} << 30, 3);
+    }
+    const Stat pp_stat = stat_of(pp), tg_stat = stat_of(tg);
+    const double roofline =
+        bw.read_gbps > 0 && tg_stat.mean > 0 ? tg_stat.mean * bytes_per_token / (bw.read_gbps * 1e9) : 0.0;
+
+    if (o->json) {
+      nlohmann::json j = {
+          {"model", o->model.path},
+          {"architecture", hp.arch},
+          {"layers", hp.n_layer},
+          {"threads", threads},
+          {"load", o->model.load},
+          {"kv_type", o->model.kv_type},
+          {"cpu", cpu_features().describe()},
+          {"pp", {{"tokens", o->n_prompt}, {"tok_per_s", pp_stat.mean}, {"stddev", pp_stat.stddev}, {"runs", pp}}},
+          {"tg", {{"tokens", o->n_gen}, {"tok_per_s", tg_stat.mean}, {"stddev", tg_stat.stddev}, {"runs", tg}}},
+          {"bytes_per_token", bytes_per_token},
+          {"dense_bytes_per_token", model->dense_bytes_per_token()},
+          {"experts_per_token", experts_per_token},
+          {"expert_bytes", model->expert_bytes()},
+          {"kv_bytes_per_token", kv_bytes},
+          {"ram_read_gbps", bw.read_gbps},
+          {"roofline_fraction", roofline},
+      };
+      fmt::print("{}\n", j.dump(2));
+      return;
+    }
+    fmt::print("model      {} ({}, {} layers{})\n", o->model.path, hp.arch, hp.n_layer,
+               hp.n_expert ? fmt::format(", {} experts / {} used", hp.n_expert, hp.n_expert_used) : "");
+    fmt::print("setup      {} threads, load {}, KV {}, CPU {}\n", threads, o->model.load,
+               o->model.kv_type, cpu_features().describe());
+    if (o->n_prompt > 0) fmt::print("pp{:<8} {:8.2f} ± {:.2f} tok/s  ({} runs)\n", o->n_prompt, pp_stat.mean, pp_stat.stddev, pp.size());
+    if (o->n_gen > 0) {
+      fmt::print("tg{:<8} {:8.2f} ± {:.2f} tok/s  ({} runs)\n", o->n_gen, tg_stat.mean, tg_stat.stddev, tg.size());
+      fmt::print("bytes/tok  {}  (dense {} + {:.1f} experts x {} + KV {})\n",
+                 format_bytes(static_cast<uint64_t>(bytes_per_token)),
+                 format_bytes(static_cast<uint64_t>(model->dense_bytes_per_token())), experts_per_token,
+                 format_bytes(static_cast<uint64_t>(model->expert_bytes())),
+                 format_bytes(static_cast<uint64_t>(kv_bytes)));
+    }
+    if (bw.read_gbps > 0) fmt::print("RAM read   {:.1f} GB/s ({} threads)\n", bw.read_gbps, threads);
+    if (roofline > 0) {
+      fmt::print("roofline   {:.1f}% (tg x bytes/tok = {:.1f} GB/s of {:.1f} GB/s)\n", 100 * roofline,
+                 tg_stat.mean * bytes_per_token / 1e9, bw.read_gbps);
+    }
+  });
+}
+
+}  // namespace strata::cli

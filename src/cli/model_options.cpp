@@ -1,0 +1,65 @@
+#include "cli/model_options.h"
+
+#include <charconv>
+
+#include "runtime/kv_cache.h"
+#include "util/cpu_features.h"
+#include "util/error.h"
+#include "util/log.h"
+
+namespace strata::cli {
+
+int ModelOptions::thread_count() const { return threads > 0 ? threads : physical_core_count(); }
+
+LoadMode ModelOptions::load_mode() const {
+  if (load == "mmap") return LoadMode::mmap;
+  if (load == "ram") return LoadMode::ram;
+  fail("--load must be mmap or ram, got '{}'", load);
+}
+
+GgmlType ModelOptions::kv_cache_type() const { return KvCache::parse_type(kv_type); }
+
+void add_model_options(CLI::App* cmd, ModelOptions& o) {
+  cmd->add_option("-m,--model", o.path, "GGUF model file")->required();
+  cmd->add_option("-t,--threads", o.threads, "Threads (default: physical cores)")
+      ->check(CLI::Range(0, 1024));
+  cmd->add_option("--ctx", o.ctx, "Context size in tokens (KV cache capacity)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  cmd->add_option("--kv-type", o.kv_type, "KV cache type: f16 or q8_0")->capture_default_str();
+  cmd->add_option("--load", o.load,
+                  "mmap: use weights in place from the file; ram: read the file into memory")
+      ->capture_default_str();
+}
+
+std::unique_ptr<Model> load_model(const ModelOptions& options) {
+  const LoadMode mode = options.load_mode();
+  auto model = Model::load(options.path, mode);
+  const ModelHParams& hp = model->hparams();
+  log::info("loaded {} ({}, {} layers{}), {} threads", options.path, hp.arch, hp.n_layer,
+            hp.n_expert ? fmt::format(", {} experts, {} used", hp.n_expert, hp.n_expert_used) : "",
+            options.thread_count());
+  return model;
+}
+
+std::vector<int32_t> parse_token_list(const std::string& text) {
+  std::vector<int32_t> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    std::string item = text.substr(start, end - start);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    int32_t value = 0;
+    const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
+    if (item.empty() || ec != std::errc() || ptr != item.data() + item.size() || value < 0) {
+      fail("token list: '{}' is not a token id (expected comma-separated non-negative integers)",
+           item);
+    }
+    out.push_back(value);
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,36 @@
+#pragma once
+// Options shared by the commands that load and run a model.
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+#include "util/mapped_file.h"
+
+namespace strata::cli {
+
+struct ModelOptions {
+  std::string path;
+  int threads = 0;  // 0: physical cores
+  int64_t ctx = 4096;
+  std::string kv_type = "f16";
+  std::string load = "mmap";
+
+  int thread_count() const;
+  LoadMode load_mode() const;
+  GgmlType kv_cache_type() const;
+};
+
+// -m/--model, -t/--threads, --ctx, --kv-type, --load.
+void add_model_options(CLI::App* cmd, ModelOptions& options);
+
+std::unique_ptr<Model> load_model(const ModelOptions& options);
+
+// "1,2,3" -> {1, 2, 3}; throws naming the bad item.
+std::vector<int32_t> parse_token_list(const std::string& text);
+
+}  // namespace strata::cli

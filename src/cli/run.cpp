@@ -1,0 +1,71 @@
+// `strata run`: generate tokens from a prompt.
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "cli/commands.h"
+#include "cli/model_options.h"
+#include "runtime/sampler.h"
+#include "runtime/session.h"
+#include "util/error.h"
+
+namespace strata::cli {
+
+void add_run_command(CLI::App& app) {
+  struct Options {
+    ModelOptions model;
+    std::string prompt;
+    std::string tokens;
+    int n_predict = 32;
+    SamplingParams sampling;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("run", "Generate tokens from a prompt (greedy at --temp 0)");
+  add_model_options(cmd, o->model);
+  auto* prompt = cmd->add_option("-p,--prompt", o->prompt, "Prompt text (needs the model's vocabulary)");
+  auto* tokens = cmd->add_option("--tokens", o->tokens, "Prompt as comma-separated token ids");
+  prompt->excludes(tokens);
+  cmd->add_option("-n,--n-predict", o->n_predict, "Tokens to generate")->capture_default_str()->check(CLI::Range(0, 1 << 24));
+  cmd->add_option("--temp", o->sampling.temperature, "Temperature (0: greedy)")->capture_default_str();
+  cmd->add_option("--top-k", o->sampling.top_k, "Keep the k most likely tokens (0: all)")->capture_default_str();
+  cmd->add_option("--top-p", o->sampling.top_p, "Nucleus sampling mass (1: off)")->capture_default_str();
+  cmd->add_option("--min-p", o->sampling.min_p, "Drop tokens below min-p x the best (0: off)")->capture_default_str();
+  cmd->add_option("--seed", o->sampling.seed, "Random seed")->capture_default_str();
+  cmd->callback([o] {
+    if (!o->prompt.empty()) fail("text prompts are not supported yet: give --tokens 1,2,3");
+    if (o->tokens.empty()) fail("give a prompt: --tokens 1,2,3");
+    const std::vector<int32_t> prompt_tokens = parse_token_list(o->tokens);
+    auto model = load_model(o->model);
+    ThreadPool pool(o->model.thread_count());
+    const int64_t needed = static_cast<int64_t>(prompt_tokens.size()) + o->n_predict;
+    const int64_t ctx = std::min<int64_t>(o->model.ctx, std::max<int64_t>(needed, 1));
+    if (needed > o->model.ctx) {
+      fail("prompt ({} tokens) + {} to generate exceed the context size {} (raise --ctx)",
+           prompt_tokens.size(), o->n_predict, o->model.ctx);
+    }
+    Session session(*model, ctx, o->model.kv_cache_type(), pool);
+    Sampler sampler(o->sampling);
+    std::vector<float> logits;
+    const auto t0 = std::chrono::steady_clock::now();
+    session.eval(prompt_tokens, false, logits);
+    const auto t1 = std::chrono::steady_clock::now();
+    std::vector<int32_t> generated;
+    for (int i = 0; i < o->n_predict; ++i) {
+      const int32_t next = sampler.sample(logits);
+      generated.push_back(next);
+      fmt::print("{}{}", i ? "," : "", next);
+      std::fflush(stdout);
+      if (i + 1 < o->n_predict) session.eval(std::span<const int32_t>(&next, 1), false, logits);
+    }
+    fmt::print("\n");
+    const auto t2 = std::chrono::steady_clock::now();
+    const double prefill = std::chrono::duration<double>(t1 - t0).count();
+    const double decode = std::chrono::duration<double>(t2 - t1).count();
+    fmt::print(stderr, "prompt: {} tokens in {:.3f} s ({:.1f} tok/s); generated {} tokens in {:.3f} s ({:.1f} tok/s)\n",
+               prompt_tokens.size(), prefill, prompt_tokens.size() / std::max(prefill, 1e-9),
+               generated.size(), decode, generated.size() / std::max(decode, 1e-9));
+  });
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,84 @@
+// `strata run`, `strata logits` and `strata bench` end to end on oracle models.
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_test_support.h"
+#include "runtime/logits_file.h"
+#include "support/test_support.h"
+
+namespace strata {
+namespace {
+
+std::string join(const std::vector<int32_t>& v) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(v[i]);
+  }
+  return out;
+}
+
+TEST(RunCommand, GreedyTokensMatchTheReferenceOnF16Models) {
+  for (const char* m : {"tiny-qwen3moe-F16", "tiny-qwen3-F16", "tiny-llama-F16"}) {
+    SCOPED_TRACE(m);
+    const auto ref = LogitsFile::read((test::oracle_dir() / "logits" / (std::string(m) + ".f16kv.orcl")).string());
+    const auto r = run_strata("run -m " + (test::oracle_dir() / "models" / (std::string(m) + ".gguf")).string() +
+                              " --tokens " + join(ref.prompt) + " -n " + std::to_string(ref.gen.size()),
+                              false);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.output, join(ref.gen) + "\n");
+  }
+}
+
+TEST(RunCommand, ClearErrors) {
+  const std::string model = (test::oracle_dir() / "models" / "tiny-qwen3-Q8_0.gguf").string();
+  auto r = run_strata("run -m " + model + " --tokens 1,x,3");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("'x' is not a token id"), std::string::npos) << r.output;
+  r = run_strata("run -m " + model + " --tokens 1,2 --kv-type q4");
+  EXPECT_NE(r.output.find("KV cache type 'q4' is not supported"), std::string::npos) << r.output;
+  r = run_strata("run -m " + model + " --tokens 1,2 --load disk");
+  EXPECT_NE(r.output.find("--load must be mmap or ram"), std::string::npos) << r.output;
+  r = run_strata("run -m " + model + " --tokens 1,2,600");
+  EXPECT_NE(r.output.find("token id 600"), std::string::npos) << r.output;
+  r = run_strata("run -m " + model + " --tokens 1,2 -n 10 --ctx 8");
+  EXPECT_NE(r.output.find("exceed the context size 8"), std::string::npos) << r.output;
+}
+
+TEST(LogitsCommand, WritesOrclThatMatchesTheReference) {
+  const std::string m = "tiny-qwen3moe-F16";
+  const auto ref = LogitsFile::read((test::oracle_dir() / "logits" / (m + ".f16kv.orcl")).string());
+  const auto out = (test::temp_dir() / "ours.orcl").string();
+  for (const std::string load : {"mmap", "ram"}) {
+    const auto r = run_strata("logits -m " + (test::oracle_dir() / "models" / (m + ".gguf")).string() +
+                              " --load " + load + " --tokens " + join(ref.prompt) + " -n " +
+                              std::to_string(ref.gen.size()) + " -o " + out);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto ours = LogitsFile::read(out);
+    EXPECT_EQ(ours.prompt, ref.prompt);
+    EXPECT_EQ(ours.gen, ref.gen);
+    ASSERT_EQ(ours.logits.size(), ref.logits.size());
+    EXPECT_LT(test::nmse(ours.logits.data(), ref.logits.data(), ours.logits.size()), 1e-5);
+  }
+}
+
+TEST(BenchCommand, JsonReportsSpeedsBytesAndRoofline) {
+  const auto r = run_strata("bench -m " + (test::oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string() +
+                            " -p 32 -n 8 -r 2 -t 2 --json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  EXPECT_GT(j["pp"]["tok_per_s"].get<double>(), 0);
+  EXPECT_GT(j["tg"]["tok_per_s"].get<double>(), 0);
+  EXPECT_EQ(j["pp"]["runs"].size(), 2u);
+  EXPECT_GT(j["ram_read_gbps"].get<double>(), 0);
+  EXPECT_GT(j["roofline_fraction"].get<double>(), 0);
+  // 2 layers, 2 experts per token each: at least 2 and at most 4 distinct experts per step.
+  EXPECT_GE(j["experts_per_token"].get<double>(), 2.0);
+  EXPECT_LE(j["experts_per_token"].get<double>(), 4.0);
+  EXPECT_GT(j["bytes_per_token"].get<double>(), j["dense_bytes_per_token"].get<double>());
+}
+
+}  // namespace
+}  // namespace strata

@@ -1,0 +1,108 @@
+// The synthetic model generator writes files strata loads and runs, with the requested shapes,
+// type mix and router skew.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+
+#include "gguf/gguf_file.h"
+#include "model/model.h"
+#include "runtime/session.h"
+#include "support/test_support.h"
+#include "synthetic_model.h"
+
+namespace strata::tools {
+namespace {
+
+std::vector<float> run_tokens(Model& model, int n, ForwardStats* stats = nullptr) {
+  ThreadPool pool(2);
+  Session session(model, n, GgmlType::F16, pool);
+  if (stats) session.stats().expert_counts.assign(static_cast<size_t>(model.hparams().n_layer * model.hparams().n_expert), 0);
+  std::vector<int32_t> tokens(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) tokens[static_cast<size_t>(i)] = (i * 37 + 11) % static_cast<int32_t>(model.hparams().n_vocab);
+  std::vector<float> logits;
+  session.eval(tokens, true, logits);
+  if (stats) *stats = session.stats();
+  return logits;
+}
+
+TEST(SyntheticModel, EveryArchitectureLoadsAndRuns) {
+  for (const char* arch : {"qwen3moe", "qwen3", "llama"}) {
+    for (const char* ftype : {"Q4_K_M", "Q8_0", "IQ4_XS"}) {
+      SCOPED_TRACE(std::string(arch) + " " + ftype);
+      SyntheticModelSpec s;
+      s.arch = arch;
+      s.ftype = ftype;
+      s.n_layer = 3;
+      const auto path = (test::temp_dir() / "m.gguf").string();
+      write_synthetic_model(s, path);
+      auto model = Model::load(path);
+      EXPECT_EQ(model->hparams().arch, arch);
+      EXPECT_EQ(model->hparams().n_layer, 3);
+      const auto logits = run_tokens(*model, 12);
+      ASSERT_EQ(logits.size(), 12u * 512);
+      for (float v : logits) ASSERT_TRUE(std::isfinite(v));
+      const GgufFile f = GgufFile::open(path);
+      if (std::string(ftype) == "Q4_K_M") {
+        EXPECT_EQ(f.find_tensor("output.weight")->type, GgmlType::Q6_K);
+        EXPECT_EQ(f.find_tensor("blk.1.attn_q.weight")->type, GgmlType::Q4_K);
+      } else {
+        EXPECT_EQ(f.find_tensor("blk.1.attn_q.weight")->type, *ggml_type_from_name(ftype));
+      }
+    }
+  }
+}
+
+TEST(SyntheticModel, Qwen3_30B_Shape) {
+  const SyntheticModelSpec s = qwen3_30b_a3b_spec(8);
+  EXPECT_EQ(s.n_embd, 2048);
+  EXPECT_EQ(s.n_head, 32);
+  EXPECT_EQ(s.n_head_kv, 4);
+  EXPECT_EQ(s.head_dim, 128);
+  EXPECT_EQ(s.n_expert, 128);
+  EXPECT_EQ(s.n_expert_used, 8);
+  EXPECT_EQ(s.n_ff_exp, 768);
+  EXPECT_EQ(s.n_vocab, 151936);
+  EXPECT_EQ(s.n_layer, 8);
+}
+
+TEST(SyntheticModel, SkewedRouterMakesHotExperts) {
+  SyntheticModelSpec s;
+  s.n_layer = 2;
+  s.n_expert = 16;
+  s.n_expert_used = 2;
+  s.hot_fraction = 0.25;  // 4 hot experts of 16
+  const auto path = (test::temp_dir() / "skewed.gguf").string();
+  write_synthetic_model(s, path);
+  auto model = Model::load(path);
+  ForwardStats stats;
+  run_tokens(*model, 200, &stats);
+  // Hot experts are those with (e * hot) % n < hot, as the generator spreads them.
+  uint64_t hot = 0, all = 0;
+  for (int64_t layer = 0; layer < 2; ++layer) {
+    for (int64_t e = 0; e < 16; ++e) {
+      const uint64_t c = stats.expert_counts[static_cast<size_t>(layer * 16 + e)];
+      all += c;
+      if ((e * 4) % 16 < 4) hot += c;
+    }
+  }
+  EXPECT_EQ(all, 200u * 2 * 2);
+  EXPECT_GT(static_cast<double>(hot) / static_cast<double>(all), 0.5)
+      << "4 of 16 experts should take well over their uniform 25% share";
+}
+
+TEST(SyntheticModel, RejectsBadSpecs) {
+  SyntheticModelSpec s;
+  s.arch = "gpt2";
+  EXPECT_ANY_THROW(write_synthetic_model(s, (test::temp_dir() / "x.gguf").string()));
+  s = SyntheticModelSpec{};
+  s.ftype = "IQ2_XXS";
+  EXPECT_ANY_THROW(write_synthetic_model(s, (test::temp_dir() / "y.gguf").string()));
+  s = SyntheticModelSpec{};
+  s.n_expert_used = 9;
+  EXPECT_ANY_THROW(write_synthetic_model(s, (test::temp_dir() / "z.gguf").string()));
+}
+
+}  // namespace
+}  // namespace strata::tools

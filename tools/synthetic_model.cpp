@@ -1,0 +1,220 @@
+#include "synthetic_model.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "gguf/gguf_writer.h"
+#include "quant/quant.h"
+#include "util/error.h"
+#include "util/log.h"
+
+namespace strata::tools {
+namespace {
+
+// The K-quant mix of a Q4_K_M file as GGUF quantizers make it: more bits where errors hurt
+// most (output head, V projections, some down projections), 8 bits for the tiny K/V matrices
+// of MoE models.
+GgmlType tensor_type(const SyntheticModelSpec& s, const std::string& role, int64_t layer) {
+  const bool moe = s.arch == "qwen3moe";
+  if (s.ftype != "Q4_K_M") {
+    const auto t = ggml_type_from_name(s.ftype);
+    if (!t || !quant::is_supported(*t) || !quant::traits(*t).kernels.vec_dot) {
+      fail("unknown or unsupported --ftype '{}' (Q4_K_M or a weight type such as Q8_0, IQ4_XS)", s.ftype);
+    }
+    if (role == "output" && (*t == GgmlType::Q2_K || *t == GgmlType::Q3_K)) return GgmlType::Q6_K;
+    return *t;
+  }
+  const int64_t n = s.n_layer;
+  const bool more_bits = layer < n / 8 || layer >= 7 * n / 8 || (layer - n / 8) % 3 == 2;
+  if (role == "output") return GgmlType::Q6_K;
+  if (role == "attn_k") return moe ? GgmlType::Q8_0 : GgmlType::Q4_K;
+  if (role == "attn_v") return moe ? GgmlType::Q8_0 : (more_bits ? GgmlType::Q6_K : GgmlType::Q4_K);
+  if (role == "attn_output") return moe ? GgmlType::Q5_K : GgmlType::Q4_K;
+  if (role == "ffn_down") return more_bits ? GgmlType::Q6_K : GgmlType::Q4_K;
+  return GgmlType::Q4_K;
+}
+
+class Generator {
+ public:
+  explicit Generator(const SyntheticModelSpec& s) : s_(s), rng_(s.seed) {
+    // The direction every token embedding shares a little of: hot experts' router rows point
+    // along it, so they win the top-k more often.
+    direction_.resize(static_cast<size_t>(s.n_embd));
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    double norm = 0;
+    for (auto& v : direction_) {
+      v = normal(rng_);
+      norm += double(v) * v;
+    }
+    for (auto& v : direction_) v = static_cast<float>(v / std::sqrt(norm) * std::sqrt(double(s.n_embd)));
+  }
+
+  // A tensor of `rows` rows of `cols`: rows are drawn from a pool of 64 quantized random rows
+  // (std 1/sqrt(cols), plus `bias` times the shared direction), so even GB-sized tensors are
+  // written at memcpy speed.
+  GgufWriter::TensorFiller matrix(GgmlType type, int64_t cols, int64_t rows, float bias = 0.0f) {
+    const uint64_t seed = rng_();
+    return [=, this](std::span<uint8_t> out) {
+      std::mt19937_64 rng(seed);
+      std::normal_distribution<float> normal(0.0f, 1.0f / std::sqrt(static_cast<float>(cols)));
+      constexpr int64_t kPool = 64;
+      const int64_t row_bytes = quant::row_bytes(type, cols);
+      std::vector<float> values(static_cast<size_t>(cols * kPool));
+      for (int64_t i = 0; i < cols * kPool; ++i) {
+        values[static_cast<size_t>(i)] = normal(rng) + bias * direction_[static_cast<size_t>(i % cols)] /
+                                                           std::sqrt(static_cast<float>(cols));
+      }
+      std::vector<uint8_t> pool(static_cast<size_t>(row_bytes * kPool));
+      quant::kernels_exact(type, quant::Isa::scalar).quantize_row(values.data(), pool.data(), cols * kPool);
+      std::uniform_int_distribution<int64_t> pick(0, kPool - 1);
+      for (int64_t r = 0; r < rows; ++r) {
+        std::memcpy(out.data() + r * row_bytes, pool.data() + pick(rng) * row_bytes,
+                    static_cast<size_t>(row_bytes));
+      }
+    };
+  }
+
+  // Router [n_embd] -> [n_expert] in F32: random rows, hot experts tilted toward the direction.
+  std::vector<uint8_t> router() {
+    std::normal_distribution<float> normal(0.0f, 1.0f / std::sqrt(static_cast<float>(s_.n_embd)));
+    const int64_t hot = static_cast<int64_t>(std::llround(s_.hot_fraction * s_.n_expert));
+    std::vector<float> w(static_cast<size_t>(s_.n_embd * s_.n_expert));
+    for (int64_t e = 0; e < s_.n_expert; ++e) {
+      // Spread hot experts over the id range rather than taking the first ones.
+      const bool is_hot = hot > 0 && (e * hot) % s_.n_expert < hot;
+      const float tilt = is_hot ? static_cast<float>(s_.skew) / static_cast<float>(s_.n_embd) : 0.0f;
+      for (int64_t i = 0; i < s_.n_embd; ++i) {
+        w[static_cast<size_t>(e * s_.n_embd + i)] = normal(rng_) + tilt * direction_[static_cast<size_t>(i)];
+      }
+    }
+    return bytes_of(w);
+  }
+
+  // Norm weights around 1.
+  std::vector<uint8_t> norm(int64_t n) {
+    std::normal_distribution<float> normal(1.0f, 0.05f);
+    std::vector<float> w(static_cast<size_t>(n));
+    for (auto& v : w) v = normal(rng_);
+    return bytes_of(w);
+  }
+
+ private:
+  static std::vector<uint8_t> bytes_of(const std::vector<float>& v) {
+    std::vector<uint8_t> out(v.size() * 4);
+    std::memcpy(out.data(), v.data(), out.size());
+    return out;
+  }
+
+  const SyntheticModelSpec& s_;
+  std::mt19937_64 rng_;
+  std::vector<float> direction_;
+};
+
+void check_spec(const SyntheticModelSpec& s) {
+  STRATA_CHECK(s.arch == "qwen3moe" || s.arch == "qwen3" || s.arch == "llama",
+               "--arch must be qwen3moe, qwen3 or llama, got '{}'", s.arch);
+  STRATA_CHECK(s.n_layer > 0 && s.n_embd > 0 && s.n_head > 0 && s.n_head_kv > 0 && s.head_dim > 0 &&
+                   s.n_vocab > 0,
+               "layers, embedding size, heads, head dim and vocabulary must be positive");
+  STRATA_CHECK(s.n_head % s.n_head_kv == 0, "{} heads are not a multiple of {} KV heads", s.n_head,
+               s.n_head_kv);
+  STRATA_CHECK(s.hot_fraction >= 0 && s.hot_fraction <= 1, "--hot-experts must be in [0, 1]");
+  if (s.arch == "qwen3moe") {
+    STRATA_CHECK(s.n_expert > 0 && s.n_expert_used > 0 && s.n_expert_used <= s.n_expert && s.n_ff_exp > 0,
+                 "experts: {} with {} used and FFN {} is not a valid MoE", s.n_expert, s.n_expert_used,
+                 s.n_ff_exp);
+  }
+}
+
+}  // namespace
+
+SyntheticModelSpec qwen3_30b_a3b_spec(int64_t layers) {
+  SyntheticModelSpec s;
+  s.arch = "qwen3moe";
+  s.n_layer = layers;
+  s.n_embd = 2048;
+  s.n_head = 32;
+  s.n_head_kv = 4;
+  s.head_dim = 128;
+  s.n_ff = 6144;
+  s.n_expert = 128;
+  s.n_expert_used = 8;
+  s.n_ff_exp = 768;
+  s.n_vocab = 151936;
+  s.n_ctx_train = 40960;
+  s.rope_base = 1e6f;
+  return s;
+}
+
+void write_synthetic_model(const SyntheticModelSpec& s, const std::string& path) {
+  check_spec(s);
+  Generator gen(s);
+  GgufWriter w;
+  const std::string a = s.arch;
+  w.set_string("general.architecture", a);
+  w.set_string("general.name", fmt::format("synthetic-{}-L{}-{}", a, s.n_layer, s.ftype));
+  w.set_string("general.description", "random weights made by strata's synthetic model generator");
+  w.set_u32(a + ".block_count", static_cast<uint32_t>(s.n_layer));
+  w.set_u32(a + ".context_length", static_cast<uint32_t>(s.n_ctx_train));
+  w.set_u32(a + ".embedding_length", static_cast<uint32_t>(s.n_embd));
+  w.set_u32(a + ".feed_forward_length", static_cast<uint32_t>(s.n_ff));
+  w.set_u32(a + ".attention.head_count", static_cast<uint32_t>(s.n_head));
+  w.set_u32(a + ".attention.head_count_kv", static_cast<uint32_t>(s.n_head_kv));
+  w.set_u32(a + ".attention.key_length", static_cast<uint32_t>(s.head_dim));
+  w.set_u32(a + ".attention.value_length", static_cast<uint32_t>(s.head_dim));
+  w.set_f32(a + ".rope.freq_base", s.rope_base);
+  w.set_f32(a + ".attention.layer_norm_rms_epsilon", 1e-6f);
+  w.set_u32(a + ".vocab_size", static_cast<uint32_t>(s.n_vocab));
+  if (a == "llama") w.set_u32(a + ".rope.dimension_count", static_cast<uint32_t>(s.head_dim));
+  if (a == "qwen3moe") {
+    w.set_u32(a + ".expert_count", static_cast<uint32_t>(s.n_expert));
+    w.set_u32(a + ".expert_used_count", static_cast<uint32_t>(s.n_expert_used));
+    w.set_u32(a + ".expert_feed_forward_length", static_cast<uint32_t>(s.n_ff_exp));
+  }
+  w.set_string("tokenizer.ggml.model", "no_vocab");
+
+  const float embd_bias = s.hot_fraction > 0 ? 1.0f : 0.0f;
+  w.add_tensor("token_embd.weight", tensor_type(s, "token_embd", 0), {s.n_embd, s.n_vocab},
+               gen.matrix(tensor_type(s, "token_embd", 0), s.n_embd, s.n_vocab, embd_bias * std::sqrt(float(s.n_embd))));
+  w.add_tensor("output_norm.weight", GgmlType::F32, {s.n_embd}, gen.norm(s.n_embd));
+  w.add_tensor("output.weight", tensor_type(s, "output", 0), {s.n_embd, s.n_vocab},
+               gen.matrix(tensor_type(s, "output", 0), s.n_embd, s.n_vocab));
+  const int64_t q_dim = s.n_head * s.head_dim, kv_dim = s.n_head_kv * s.head_dim;
+  for (int64_t il = 0; il < s.n_layer; ++il) {
+    auto name = [&](const char* n) { return fmt::format("blk.{}.{}.weight", il, n); };
+    auto add = [&](const char* n, const char* role, std::vector<int64_t> shape) {
+      const GgmlType t = tensor_type(s, role, il);
+      int64_t rows = 1;
+      for (size_t d = 1; d < shape.size(); ++d) rows *= shape[d];
+      w.add_tensor(name(n), t, shape, gen.matrix(t, shape[0], rows));
+    };
+    w.add_tensor(name("attn_norm"), GgmlType::F32, {s.n_embd}, gen.norm(s.n_embd));
+    add("attn_q", "attn_q", {s.n_embd, q_dim});
+    add("attn_k", "attn_k", {s.n_embd, kv_dim});
+    add("attn_v", "attn_v", {s.n_embd, kv_dim});
+    add("attn_output", "attn_output", {q_dim, s.n_embd});
+    if (a != "llama") {
+      w.add_tensor(name("attn_q_norm"), GgmlType::F32, {s.head_dim}, gen.norm(s.head_dim));
+      w.add_tensor(name("attn_k_norm"), GgmlType::F32, {s.head_dim}, gen.norm(s.head_dim));
+    }
+    w.add_tensor(name("ffn_norm"), GgmlType::F32, {s.n_embd}, gen.norm(s.n_embd));
+    if (a == "qwen3moe") {
+      w.add_tensor(name("ffn_gate_inp"), GgmlType::F32, {s.n_embd, s.n_expert}, gen.router());
+      add("ffn_gate_exps", "ffn_gate", {s.n_embd, s.n_ff_exp, s.n_expert});
+      add("ffn_up_exps", "ffn_up", {s.n_embd, s.n_ff_exp, s.n_expert});
+      add("ffn_down_exps", "ffn_down", {s.n_ff_exp, s.n_embd, s.n_expert});
+    } else {
+      add("ffn_gate", "ffn_gate", {s.n_embd, s.n_ff});
+      add("ffn_up", "ffn_up", {s.n_embd, s.n_ff});
+      add("ffn_down", "ffn_down", {s.n_ff, s.n_embd});
+    }
+  }
+  log::info("writing {}", path);
+  w.write(path);
+}
+
+}  // namespace strata::tools

@@ -1,0 +1,37 @@
+#pragma once
+// Synthetic GGUF models with real architectures, tensor names and metadata, and random weights:
+// benchmarks get realistic shapes (e.g. Qwen3-30B-A3B with fewer layers) without downloading.
+// Optionally a skewed router, so some experts are hot, as in real MoE traffic.
+
+#include <cstdint>
+#include <string>
+
+namespace strata::tools {
+
+struct SyntheticModelSpec {
+  std::string arch = "qwen3moe";  // qwen3moe, qwen3 or llama
+  std::string ftype = "Q4_K_M";   // Q4_K_M, or one tensor type for all matrices (Q8_0, IQ4_XS...)
+  int64_t n_layer = 2;
+  int64_t n_embd = 256;
+  int64_t n_head = 4;
+  int64_t n_head_kv = 2;
+  int64_t head_dim = 64;
+  int64_t n_ff = 512;        // dense FFN (qwen3, llama)
+  int64_t n_expert = 8;
+  int64_t n_expert_used = 2;
+  int64_t n_ff_exp = 256;
+  int64_t n_vocab = 512;
+  int64_t n_ctx_train = 40960;
+  float rope_base = 1e6f;
+  double hot_fraction = 0.0;  // fraction of experts made hot (0: uniform router)
+  double skew = 4.0;          // how strongly the router prefers hot experts
+  uint64_t seed = 1;
+};
+
+// The shape of Qwen3-30B-A3B / Qwen3-Coder-30B-A3B (48 layers) with `layers` layers.
+SyntheticModelSpec qwen3_30b_a3b_spec(int64_t layers);
+
+// Writes the model to `path` (via a temporary file); reports progress on stderr.
+void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& path);
+
+}  // namespace strata::tools
