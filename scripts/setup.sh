@@ -8,6 +8,7 @@ packages=(
   clang libclang-rt-14-dev      # libFuzzer + sanitizers for the fuzz targets
   clang-format
   libfmt-dev libcli11-dev nlohmann-json3-dev
+  libpcre2-dev libutf8proc-dev   # tokenizer: pre-tokenizer regexes (lookahead), NFC
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 

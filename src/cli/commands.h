@@ -9,5 +9,6 @@ void add_inspect_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_logits_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_tokenize_command(CLI::App& app);
 
 }  // namespace strata::cli

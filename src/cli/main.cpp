@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   strata::cli::add_run_command(app);
   strata::cli::add_logits_command(app);
   strata::cli::add_bench_command(app);
+  strata::cli::add_tokenize_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
