@@ -30,6 +30,8 @@ int main(int argc, char** argv) {
   app.add_option("--hot-experts", s.hot_fraction, "Fraction of experts the router prefers (0: uniform)")->capture_default_str();
   app.add_option("--skew", s.skew, "How strongly hot experts are preferred")->capture_default_str();
   app.add_option("--seed", s.seed, "Random seed")->capture_default_str();
+  std::string vocab_from;
+  app.add_option("--vocab-from", vocab_from, "Copy the tokenizer and chat template from this GGUF file");
   CLI11_PARSE(app, argc, argv);
   try {
     if (preset == "qwen3-30b-a3b") {
@@ -38,6 +40,7 @@ int main(int argc, char** argv) {
       const double hot = s.hot_fraction, skew = s.skew;
       const uint64_t seed = s.seed;
       s = base;
+      s.vocab_from = vocab_from;
       s.ftype = ftype;
       s.hot_fraction = hot;
       s.skew = skew;
@@ -47,6 +50,7 @@ int main(int argc, char** argv) {
     } else if (layers > 0) {
       s.n_layer = layers;
     }
+    s.vocab_from = vocab_from;
     strata::tools::write_synthetic_model(s, out);
   } catch (const strata::Error& e) {
     strata::log::error("{}", e.what());

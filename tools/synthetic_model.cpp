@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
 #include "quant/quant.h"
 #include "util/error.h"
@@ -130,6 +131,35 @@ void check_spec(const SyntheticModelSpec& s) {
   }
 }
 
+// Copies tokenizer.* metadata from another file, padding the per-token arrays to n_vocab.
+void copy_vocabulary(const std::string& path, int64_t n_vocab, GgufWriter& w) {
+  const GgufFile src = GgufFile::open(path);
+  const GgufArray* tokens = src.find_array("tokenizer.ggml.tokens");
+  if (!tokens) fail("{}: no tokenizer.ggml.tokens to copy", path);
+  const int64_t have = static_cast<int64_t>(tokens->items.size());
+  if (have > n_vocab) {
+    fail("{} has {} tokens, more than the model's vocabulary of {} (raise --vocab)", path, have, n_vocab);
+  }
+  for (const auto& kv : src.metadata()) {
+    if (kv.key.rfind("tokenizer.", 0) != 0) continue;
+    const GgufArray* a = kv.value.as_array();
+    const bool per_token = a && static_cast<int64_t>(a->items.size()) == have &&
+                           (kv.key == "tokenizer.ggml.tokens" || kv.key == "tokenizer.ggml.token_type" ||
+                            kv.key == "tokenizer.ggml.scores");
+    if (!per_token) {
+      w.set(kv.key, kv.value);
+      continue;
+    }
+    std::vector<GgufValue> items = a->items;
+    for (int64_t i = have; i < n_vocab; ++i) {
+      if (kv.key == "tokenizer.ggml.tokens") items.push_back(GgufValue::string(fmt::format("[PAD{}]", i)));
+      if (kv.key == "tokenizer.ggml.token_type") items.push_back(GgufValue(int32_t{5}));  // unused
+      if (kv.key == "tokenizer.ggml.scores") items.push_back(GgufValue(0.0f));
+    }
+    w.set(kv.key, GgufValue::array(a->element_type, std::move(items)));
+  }
+}
+
 }  // namespace
 
 SyntheticModelSpec qwen3_30b_a3b_spec(int64_t layers) {
@@ -175,7 +205,11 @@ void write_synthetic_model(const SyntheticModelSpec& s, const std::string& path)
     w.set_u32(a + ".expert_used_count", static_cast<uint32_t>(s.n_expert_used));
     w.set_u32(a + ".expert_feed_forward_length", static_cast<uint32_t>(s.n_ff_exp));
   }
-  w.set_string("tokenizer.ggml.model", "no_vocab");
+  if (s.vocab_from.empty()) {
+    w.set_string("tokenizer.ggml.model", "no_vocab");
+  } else {
+    copy_vocabulary(s.vocab_from, s.n_vocab, w);
+  }
 
   const float embd_bias = s.hot_fraction > 0 ? 1.0f : 0.0f;
   w.add_tensor("token_embd.weight", tensor_type(s, "token_embd", 0), {s.n_embd, s.n_vocab},

@@ -26,6 +26,9 @@ struct SyntheticModelSpec {
   double hot_fraction = 0.0;  // fraction of experts made hot (0: uniform router)
   double skew = 4.0;          // how strongly the router prefers hot experts
   uint64_t seed = 1;
+  // Copy the tokenizer (tokenizer.* keys: vocabulary, merges, chat template) from this GGUF
+  // file; the token list is padded with unused tokens up to n_vocab. Empty: no vocabulary.
+  std::string vocab_from;
 };
 
 // The shape of Qwen3-30B-A3B / Qwen3-Coder-30B-A3B (48 layers) with `layers` layers.

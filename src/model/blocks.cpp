@@ -24,6 +24,18 @@ void project(const ops::WeightMatrix& w, ActivationCache& input, float* out, Thr
   ops::matmul(w, input.get(quant::traits(w.type).activation_type), out, w.rows, pool);
 }
 
+// Runs fn(expert, row_begin, row_end) over the pool for every active expert and every block of
+// `rows` rows: the (selected expert, row block) work split, so each expert's bytes stream once.
+template <typename Fn>
+void for_each_expert_block(const std::vector<int32_t>& active, int64_t rows, int64_t block,
+                           ThreadPool& pool, Fn fn) {
+  const int64_t blocks = (rows + block - 1) / block;
+  pool.run(static_cast<int64_t>(active.size()) * blocks, [&](int64_t task, int) {
+    const int64_t r0 = task % blocks * block;
+    fn(static_cast<int64_t>(active[static_cast<size_t>(task / blocks)]), r0, std::min(rows, r0 + block));
+  });
+}
+
 }  // namespace
 
 const ops::QuantizedRows& ActivationCache::get(GgmlType type) {
@@ -144,11 +156,8 @@ void moe_ffn_block(const MoeFfnWeights& w, const MoeParams& p, const float* x, i
   float* up = scratch(2, static_cast<size_t>(rows_total * n_ff)).data();
   const ops::QuantizedRows& xq = input.get(quant::traits(w.gate_exps.type).activation_type);
   const ops::QuantizedRows& xq_up = input.get(quant::traits(w.up_exps.type).activation_type);
-  const int64_t ff_block = ops::matmul_row_block(w.gate_exps.slice(0, n_ff), n, pool.size());
-  const int64_t ff_blocks = (n_ff + ff_block - 1) / ff_block;
-  pool.run(static_cast<int64_t>(active.size()) * ff_blocks, [&](int64_t task, int) {
-    const int64_t e = active[static_cast<size_t>(task / ff_blocks)];
-    const int64_t r0 = task % ff_blocks * ff_block, r1 = std::min(n_ff, r0 + ff_block);
+  for_each_expert_block(active, n_ff, ops::matmul_row_block(w.gate_exps.slice(0, n_ff), n, pool.size()),
+                        pool, [&](int64_t e, int64_t r0, int64_t r1) {
     const int64_t off = first[e], count = first[e + 1] - first[e];
     ops::matmul_rows_indexed(w.gate_exps.slice(e * n_ff, n_ff), xq, &ids[off], count,
                              gate + off * n_ff, n_ff, r0, r1);
@@ -166,11 +175,8 @@ void moe_ffn_block(const MoeFfnWeights& w, const MoeParams& p, const float* x, i
   std::vector<int32_t> identity(static_cast<size_t>(rows_total));
   for (int64_t i = 0; i < rows_total; ++i) identity[static_cast<size_t>(i)] = static_cast<int32_t>(i);
   float* down = scratch(3, static_cast<size_t>(rows_total * n_embd)).data();
-  const int64_t embd_block = ops::matmul_row_block(w.down_exps.slice(0, n_embd), n, pool.size());
-  const int64_t embd_blocks = (n_embd + embd_block - 1) / embd_block;
-  pool.run(static_cast<int64_t>(active.size()) * embd_blocks, [&](int64_t task, int) {
-    const int64_t e = active[static_cast<size_t>(task / embd_blocks)];
-    const int64_t r0 = task % embd_blocks * embd_block, r1 = std::min(n_embd, r0 + embd_block);
+  for_each_expert_block(active, n_embd, ops::matmul_row_block(w.down_exps.slice(0, n_embd), n, pool.size()),
+                        pool, [&](int64_t e, int64_t r0, int64_t r1) {
     const int64_t off = first[e], count = first[e + 1] - first[e];
     ops::matmul_rows_indexed(w.down_exps.slice(e * n_embd, n_embd), hidden, &identity[off], count,
                              down + off * n_embd, n_embd, r0, r1);

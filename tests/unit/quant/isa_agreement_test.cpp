@@ -19,6 +19,10 @@ struct Case {
   Isa isa;
 };
 
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << ggml_type_name(c.type) << "/" << isa_name(c.isa);
+}
+
 std::string case_name(const testing::TestParamInfo<Case>& info) {
   return std::string(ggml_type_name(info.param.type)) + "_" + std::string(isa_name(info.param.isa));
 }

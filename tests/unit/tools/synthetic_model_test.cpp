@@ -92,6 +92,28 @@ TEST(SyntheticModel, SkewedRouterMakesHotExperts) {
       << "4 of 16 experts should take well over their uniform 25% share";
 }
 
+TEST(SyntheticModel, CopiesAVocabularyPaddedToTheModelsSize) {
+  SyntheticModelSpec s;
+  s.n_layer = 1;
+  s.n_vocab = 151936;  // Qwen3-30B-A3B's embedding rows; the tokenizer has 151,669 tokens
+  s.ftype = "Q8_0";
+  s.n_embd = 64;
+  s.n_head = 1;
+  s.n_head_kv = 1;
+  s.vocab_from = (test::oracle_dir() / "tokenizer" / "qwen3-vocab.gguf").string();
+  const auto path = (test::temp_dir() / "vocab.gguf").string();
+  write_synthetic_model(s, path);
+  const GgufFile f = GgufFile::open(path);
+  EXPECT_EQ(f.get_array("tokenizer.ggml.tokens").items.size(), 151936u);
+  EXPECT_EQ(f.get_array("tokenizer.ggml.token_type").items.size(), 151936u);
+  EXPECT_EQ(*f.get_array("tokenizer.ggml.tokens").items[151935].as_string(), "[PAD151935]");
+  EXPECT_EQ(f.get_string("tokenizer.ggml.pre"), "qwen2");
+  EXPECT_TRUE(f.find_string("tokenizer.chat_template").has_value());
+  EXPECT_EQ(f.get_array("tokenizer.ggml.merges").items.size(), 151387u);
+  s.n_vocab = 1000;  // smaller than the tokenizer: refused
+  EXPECT_ANY_THROW(write_synthetic_model(s, path));
+}
+
 TEST(SyntheticModel, RejectsBadSpecs) {
   SyntheticModelSpec s;
   s.arch = "gpt2";
