@@ -65,9 +65,15 @@ class Generator {
       constexpr int64_t kPool = 64;
       const int64_t row_bytes = quant::row_bytes(type, cols);
       std::vector<float> values(static_cast<size_t>(cols * kPool));
-      for (int64_t i = 0; i < cols * kPool; ++i) {
-        values[static_cast<size_t>(i)] = normal(rng) + bias * direction_[static_cast<size_t>(i % cols)] /
-                                                           std::sqrt(static_cast<float>(cols));
+      for (int64_t i = 0; i < cols * kPool; ++i) values[static_cast<size_t>(i)] = normal(rng);
+      if (bias != 0.0f) {
+        // Only embedding rows (cols == n_embd) carry the shared direction.
+        STRATA_CHECK(cols == static_cast<int64_t>(direction_.size()),
+                     "direction bias needs rows of {} values, got {}", direction_.size(), cols);
+        const float scale = bias / std::sqrt(static_cast<float>(cols));
+        for (int64_t i = 0; i < cols * kPool; ++i) {
+          values[static_cast<size_t>(i)] += scale * direction_[static_cast<size_t>(i % cols)];
+        }
       }
       std::vector<uint8_t> pool(static_cast<size_t>(row_bytes * kPool));
       quant::kernels_exact(type, quant::Isa::scalar).quantize_row(values.data(), pool.data(), cols * kPool);
