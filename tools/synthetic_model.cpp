@@ -166,6 +166,18 @@ void copy_vocabulary(const std::string& path, int64_t n_vocab, GgufWriter& w) {
   }
 }
 
+// general.file_type as GGUF tools number it (so other engines label the file correctly).
+uint32_t file_type(const std::string& ftype) {
+  static const std::pair<const char*, uint32_t> kTypes[] = {
+      {"F32", 0},    {"F16", 1},    {"Q4_0", 2},  {"Q4_1", 3},  {"Q8_0", 7},    {"Q5_0", 8},
+      {"Q5_1", 9},   {"Q2_K", 10},  {"Q3_K", 11}, {"Q4_K", 14}, {"Q4_K_M", 15}, {"Q5_K", 16},
+      {"Q6_K", 18},  {"IQ4_NL", 25}, {"IQ4_XS", 30}, {"BF16", 32}};
+  for (const auto& [name, id] : kTypes) {
+    if (ftype == name) return id;
+  }
+  return 0;
+}
+
 }  // namespace
 
 SyntheticModelSpec qwen3_30b_a3b_spec(int64_t layers) {
@@ -194,6 +206,8 @@ void write_synthetic_model(const SyntheticModelSpec& s, const std::string& path)
   w.set_string("general.architecture", a);
   w.set_string("general.name", fmt::format("synthetic-{}-L{}-{}", a, s.n_layer, s.ftype));
   w.set_string("general.description", "random weights made by strata's synthetic model generator");
+  w.set_u32("general.file_type", file_type(s.ftype));
+  w.set_u32("general.quantization_version", 2);
   w.set_u32(a + ".block_count", static_cast<uint32_t>(s.n_layer));
   w.set_u32(a + ".context_length", static_cast<uint32_t>(s.n_ctx_train));
   w.set_u32(a + ".embedding_length", static_cast<uint32_t>(s.n_embd));

@@ -17,6 +17,7 @@
 #include "util/error.h"
 #include "util/log.h"
 #include "util/memory_bandwidth.h"
+#include "util/profiler.h"
 
 namespace strata::cli {
 namespace {
@@ -50,6 +51,7 @@ void add_bench_command(CLI::App& app) {
     int batch = 512;
     bool json = false;
     bool skip_bandwidth = false;
+    bool profile = false;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -61,6 +63,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("-b,--batch", o->batch, "Prompt tokens per forward batch")->capture_default_str()->check(CLI::Range(1, 1 << 16));
   cmd->add_flag("--json", o->json, "Machine-readable output");
   cmd->add_flag("--no-bandwidth", o->skip_bandwidth, "Skip the RAM bandwidth measurement");
+  cmd->add_flag("--profile", o->profile,
+                "After the timed runs, one more tg run with a per-op time profile of a decode step");
   cmd->callback([o] {
     STRATA_CHECK(o->n_prompt > 0 || o->n_gen > 0, "nothing to measure: -p and -n are both 0");
     auto model = load_model(o->model);
@@ -103,6 +107,26 @@ void add_bench_command(CLI::App& app) {
       log::info("tg{} run {}: {:.2f} tok/s", o->n_gen, r + 1, tg.back());
     }
 
+    // Where a decode step goes: one more (untimed) tg run with the per-op profile on.
+    std::vector<profile::Entry> per_op;
+    double profiled_seconds = 0;
+    if (o->profile && o->n_gen > 0) {
+      session.reset();
+      profile::reset();
+      profile::set_enabled(true);
+      int32_t next = token(rng);
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < o->n_gen; ++i) {
+        session.eval(std::span<const int32_t>(&next, 1), false, logits);
+        next = static_cast<int32_t>((next * 7919 + 13) % hp.n_vocab);
+      }
+      profiled_seconds = seconds_since(start);
+      profile::set_enabled(false);
+      for (const auto& e : profile::snapshot()) {
+        if (e.calls > 0) per_op.push_back(e);
+      }
+    }
+
     // Bytes one generated token reads: dense weights, the experts that ran, and the KV cache at
     // the average position of the tg run.
     const double experts_per_token =
@@ -139,6 +163,14 @@ void add_bench_command(CLI::App& app) {
           {"ram_read_gbps", bw.read_gbps},
           {"roofline_fraction", roofline},
       };
+      if (!per_op.empty()) {
+        nlohmann::json ops = nlohmann::json::array();
+        for (const auto& e : per_op) {
+          ops.push_back({{"op", e.name}, {"ms_per_token", 1e3 * e.seconds / o->n_gen},
+                         {"share", e.seconds / profiled_seconds}});
+        }
+        j["decode_profile"] = ops;
+      }
       fmt::print("{}\n", j.dump(2));
       return;
     }
@@ -159,6 +191,19 @@ void add_bench_command(CLI::App& app) {
     if (roofline > 0) {
       fmt::print("roofline   {:.1f}% (tg x bytes/tok = {:.1f} GB/s of {:.1f} GB/s)\n", 100 * roofline,
                  tg_stat.mean * bytes_per_token / 1e9, bw.read_gbps);
+    }
+    if (!per_op.empty()) {
+      fmt::print("decode step profile ({} tokens, {:.3f} ms/token):\n", o->n_gen,
+                 1e3 * profiled_seconds / o->n_gen);
+      double accounted = 0;
+      for (const auto& e : per_op) {
+        fmt::print("  {:<40} {:8.3f} ms  {:5.1f}%\n", e.name, 1e3 * e.seconds / o->n_gen,
+                   100 * e.seconds / profiled_seconds);
+        accounted += e.seconds;
+      }
+      fmt::print("  {:<40} {:8.3f} ms  {:5.1f}%\n", "(other)",
+                 1e3 * (profiled_seconds - accounted) / o->n_gen,
+                 100 * (profiled_seconds - accounted) / profiled_seconds);
     }
   });
 }

@@ -10,5 +10,6 @@ void add_run_command(CLI::App& app);
 void add_logits_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
+void add_template_command(CLI::App& app);
 
 }  // namespace strata::cli

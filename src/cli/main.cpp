@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   strata::cli::add_logits_command(app);
   strata::cli::add_bench_command(app);
   strata::cli::add_tokenize_command(app);
+  strata::cli::add_template_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

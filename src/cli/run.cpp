@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
+#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
 namespace strata::cli {
@@ -18,6 +20,8 @@ void add_run_command(CLI::App& app) {
     std::string prompt;
     std::string tokens;
     int n_predict = 32;
+    bool ignore_eos = false;
+    bool ids = false;
     SamplingParams sampling;
   };
   auto o = std::make_shared<Options>();
@@ -32,11 +36,25 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--top-p", o->sampling.top_p, "Nucleus sampling mass (1: off)")->capture_default_str();
   cmd->add_option("--min-p", o->sampling.min_p, "Drop tokens below min-p x the best (0: off)")->capture_default_str();
   cmd->add_option("--seed", o->sampling.seed, "Random seed")->capture_default_str();
+  cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep generating after an end-of-generation token");
+  cmd->add_flag("--ids", o->ids, "Print token ids even when the model has a vocabulary");
   cmd->callback([o] {
-    if (!o->prompt.empty()) fail("text prompts are not supported yet: give --tokens 1,2,3");
-    if (o->tokens.empty()) fail("give a prompt: --tokens 1,2,3");
-    const std::vector<int32_t> prompt_tokens = parse_token_list(o->tokens);
+    if (o->prompt.empty() && o->tokens.empty()) fail("give a prompt: -p TEXT or --tokens 1,2,3");
     auto model = load_model(o->model);
+    // Text in and out when the file carries a vocabulary; token ids otherwise.
+    std::unique_ptr<Tokenizer> tokenizer;
+    if (!o->prompt.empty() || !o->ids) {
+      const auto kind = model->file().find_string("tokenizer.ggml.model").value_or("no_vocab");
+      if (kind != "no_vocab" && kind != "none") tokenizer = Tokenizer::from_gguf(model->file());
+    }
+    std::vector<int32_t> prompt_tokens;
+    if (!o->prompt.empty()) {
+      if (!tokenizer) fail("{} has no vocabulary: give the prompt as --tokens 1,2,3", o->model.path);
+      prompt_tokens = tokenizer->encode(o->prompt, /*parse_special=*/true, /*add_bos=*/true);
+    } else {
+      prompt_tokens = parse_token_list(o->tokens);
+    }
+    const bool print_text = tokenizer && !o->ids;
     ThreadPool pool(o->model.thread_count());
     const int64_t needed = static_cast<int64_t>(prompt_tokens.size()) + o->n_predict;
     const int64_t ctx = std::min<int64_t>(o->model.ctx, std::max<int64_t>(needed, 1));
@@ -51,13 +69,22 @@ void add_run_command(CLI::App& app) {
     session.eval(prompt_tokens, false, logits);
     const auto t1 = std::chrono::steady_clock::now();
     std::vector<int32_t> generated;
+    std::optional<StreamingDetokenizer> text;
+    if (print_text) text.emplace(*tokenizer, false);
     for (int i = 0; i < o->n_predict; ++i) {
       const int32_t next = sampler.sample(logits);
       generated.push_back(next);
-      fmt::print("{}{}", i ? "," : "", next);
+      const bool end = tokenizer && !o->ignore_eos && tokenizer->vocab().is_end_of_generation(next);
+      if (print_text) {
+        fmt::print("{}", text->push(next));
+      } else {
+        fmt::print("{}{}", i ? "," : "", next);
+      }
       std::fflush(stdout);
+      if (end) break;
       if (i + 1 < o->n_predict) session.eval(std::span<const int32_t>(&next, 1), false, logits);
     }
+    if (print_text) fmt::print("{}", text->flush());
     fmt::print("\n");
     const auto t2 = std::chrono::steady_clock::now();
     const double prefill = std::chrono::duration<double>(t1 - t0).count();

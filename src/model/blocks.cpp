@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "ops/activations.h"
 #include "ops/moe_routing.h"
 #include "ops/rms_norm.h"
 #include "quant/quant.h"
 #include "util/error.h"
+#include "util/profiler.h"
 
 namespace strata {
 namespace {
@@ -65,11 +67,16 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
 
   static thread_local ActivationCache input;
   input.reset(x, n, w.wq.cols);
-  project(w.wq, input, q, pool);
-  project(w.wk, input, k, pool);
-  project(w.wv, input, v, pool);
+  {
+    STRATA_PROFILE("attention: q/k/v projections");
+    project(w.wq, input, q, pool);
+    project(w.wk, input, k, pool);
+    project(w.wv, input, v, pool);
+  }
 
   // Per-head q/k norms, rotary embeddings, then the new keys and values into the cache.
+  {
+  STRATA_PROFILE("attention: q/k norm, rope, kv store");
   pool.run(n, [&](int64_t t, int) {
     float* qt = q + t * q_dim;
     float* kt = k + t * kv_dim;
@@ -83,15 +90,20 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
     p.rope->apply_heads(kt, p.n_head_kv, pos0 + t);
     ops::kv_store(kv, pos0 + t, kt, v + t * kv_dim);
   });
+  }
 
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const int64_t group = p.n_head / p.n_head_kv;
+  {
+  STRATA_PROFILE("attention: over the kv cache");
   pool.run(n * p.n_head, [&](int64_t task, int) {
     const int64_t t = task / p.n_head, h = task % p.n_head;
     ops::attend(kv, h / group, q + t * q_dim + h * hd, pos0 + t + 1, scale,
                 attn + t * q_dim + h * hd);
   });
+  }
 
+  STRATA_PROFILE("attention: output projection");
   static thread_local ActivationCache attn_out;
   attn_out.reset(attn, n, q_dim);
   project(w.wo, attn_out, out, pool);
@@ -99,6 +111,7 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
 
 void dense_ffn_block(const DenseFfnWeights& w, const float* x, int64_t n, float* out,
                      ThreadPool& pool) {
+  STRATA_PROFILE("dense ffn");
   const int64_t n_ff = w.gate.rows;
   float* gate = scratch(0, static_cast<size_t>(n * n_ff)).data();
   float* up = scratch(1, static_cast<size_t>(n * n_ff)).data();
@@ -116,6 +129,12 @@ void moe_ffn_block(const MoeFfnWeights& w, const MoeParams& p, const float* x, i
   const int64_t n_embd = w.router.cols, k = p.n_expert_used, n_ff = p.n_ff_exp;
   static thread_local ActivationCache input;
   input.reset(x, n, n_embd);
+
+  // Phases of the block, timed one after another when profiling.
+  static profile::Slot router_slot("moe: router"), gate_up_slot("moe: experts gate+up"),
+      down_slot("moe: experts down + weighted sum");
+  std::optional<profile::Scope> phase;
+  phase.emplace(router_slot);
 
   // Route every token.
   float* logits = scratch(0, static_cast<size_t>(n * p.n_expert)).data();
@@ -150,6 +169,7 @@ void moe_ffn_block(const MoeFfnWeights& w, const MoeParams& p, const float* x, i
   }
   if (p.distinct_experts) *p.distinct_experts += static_cast<int64_t>(active.size());
 
+  phase.emplace(gate_up_slot);
   // Gate and up projections: work items are (active expert, block of rows).
   const int64_t rows_total = n * k;  // one hidden row per (token, chosen expert) pair
   float* gate = scratch(1, static_cast<size_t>(rows_total * n_ff)).data();
@@ -166,6 +186,7 @@ void moe_ffn_block(const MoeFfnWeights& w, const MoeParams& p, const float* x, i
   });
   ops::swiglu(gate, up, gate, rows_total * n_ff);
 
+  phase.emplace(down_slot);
   // Down projection of each (token, expert) row, then the weighted sum per token.
   static thread_local ops::QuantizedRows hidden_rows;
   // Workers must see this thread's buffer: a thread_local named inside the lambda would

@@ -4,6 +4,7 @@
 #include "model/weight_loader.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/profiler.h"
 
 namespace strata {
 
@@ -45,7 +46,10 @@ void StandardDecoder::forward(const ForwardBatch& batch, std::span<const ops::Kv
   x_.resize(size);
   normed_.resize(size);
   delta_.resize(size);
-  embed_tokens(token_embd_, batch.tokens, x_.data());
+  {
+    STRATA_PROFILE("embedding");
+    embed_tokens(token_embd_, batch.tokens, x_.data());
+  }
 
   const AttentionParams attn_params = attention_params(hp, rope_);
   MoeParams moe = moe_params(hp);
@@ -55,12 +59,12 @@ void StandardDecoder::forward(const ForwardBatch& batch, std::span<const ops::Kv
 
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const Layer& l = layers_[static_cast<size_t>(il)];
-    rms_norm_rows(x_.data(), l.attn_norm, normed_.data(), n, hp.n_embd, hp.rms_eps);
+    norm_rows(x_.data(), l.attn_norm, n);
     attention_block(l.attn, attn_params, normed_.data(), n, batch.pos0, kv[static_cast<size_t>(il)],
                     delta_.data(), pool);
     add_residual(x_.data(), delta_.data(), static_cast<int64_t>(size));
 
-    rms_norm_rows(x_.data(), l.ffn_norm, normed_.data(), n, hp.n_embd, hp.rms_eps);
+    norm_rows(x_.data(), l.ffn_norm, n);
     if (options_.moe) {
       moe.selection_counts = count_experts ? &stats->expert_counts[il * hp.n_expert] : nullptr;
       moe_ffn_block(l.moe, moe, normed_.data(), n, delta_.data(), pool);
@@ -69,7 +73,13 @@ void StandardDecoder::forward(const ForwardBatch& batch, std::span<const ops::Kv
     }
     add_residual(x_.data(), delta_.data(), static_cast<int64_t>(size));
   }
+  STRATA_PROFILE("output head");
   output_head(output_, output_norm_, hp.rms_eps, x_.data(), n, batch.all_logits, logits, pool);
+}
+
+void StandardDecoder::norm_rows(const float* x, const float* weight, int64_t n) {
+  STRATA_PROFILE("norms");
+  rms_norm_rows(x, weight, normed_.data(), n, hparams_.n_embd, hparams_.rms_eps);
 }
 
 int64_t StandardDecoder::dense_bytes_per_token() const {

@@ -34,6 +34,9 @@ class StandardDecoder : public Model {
     MoeFfnWeights moe;
   };
 
+  // rms_norm of n rows of x into normed_.
+  void norm_rows(const float* x, const float* weight, int64_t n);
+
   Options options_;
   ops::Rope rope_;
   ops::WeightMatrix token_embd_;  // [n_vocab][n_embd]

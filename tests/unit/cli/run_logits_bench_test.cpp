@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "cli_test_support.h"
@@ -45,6 +48,27 @@ TEST(RunCommand, ClearErrors) {
   EXPECT_NE(r.output.find("token id 600"), std::string::npos) << r.output;
   r = run_strata("run -m " + model + " --tokens 1,2 -n 10 --ctx 8");
   EXPECT_NE(r.output.find("exceed the context size 8"), std::string::npos) << r.output;
+}
+
+TEST(RunCommand, TextPromptOnAModelWithAVocabulary) {
+  // A small random model carrying the Qwen3 tokenizer, made by the generator next to strata.
+  const std::string generator = std::filesystem::path(STRATA_EXE).parent_path() / "make-synthetic-model";
+  const auto model = (test::temp_dir() / "vocab-model.gguf").string();
+  const std::string make = generator + " --ftype Q8_0 --embd 64 --heads 1 --kv-heads 1 --layers 1 " +
+                           "--vocab 151936 --vocab-from " +
+                           (test::oracle_dir() / "tokenizer" / "qwen3-vocab.gguf").string() + " -o " +
+                           model + " 2>&1";
+  ASSERT_EQ(std::system(make.c_str()), 0);
+  auto r = run_strata("run -m " + model + " -p 'Hello there' -n 6 --ignore-eos", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(r.output.empty());
+  r = run_strata("run -m " + model + " -p 'Hello there' -n 6 --ignore-eos --ids", false);
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), ','), 5) << r.output;
+  r = run_strata("run -m " + (test::oracle_dir() / "models" / "tiny-llama-F16.gguf").string() +
+                 " -p 'Hello' -n 2");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("has no vocabulary"), std::string::npos) << r.output;
 }
 
 TEST(LogitsCommand, WritesOrclThatMatchesTheReference) {
