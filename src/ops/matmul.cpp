@@ -1,6 +1,7 @@
 #include "ops/matmul.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "quant/quant.h"
 #include "util/error.h"
@@ -25,11 +26,36 @@ void QuantizedRows::quantize(const float* x, int64_t n_rows, int64_t cols, int64
 namespace {
 
 // Shared loop of the plain and indexed products: token_of(i) is the activation row of output i.
+// With several tokens and a multi-row kernel, each weight row is decoded once per group of up
+// to kMaxMultiDot tokens (gathered into one contiguous buffer when indexed).
 template <typename TokenOf>
 void matmul_rows_impl(const WeightMatrix& w, const QuantizedRows& a, TokenOf token_of,
-                      int64_t n_out, float* out, int64_t out_stride, int64_t row_begin,
-                      int64_t row_end) {
-  const quant::VecDotFn dot = quant::traits(w.type).kernels.vec_dot;
+                      int64_t n_out, bool contiguous, float* out, int64_t out_stride,
+                      int64_t row_begin, int64_t row_end) {
+  const quant::TypeKernels& k = quant::traits(w.type).kernels;
+  const int64_t a_bytes = a.rows() > 1 ? a.row(1) - a.row(0) : 0;
+  if (k.vec_dot_multi && n_out > 1) {
+    constexpr int kGroup = quant::kMaxMultiDot;
+    std::vector<uint8_t> gathered;
+    float results[kGroup];
+    for (int64_t i0 = 0; i0 < n_out; i0 += kGroup) {
+      const int count = static_cast<int>(std::min<int64_t>(kGroup, n_out - i0));
+      const uint8_t* group = a.row(token_of(i0));
+      if (!contiguous) {
+        gathered.resize(static_cast<size_t>(count * a_bytes));
+        for (int j = 0; j < count; ++j) {
+          std::memcpy(gathered.data() + j * a_bytes, a.row(token_of(i0 + j)), static_cast<size_t>(a_bytes));
+        }
+        group = gathered.data();
+      }
+      for (int64_t r = row_begin; r < row_end; ++r) {
+        k.vec_dot_multi(w.cols, w.row(r), group, a_bytes, count, results);
+        for (int j = 0; j < count; ++j) out[(i0 + j) * out_stride + r] = results[j];
+      }
+    }
+    return;
+  }
+  const quant::VecDotFn dot = k.vec_dot;
   constexpr int64_t kTokenTile = 16;
   for (int64_t i0 = 0; i0 < n_out; i0 += kTokenTile) {
     const int64_t i1 = std::min(n_out, i0 + kTokenTile);
@@ -44,15 +70,15 @@ void matmul_rows_impl(const WeightMatrix& w, const QuantizedRows& a, TokenOf tok
 
 void matmul_rows(const WeightMatrix& w, const QuantizedRows& a, float* out, int64_t out_stride,
                  int64_t row_begin, int64_t row_end) {
-  matmul_rows_impl(w, a, [](int64_t i) { return i; }, a.rows(), out, out_stride, row_begin,
+  matmul_rows_impl(w, a, [](int64_t i) { return i; }, a.rows(), true, out, out_stride, row_begin,
                    row_end);
 }
 
 void matmul_rows_indexed(const WeightMatrix& w, const QuantizedRows& a, const int32_t* ids,
                          int64_t n_ids, float* out, int64_t out_stride, int64_t row_begin,
                          int64_t row_end) {
-  matmul_rows_impl(w, a, [ids](int64_t i) { return static_cast<int64_t>(ids[i]); }, n_ids, out,
-                   out_stride, row_begin, row_end);
+  matmul_rows_impl(w, a, [ids](int64_t i) { return static_cast<int64_t>(ids[i]); }, n_ids, false,
+                   out, out_stride, row_begin, row_end);
 }
 
 int64_t matmul_row_block(const WeightMatrix& w, int64_t n_tokens, int n_threads) {

@@ -22,10 +22,18 @@ using QuantizeRowFn = void (*)(const float* src, void* dst, int64_t n);
 // Dot product of a weight row (this type) with an activation row already in the partner type.
 using VecDotFn = float (*)(int64_t n, const void* weights, const void* activations);
 
+// Dot products of one weight row with n_act activation rows (1..kMaxMultiDot; row j at
+// activations + j * act_stride bytes): out[j] = w . a_j. Decoding the weight blocks once for
+// several tokens is what makes batched prompt processing compute-efficient.
+constexpr int kMaxMultiDot = 8;
+using VecDotMultiFn = void (*)(int64_t n, const void* weights, const void* activations,
+                               int64_t act_stride, int n_act, float* out);
+
 struct TypeKernels {
   DequantizeRowFn dequantize_row = nullptr;
   QuantizeRowFn quantize_row = nullptr;  // reference quantizer for weights; fast one for activations
   VecDotFn vec_dot = nullptr;
+  VecDotMultiFn vec_dot_multi = nullptr;  // optional: null means "loop over vec_dot"
 };
 
 struct TypeTraits {

@@ -69,6 +69,11 @@ struct Registry {
         out.vec_dot = k.vec_dot;
         if (vec_dot_isa) *vec_dot_isa = static_cast<Isa>(level);
       }
+      // A multi-row kernel is used only from the same level as the single dot product, so the
+      // two always agree on the arithmetic.
+      if (!out.vec_dot_multi && k.vec_dot_multi && out.vec_dot == k.vec_dot) {
+        out.vec_dot_multi = k.vec_dot_multi;
+      }
     }
     return out;
   }
