@@ -96,10 +96,12 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
   const int64_t group = p.n_head / p.n_head_kv;
   {
   STRATA_PROFILE("attention: over the kv cache");
-  pool.run(n * p.n_head, [&](int64_t task, int) {
-    const int64_t t = task / p.n_head, h = task % p.n_head;
-    ops::attend(kv, h / group, q + t * q_dim + h * hd, pos0 + t + 1, scale,
-                attn + t * q_dim + h * hd);
+  // One task per (token, KV head): the group of query heads sharing it reads its keys and
+  // values once.
+  pool.run(n * p.n_head_kv, [&](int64_t task, int) {
+    const int64_t t = task / p.n_head_kv, kvh = task % p.n_head_kv;
+    ops::attend_group(kv, kvh, q + t * q_dim + kvh * group * hd, group, pos0 + t + 1, scale,
+                      attn + t * q_dim + kvh * group * hd);
   });
   }
 

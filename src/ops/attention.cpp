@@ -1,5 +1,6 @@
 #include "ops/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -16,39 +17,66 @@ void kv_store(const KvLayerView& kv, int64_t pos, const float* keys, const float
   }
 }
 
-void attend(const KvLayerView& kv, int64_t kv_head, const float* q, int64_t n_positions,
-            float scale, float* out) {
-  STRATA_CHECK(kv.head_dim <= kMaxHeadDim, "head size {} exceeds {}", kv.head_dim, kMaxHeadDim);
+void attend_group(const KvLayerView& kv, int64_t kv_head, const float* q, int64_t n_group,
+                  int64_t n_positions, float scale, float* out) {
+  const int64_t d = kv.head_dim;
+  STRATA_CHECK(d <= kMaxHeadDim, "head size {} exceeds {}", d, kMaxHeadDim);
+  STRATA_CHECK(n_group >= 1 && n_group <= kMaxGroup, "{} query heads per KV head exceeds {}",
+               n_group, kMaxGroup);
   const quant::TypeTraits& t = quant::traits(kv.type);
-  // The query meets the keys in the keys' partner format (F16 for F16 keys, Q8_0 for Q8_0), as
+  // Queries meet the keys in the keys' partner format (F16 for F16 keys, Q8_0 for Q8_0), as
   // other GGUF engines compute Q.K.
   const quant::TypeTraits& qt = quant::traits(t.activation_type);
-  alignas(64) uint8_t q_packed[kMaxHeadDim * 2];
-  qt.kernels.quantize_row(q, q_packed, kv.head_dim);
+  alignas(64) uint8_t q_packed[kMaxGroup][kMaxHeadDim * 2];
+  for (int64_t g = 0; g < n_group; ++g) qt.kernels.quantize_row(q + g * d, q_packed[g], d);
 
+  constexpr int64_t kChunk = 64;
+  alignas(64) float scores[kMaxGroup][kChunk];
   alignas(64) float value[kMaxHeadDim];
-  const int64_t d = kv.head_dim;
-  for (int64_t i = 0; i < d; ++i) out[i] = 0.0f;
-  float running_max = -std::numeric_limits<float>::infinity();
-  double running_sum = 0;
-  for (int64_t pos = 0; pos < n_positions; ++pos) {
-    const float score = t.kernels.vec_dot(d, kv.k_row(pos, kv_head), q_packed) * scale;
-    float weight = 1.0f;
-    if (score > running_max) {
-      // Rescale what was accumulated under the old maximum.
-      const float correction = std::exp(running_max - score);
-      for (int64_t i = 0; i < d; ++i) out[i] *= correction;
-      running_sum *= correction;
-      running_max = score;
-    } else {
-      weight = std::exp(score - running_max);
-    }
-    running_sum += weight;
-    t.kernels.dequantize_row(kv.v_row(pos, kv_head), value, d);
-    for (int64_t i = 0; i < d; ++i) out[i] += weight * value[i];
+  float running_max[kMaxGroup], running_sum[kMaxGroup];
+  for (int64_t g = 0; g < n_group; ++g) {
+    running_max[g] = -std::numeric_limits<float>::infinity();
+    running_sum[g] = 0.0f;
+    for (int64_t i = 0; i < d; ++i) out[g * d + i] = 0.0f;
   }
-  const float inv = running_sum > 0 ? static_cast<float>(1.0 / running_sum) : 0.0f;
-  for (int64_t i = 0; i < d; ++i) out[i] *= inv;
+  for (int64_t p0 = 0; p0 < n_positions; p0 += kChunk) {
+    const int64_t count = std::min(kChunk, n_positions - p0);
+    // Scores of the chunk: each key row read once for all heads of the group.
+    for (int64_t j = 0; j < count; ++j) {
+      const uint8_t* k = kv.k_row(p0 + j, kv_head);
+      for (int64_t g = 0; g < n_group; ++g) scores[g][j] = t.kernels.vec_dot(d, k, q_packed[g]) * scale;
+    }
+    // Online softmax update per head: rescale what was accumulated under the old maximum.
+    for (int64_t g = 0; g < n_group; ++g) {
+      float chunk_max = running_max[g];
+      for (int64_t j = 0; j < count; ++j) chunk_max = std::max(chunk_max, scores[g][j]);
+      const float correction = std::exp(running_max[g] - chunk_max);
+      if (correction != 1.0f) {
+        for (int64_t i = 0; i < d; ++i) out[g * d + i] *= correction;
+        running_sum[g] *= correction;
+      }
+      running_max[g] = chunk_max;
+      float sum = 0.0f;
+      for (int64_t j = 0; j < count; ++j) {
+        scores[g][j] = std::exp(scores[g][j] - chunk_max);
+        sum += scores[g][j];
+      }
+      running_sum[g] += sum;
+    }
+    // Values: each row decoded once, accumulated into every head of the group.
+    for (int64_t j = 0; j < count; ++j) {
+      t.kernels.dequantize_row(kv.v_row(p0 + j, kv_head), value, d);
+      for (int64_t g = 0; g < n_group; ++g) {
+        const float w = scores[g][j];
+        float* o = out + g * d;
+        for (int64_t i = 0; i < d; ++i) o[i] += w * value[i];
+      }
+    }
+  }
+  for (int64_t g = 0; g < n_group; ++g) {
+    const float inv = running_sum[g] > 0 ? 1.0f / running_sum[g] : 0.0f;
+    for (int64_t i = 0; i < d; ++i) out[g * d + i] *= inv;
+  }
 }
 
 }  // namespace strata::ops

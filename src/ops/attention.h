@@ -9,6 +9,7 @@
 namespace strata::ops {
 
 constexpr int64_t kMaxHeadDim = 1024;
+constexpr int64_t kMaxGroup = 64;  // query heads per KV head
 
 // One layer's keys and values: the vector of (position, kv head) lives at
 // base + (position * n_kv_heads + kv_head) * head_row_bytes. Types: F16 or Q8_0.
@@ -27,8 +28,18 @@ struct KvLayerView {
 // Writes the keys and values of all kv heads (each [n_kv_heads * head_dim] floats) at `pos`.
 void kv_store(const KvLayerView& kv, int64_t pos, const float* keys, const float* values);
 
-// out[head_dim] = softmax(q . K[0..n_positions) * scale) V for one query head reading kv_head.
-void attend(const KvLayerView& kv, int64_t kv_head, const float* q, int64_t n_positions,
-            float scale, float* out);
+// For the n_group query heads that share kv_head (GQA), each q_g = q + g * head_dim:
+// out_g = softmax(q_g . K[0..n_positions) * scale) V, written at out + g * head_dim.
+// Each key and value row is read once for the whole group, which divides the KV-cache traffic of
+// a decode step by the group size (8 for Qwen3-30B-A3B), and scores are computed a chunk of
+// positions at a time so the softmax bookkeeping vectorizes.
+void attend_group(const KvLayerView& kv, int64_t kv_head, const float* q, int64_t n_group,
+                  int64_t n_positions, float scale, float* out);
+
+// One query head (n_group = 1).
+inline void attend(const KvLayerView& kv, int64_t kv_head, const float* q, int64_t n_positions,
+                   float scale, float* out) {
+  attend_group(kv, kv_head, q, 1, n_positions, scale, out);
+}
 
 }  // namespace strata::ops

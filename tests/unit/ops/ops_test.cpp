@@ -145,7 +145,7 @@ TEST(Matmul, RejectsMismatchedActivations) {
 // values as stored, the query rounded to the keys' partner format): isolates the online softmax
 // from the storage rounding, which the oracle model tests cover.
 void check_attention(GgmlType kv_type) {
-  const int64_t heads = 2, d = 64, n = 50;
+  const int64_t heads = 2, d = 64, n = 150;  // spans several scoring chunks
   const int64_t row_bytes = quant::row_bytes(kv_type, d);
   std::vector<uint8_t> k(static_cast<size_t>(n * heads * row_bytes)), v(k.size());
   const KvLayerView kv{kv_type, k.data(), v.data(), heads, d, row_bytes};
@@ -161,7 +161,7 @@ void check_attention(GgmlType kv_type) {
   qt.kernels.dequantize_row(q_packed.data(), q_stored.data(), d);
   const float scale = 1.0f / 8.0f;
   for (int64_t head = 0; head < heads; ++head) {
-    for (int64_t len : {1, 7, 50}) {
+    for (int64_t len : {1, 7, 64, 65, 150}) {
       std::vector<float> out(d);
       attend(kv, head, q.data(), len, scale, out.data());
       std::vector<double> s(static_cast<size_t>(len)), ref(static_cast<size_t>(d), 0.0);
@@ -186,6 +186,29 @@ void check_attention(GgmlType kv_type) {
 }
 
 TEST(Attention, F16CacheMatchesExactSoftmax) { check_attention(GgmlType::F16); }
+
+// A group of query heads sharing one KV head gives each head what attending alone gives, over
+// more positions than one scoring chunk.
+TEST(Attention, GroupEqualsHeadByHead) {
+  for (GgmlType kv_type : {GgmlType::F16, GgmlType::Q8_0}) {
+    const int64_t heads = 2, d = 64, n = 300, group = 6;
+    const int64_t row_bytes = quant::row_bytes(kv_type, d);
+    std::vector<uint8_t> k(static_cast<size_t>(n * heads * row_bytes)), v(k.size());
+    const KvLayerView kv{kv_type, k.data(), v.data(), heads, d, row_bytes};
+    const auto keys = test::random_floats(n * heads * d, 21);
+    const auto values = test::random_floats(n * heads * d, 22);
+    for (int64_t pos = 0; pos < n; ++pos) kv_store(kv, pos, &keys[pos * heads * d], &values[pos * heads * d]);
+    const auto q = test::random_floats(group * d, 23, 1.5f);
+    for (int64_t len : {1, 63, 64, 65, 300}) {
+      std::vector<float> together(static_cast<size_t>(group * d)), alone(static_cast<size_t>(d));
+      attend_group(kv, 1, q.data(), group, len, 0.125f, together.data());
+      for (int64_t g = 0; g < group; ++g) {
+        attend(kv, 1, q.data() + g * d, len, 0.125f, alone.data());
+        for (int64_t i = 0; i < d; ++i) ASSERT_EQ(together[g * d + i], alone[i]) << g << " " << i;
+      }
+    }
+  }
+}
 TEST(Attention, Q8CacheMatchesExactSoftmax) { check_attention(GgmlType::Q8_0); }
 
 }  // namespace
