@@ -47,6 +47,7 @@ void add_bench_command(CLI::App& app) {
     ModelOptions model;
     int n_prompt = 512;
     int n_gen = 128;
+    int depth = 0;
     int repetitions = 3;
     int batch = 512;
     bool json = false;
@@ -59,6 +60,10 @@ void add_bench_command(CLI::App& app) {
   add_model_options(cmd, o->model);
   cmd->add_option("-p,--n-prompt", o->n_prompt, "Prompt tokens for pp (0: skip)")->capture_default_str()->check(CLI::Range(0, 1 << 20));
   cmd->add_option("-n,--n-gen", o->n_gen, "Generated tokens for tg (0: skip)")->capture_default_str()->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("-d,--depth", o->depth,
+                  "Tokens already in the context when tg starts (decode speed at long context)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 24));
   cmd->add_option("-r,--repetitions", o->repetitions, "Repetitions of each test")->capture_default_str()->check(CLI::Range(1, 1000));
   cmd->add_option("-b,--batch", o->batch, "Prompt tokens per forward batch")->capture_default_str()->check(CLI::Range(1, 1 << 16));
   cmd->add_flag("--json", o->json, "Machine-readable output");
@@ -71,7 +76,7 @@ void add_bench_command(CLI::App& app) {
     const ModelHParams& hp = model->hparams();
     const int threads = o->model.thread_count();
     ThreadPool pool(threads);
-    const int64_t ctx = std::max<int64_t>({o->n_prompt, o->n_gen, 1});
+    const int64_t ctx = std::max<int64_t>({o->n_prompt, int64_t{o->depth} + o->n_gen, 1});
     Session session(*model, ctx, o->model.kv_cache_type(), pool);
     std::mt19937 rng(1234);
     std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(hp.n_vocab - 1));
@@ -92,17 +97,28 @@ void add_bench_command(CLI::App& app) {
       pp.push_back(o->n_prompt / seconds_since(start));
       log::info("pp{} run {}: {:.2f} tok/s", o->n_prompt, r + 1, pp.back());
     }
-    int64_t experts_before = 0, experts_after = 0;
-    for (int r = 0; r < o->repetitions && o->n_gen > 0; ++r) {
+    // tg: single-token steps starting at position `depth` (filled once, untimed).
+    if (o->n_gen > 0 && o->depth > 0) {
+      log::info("filling the context to depth {}", o->depth);
       session.reset();
-      experts_before = session.stats().distinct_experts;
+      std::vector<int32_t> fill(static_cast<size_t>(o->depth));
+      for (auto& t : fill) t = token(rng);
+      session.eval(fill, false, logits, o->batch);
+    }
+    auto run_tg = [&] {
+      session.truncate(std::min<int64_t>(session.position(), o->depth));
       int32_t next = token(rng);
       const auto start = std::chrono::steady_clock::now();
       for (int i = 0; i < o->n_gen; ++i) {
         session.eval(std::span<const int32_t>(&next, 1), false, logits);
         next = static_cast<int32_t>((next * 7919 + 13) % hp.n_vocab);  // cheap, deterministic
       }
-      tg.push_back(o->n_gen / seconds_since(start));
+      return seconds_since(start);
+    };
+    int64_t experts_before = 0, experts_after = 0;
+    for (int r = 0; r < o->repetitions && o->n_gen > 0; ++r) {
+      experts_before = session.stats().distinct_experts;
+      tg.push_back(o->n_gen / run_tg());
       experts_after = session.stats().distinct_experts;
       log::info("tg{} run {}: {:.2f} tok/s", o->n_gen, r + 1, tg.back());
     }
@@ -111,16 +127,9 @@ void add_bench_command(CLI::App& app) {
     std::vector<profile::Entry> per_op;
     double profiled_seconds = 0;
     if (o->profile && o->n_gen > 0) {
-      session.reset();
       profile::reset();
       profile::set_enabled(true);
-      int32_t next = token(rng);
-      const auto start = std::chrono::steady_clock::now();
-      for (int i = 0; i < o->n_gen; ++i) {
-        session.eval(std::span<const int32_t>(&next, 1), false, logits);
-        next = static_cast<int32_t>((next * 7919 + 13) % hp.n_vocab);
-      }
-      profiled_seconds = seconds_since(start);
+      profiled_seconds = run_tg();
       profile::set_enabled(false);
       for (const auto& e : profile::snapshot()) {
         if (e.calls > 0) per_op.push_back(e);
@@ -132,7 +141,8 @@ void add_bench_command(CLI::App& app) {
     const double experts_per_token =
         o->n_gen > 0 ? static_cast<double>(experts_after - experts_before) / o->n_gen : 0.0;
     const double expert_bytes = experts_per_token * static_cast<double>(model->expert_bytes());
-    const double kv_bytes = 0.5 * (o->n_gen - 1) * static_cast<double>(session.kv_cache().bytes_per_position());
+    const double kv_bytes = (o->depth + 0.5 * (o->n_gen - 1)) *
+                            static_cast<double>(session.kv_cache().bytes_per_position());
     const double bytes_per_token = static_cast<double>(model->dense_bytes_per_token()) + expert_bytes + kv_bytes;
 
     BandwidthMeasurement bw;
@@ -154,7 +164,7 @@ void add_bench_command(CLI::App& app) {
           {"kv_type", o->model.kv_type},
           {"cpu", cpu_features().describe()},
           {"pp", {{"tokens", o->n_prompt}, {"tok_per_s", pp_stat.mean}, {"stddev", pp_stat.stddev}, {"runs", pp}}},
-          {"tg", {{"tokens", o->n_gen}, {"tok_per_s", tg_stat.mean}, {"stddev", tg_stat.stddev}, {"runs", tg}}},
+          {"tg", {{"tokens", o->n_gen}, {"depth", o->depth}, {"tok_per_s", tg_stat.mean}, {"stddev", tg_stat.stddev}, {"runs", tg}}},
           {"bytes_per_token", bytes_per_token},
           {"dense_bytes_per_token", model->dense_bytes_per_token()},
           {"experts_per_token", experts_per_token},
@@ -180,7 +190,8 @@ void add_bench_command(CLI::App& app) {
                o->model.kv_type, cpu_features().describe());
     if (o->n_prompt > 0) fmt::print("pp{:<8} {:8.2f} ± {:.2f} tok/s  ({} runs)\n", o->n_prompt, pp_stat.mean, pp_stat.stddev, pp.size());
     if (o->n_gen > 0) {
-      fmt::print("tg{:<8} {:8.2f} ± {:.2f} tok/s  ({} runs)\n", o->n_gen, tg_stat.mean, tg_stat.stddev, tg.size());
+      fmt::print("tg{:<8} {:8.2f} ± {:.2f} tok/s  ({} runs{})\n", o->n_gen, tg_stat.mean, tg_stat.stddev,
+                 tg.size(), o->depth ? fmt::format(", from depth {}", o->depth) : "");
       fmt::print("bytes/tok  {}  (dense {} + {:.1f} experts x {} + KV {})\n",
                  format_bytes(static_cast<uint64_t>(bytes_per_token)),
                  format_bytes(static_cast<uint64_t>(model->dense_bytes_per_token())), experts_per_token,

@@ -38,4 +38,10 @@ void Session::eval(std::span<const int32_t> tokens, bool all_logits, std::vector
   }
 }
 
+void Session::truncate(int64_t position) {
+  STRATA_CHECK(position >= 0 && position <= position_,
+               "cannot truncate a sequence of {} tokens to {}", position_, position);
+  position_ = position;
+}
+
 }  // namespace strata

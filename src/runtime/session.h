@@ -24,6 +24,8 @@ class Session {
   int64_t position() const { return position_; }
   int64_t capacity() const { return kv_.capacity(); }
   void reset() { position_ = 0; }
+  // Forgets every token from `position` on (their cache rows are overwritten by what follows).
+  void truncate(int64_t position);
   const KvCache& kv_cache() const { return kv_; }
   Model& model() { return model_; }
   ForwardStats& stats() { return stats_; }

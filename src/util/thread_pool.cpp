@@ -95,7 +95,15 @@ void ThreadPool::dispatch(int64_t n_tasks, const TaskFn& fn, bool per_thread) {
   }
   wake_.notify_all();
   work_on_current_job(0);
-  while (busy_workers_.load(std::memory_order_acquire) != 0) _mm_pause();
+  // Wait for the workers; yield now and then so an oversubscribed machine (more threads than
+  // free cores) lets a descheduled worker finish instead of spinning against it.
+  for (int spins = 0; busy_workers_.load(std::memory_order_acquire) != 0; ++spins) {
+    if (spins < 4096) {
+      _mm_pause();
+    } else {
+      std::this_thread::yield();
+    }
+  }
   job_ = nullptr;
   if (error_) std::rethrow_exception(error_);
 }

@@ -48,6 +48,23 @@ TEST(PrefillDecode, BatchedAndTokenByTokenAgree) {
   }
 }
 
+TEST(PrefillDecode, TruncateThenContinueEqualsAFreshRun) {
+  auto model = Model::load((test::oracle_dir() / "models" / "tiny-qwen3moe-Q8_0.gguf").string());
+  ThreadPool pool(2);
+  const std::vector<int32_t> prefix = {1, 2, 3, 4, 5}, a = {9, 8, 7}, b = {100, 200};
+  Session session(*model, 32, GgmlType::F16, pool);
+  std::vector<float> logits, expected;
+  session.eval(prefix, false, logits);
+  session.eval(a, false, logits);
+  session.truncate(5);  // drop `a`
+  session.eval(b, true, logits);
+  Session fresh(*model, 32, GgmlType::F16, pool);
+  fresh.eval(prefix, false, expected);
+  fresh.eval(b, true, expected);
+  EXPECT_EQ(logits, expected);
+  EXPECT_THROW(session.truncate(99), std::exception);
+}
+
 TEST(PrefillDecode, ContextOverflowIsAnError) {
   auto model = Model::load((test::oracle_dir() / "models" / "tiny-qwen3-Q8_0.gguf").string());
   ThreadPool pool(1);
