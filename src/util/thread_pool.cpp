@@ -2,6 +2,9 @@
 
 #include <immintrin.h>
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <chrono>
 
 #include "util/error.h"
@@ -18,6 +21,25 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads) {
                n_threads);
   workers_.reserve(static_cast<size_t>(n_threads - 1));
   for (int t = 1; t < n_threads; ++t) workers_.emplace_back([this, t] { worker_loop(t); });
+  pin_workers();
+}
+
+void ThreadPool::pin_workers() {
+  // One worker per allowed CPU keeps each thread's caches warm across steps. Only when there
+  // are at least as many allowed CPUs as threads; otherwise the scheduler knows better.
+  cpu_set_t allowed;
+  if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  }
+  if (static_cast<int>(cpus.size()) < n_threads_ || n_threads_ == 1) return;
+  for (int t = 1; t < n_threads_; ++t) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpus[static_cast<size_t>(t)], &one);
+    ::pthread_setaffinity_np(workers_[static_cast<size_t>(t - 1)].native_handle(), sizeof one, &one);
+  }
 }
 
 ThreadPool::~ThreadPool() {

@@ -35,6 +35,7 @@ class ThreadPool {
 
  private:
   void dispatch(int64_t n_tasks, const TaskFn& fn, bool per_thread);
+  void pin_workers();
   void worker_loop(int thread);
   void work_on_current_job(int thread);
 
