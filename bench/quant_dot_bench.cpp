@@ -3,6 +3,11 @@
 // (a GEMV, the shape of single-token decode). Two working sets: "cache" (1 MiB, from L2) and
 // "ram" (256 MiB, from memory: the bandwidth-bound regime of MoE decode).
 //
+// "gemm8/<type>/<isa>/{single,multi}": the shape of batched prompt processing, a 1 MiB weight
+// matrix against 8 activation rows, either as 8 vec_dot calls per weight row ("single") or as one
+// vec_dot_multi per row ("multi"). weight_GBps counts weight bytes x 8 tokens, and dots_per_s
+// (rows x tokens per second), so the two variants compare directly.
+//
 //   build/release/bench/bench_quant_dot [--benchmark_filter=Q4_K]
 
 #include <benchmark/benchmark.h>
@@ -35,7 +40,8 @@ std::vector<uint8_t> weight_matrix(GgmlType type, size_t bytes, int64_t* rows) {
   constexpr int64_t kDistinct = 64;
   std::vector<uint8_t> distinct(row_size * kDistinct);
   const auto values = gaussian(static_cast<size_t>(kRowLength * kDistinct), 1);
-  kernels_exact(type, Isa::scalar).quantize_row(values.data(), distinct.data(), kRowLength * kDistinct);
+  kernels_exact(type, Isa::scalar)
+      .quantize_row(values.data(), distinct.data(), kRowLength * kDistinct);
   std::vector<uint8_t> out(row_size * static_cast<size_t>(*rows));
   for (int64_t r = 0; r < *rows; ++r) {
     std::memcpy(out.data() + r * row_size, distinct.data() + (r % kDistinct) * row_size, row_size);
@@ -50,20 +56,57 @@ void dot_benchmark(benchmark::State& state, GgmlType type, Isa isa, size_t worki
   const std::vector<uint8_t> weights = weight_matrix(type, working_set, &rows);
   std::vector<uint8_t> activation(static_cast<size_t>(row_bytes(t.activation_type, kRowLength)));
   const auto a = gaussian(kRowLength, 2);
-  kernels_exact(t.activation_type, Isa::scalar).quantize_row(a.data(), activation.data(), kRowLength);
+  kernels_exact(t.activation_type, Isa::scalar)
+      .quantize_row(a.data(), activation.data(), kRowLength);
   const size_t row_size = static_cast<size_t>(row_bytes(type, kRowLength));
   std::vector<float> out(static_cast<size_t>(rows));
   for (auto _ : state) {
     for (int64_t r = 0; r < rows; ++r) {
-      out[static_cast<size_t>(r)] = dot(kRowLength, weights.data() + r * row_size, activation.data());
+      out[static_cast<size_t>(r)] =
+          dot(kRowLength, weights.data() + r * row_size, activation.data());
     }
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(weights.size()));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(weights.size()));
   state.counters["weight_GBps"] = benchmark::Counter(
       static_cast<double>(weights.size()) * static_cast<double>(state.iterations()) / 1e9,
       benchmark::Counter::kIsRate);
+}
+
+void gemm8_benchmark(benchmark::State& state, GgmlType type, Isa isa, bool use_multi) {
+  constexpr int kTokens = 8;
+  const TypeTraits& t = traits(type);
+  const TypeKernels k = kernels_at(type, isa);
+  int64_t rows = 0;
+  const std::vector<uint8_t> weights = weight_matrix(type, size_t{1} << 20, &rows);
+  const int64_t a_bytes = row_bytes(t.activation_type, kRowLength);
+  std::vector<uint8_t> activations(static_cast<size_t>(a_bytes * kTokens));
+  const auto a = gaussian(static_cast<size_t>(kRowLength * kTokens), 2);
+  kernels_exact(t.activation_type, Isa::scalar)
+      .quantize_row(a.data(), activations.data(), kRowLength * kTokens);
+  const size_t row_size = static_cast<size_t>(row_bytes(type, kRowLength));
+  std::vector<float> out(static_cast<size_t>(rows * kTokens));
+  for (auto _ : state) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint8_t* wr = weights.data() + r * row_size;
+      float* o = out.data() + r * kTokens;
+      if (use_multi) {
+        k.vec_dot_multi(kRowLength, wr, activations.data(), a_bytes, kTokens, o);
+      } else {
+        for (int j = 0; j < kTokens; ++j)
+          o[j] = k.vec_dot(kRowLength, wr, activations.data() + j * a_bytes);
+      }
+    }
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["weight_GBps"] = benchmark::Counter(
+      static_cast<double>(weights.size()) * kTokens * iters / 1e9, benchmark::Counter::kIsRate);
+  state.counters["dots_per_s"] =
+      benchmark::Counter(static_cast<double>(rows) * kTokens * iters, benchmark::Counter::kIsRate);
 }
 
 void activation_quantize_benchmark(benchmark::State& state, GgmlType type, Isa isa) {
@@ -78,7 +121,9 @@ void activation_quantize_benchmark(benchmark::State& state, GgmlType type, Isa i
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * n);
 }
 
-bool has_dot(GgmlType type) { return kernels_exact(type, Isa::scalar).vec_dot != nullptr; }
+bool has_dot(GgmlType type) {
+  return kernels_exact(type, Isa::scalar).vec_dot != nullptr;
+}
 
 int register_all() {
   for (const auto& [label, bytes] : {std::pair<const char*, size_t>{"cache", size_t{1} << 20},
@@ -86,11 +131,25 @@ int register_all() {
     for (GgmlType type : supported_types()) {
       if (!has_dot(type)) continue;
       for (Isa isa : available_isas()) {
-        const std::string name = std::string("dot/") + label + "/" + std::string(ggml_type_name(type)) +
-                                 "/" + std::string(isa_name(isa));
+        const std::string name = std::string("dot/") + label + "/" +
+                                 std::string(ggml_type_name(type)) + "/" +
+                                 std::string(isa_name(isa));
         benchmark::RegisterBenchmark(name.c_str(), dot_benchmark, type, isa, bytes)
             ->Unit(benchmark::kMicrosecond)
             ->MinTime(label[0] == 'c' ? 0.2 : 0.5);
+      }
+    }
+  }
+  for (GgmlType type : supported_types()) {
+    if (!has_dot(type)) continue;
+    for (Isa isa : available_isas()) {
+      if (!kernels_exact(type, isa).vec_dot_multi) continue;
+      for (bool use_multi : {false, true}) {
+        const std::string name = "gemm8/" + std::string(ggml_type_name(type)) + "/" +
+                                 std::string(isa_name(isa)) + (use_multi ? "/multi" : "/single");
+        benchmark::RegisterBenchmark(name.c_str(), gemm8_benchmark, type, isa, use_multi)
+            ->Unit(benchmark::kMicrosecond)
+            ->MinTime(0.2);
       }
     }
   }

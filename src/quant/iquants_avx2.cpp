@@ -8,6 +8,7 @@
 
 #include "quant/kernel_table.h"
 #include "quant/kquants_common.h"
+#include "quant/multi_dot.h"
 
 namespace strata::quant {
 namespace {
@@ -128,6 +129,99 @@ float vec_dot_iq4xs(int64_t n, const void* w, const void* act) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Multi-row dot products (vec_dot_multi): each weight block is looked up once, then dotted with the
+// N activation rows; per row the same integer sums and float operations as vec_dot above
+// (bit-identical results).
+
+// Looked-up (signed) weight values w, kept as |w| and w: mul(a) gives the sums of pairs of w * a
+// (int16) as |w| times a carrying the sign of w.
+struct SignedWeights {
+  __m256i abs, w;
+  void set(__m256i v) {
+    abs = _mm256_sign_epi8(v, v);
+    w = v;
+  }
+  __m256i mul(__m256i a) const { return _mm256_maddubs_epi16(abs, _mm256_sign_epi8(a, w)); }
+};
+
+struct MultiIq4nl {
+  template <int N>
+  static void run(int64_t n, const void* w, const uint8_t* act, int64_t stride, float* out) {
+    const auto* x = static_cast<const BlockIQ4_NL*>(w);
+    const Columns<BlockQ8_0, N> y(act, stride);
+    const __m256i table = value_table();
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc0[N], acc1[N];
+    for (int j = 0; j < N; ++j) acc0[j] = acc1[j] = _mm256_setzero_ps();
+    const int64_t nb = n / kQK;
+    auto block = [&](int64_t i, __m256(&acc)[N]) __attribute__((always_inline)) {
+      const __m128i q = load128(x[i].qs);
+      const __m256i idx = _mm256_and_si256(
+          _mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1), m4);
+      SignedWeights v;
+      v.set(_mm256_shuffle_epi8(table, idx));
+      const float xd = f16_to_f32(x[i].d);
+      for (int j = 0; j < N; ++j) {
+        const BlockQ8_0& b = y[j][i];
+        const __m256i s = _mm256_madd_epi16(v.mul(load256(b.qs)), ones);
+        acc[j] = _mm256_add_ps(
+            acc[j], _mm256_mul_ps(_mm256_set1_ps(xd * f16_to_f32(b.d)), _mm256_cvtepi32_ps(s)));
+      }
+    };
+    int64_t i = 0;
+    for (; i + 1 < nb; i += 2) {
+      block(i, acc0);
+      block(i + 1, acc1);
+    }
+    if (i < nb) block(i, acc0);
+    for (int j = 0; j < N; ++j) out[j] = hsum(_mm256_add_ps(acc0[j], acc1[j]));
+  }
+};
+
+struct MultiIq4xs {
+  template <int N>
+  static void run(int64_t n, const void* w, const uint8_t* act, int64_t stride, float* out) {
+    const auto* x = static_cast<const BlockIQ4_XS*>(w);
+    const Columns<BlockQ8_K, N> y(act, stride);
+    const __m256i table = value_table();
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    __m256 acc[N];
+    for (int j = 0; j < N; ++j) acc[j] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+      const float xd = f16_to_f32(x[i].d);
+      const __m256i ls32 = iq4xs_scales(x[i]);
+      const __m256i sc = _mm256_broadcastsi128_si256(
+          _mm_packs_epi32(_mm256_castsi256_si128(ls32), _mm256_extracti128_si256(ls32, 1)));
+      // Sub-blocks 2p and 2p + 1: 16 bytes each; low nibbles are elements 0..15, high 16..31.
+      SignedWeights wl[4], wh[4];
+      __m256i scale[4];
+      for (int p = 0; p < 4; ++p) {
+        const __m256i q = load256(x[i].qs + 32 * p);
+        wl[p].set(_mm256_shuffle_epi8(table, _mm256_and_si256(q, m4)));
+        wh[p].set(_mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(q, 4), m4)));
+        scale[p] = _mm256_shuffle_epi8(sc, load256(kPairMasks.m[p]));
+      }
+      for (int j = 0; j < N; ++j) {
+        const BlockQ8_K& b = y[j][i];
+        const float d = b.d * xd;
+        const int8_t* a = b.qs;
+        __m256i sum0 = _mm256_setzero_si256(), sum1 = _mm256_setzero_si256();
+        for (int p = 0; p < 4; ++p) {
+          const __m256i pl = wl[p].mul(load2x128(a + 64 * p, a + 64 * p + 32));
+          const __m256i ph = wh[p].mul(load2x128(a + 64 * p + 16, a + 64 * p + 48));
+          sum0 = _mm256_add_epi32(sum0, _mm256_madd_epi16(pl, scale[p]));
+          sum1 = _mm256_add_epi32(sum1, _mm256_madd_epi16(ph, scale[p]));
+        }
+        acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d),
+                                 _mm256_cvtepi32_ps(_mm256_add_epi32(sum0, sum1)), acc[j]);
+      }
+    }
+    for (int j = 0; j < N; ++j) out[j] = hsum(acc[j]);
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
 // Dequantization: same arithmetic as the reference, scale * value.
 
 // 16 bytes of nibbles -> 32 values scaled by s: elements 0..15 low nibbles, 16..31 high.
@@ -167,8 +261,10 @@ void dequantize_iq4xs(const void* src, float* dst, int64_t n) {
 }  // namespace
 
 void fill_iquants_avx2(KernelTable& table) {
-  table[GgmlType::IQ4_NL] = {dequantize_iq4nl, nullptr, vec_dot_iq4nl};
-  table[GgmlType::IQ4_XS] = {dequantize_iq4xs, nullptr, vec_dot_iq4xs};
+  table[GgmlType::IQ4_NL] = {dequantize_iq4nl, nullptr, vec_dot_iq4nl,
+                             vec_dot_multi_of<MultiIq4nl>};
+  table[GgmlType::IQ4_XS] = {dequantize_iq4xs, nullptr, vec_dot_iq4xs,
+                             vec_dot_multi_of<MultiIq4xs>};
 }
 
 }  // namespace strata::quant

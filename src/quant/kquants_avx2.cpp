@@ -14,6 +14,7 @@
 
 #include "quant/kernel_table.h"
 #include "quant/kquants_common.h"
+#include "quant/multi_dot.h"
 
 namespace strata::quant {
 namespace {
@@ -247,6 +248,220 @@ float vec_dot_q6k(int64_t n, const void* w, const void* act) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Multi-row dot products (vec_dot_multi): each 32-byte chunk of a weight super-block is unpacked
+// once (with its scales), then multiplied with the N activation rows into one int32 sum per row;
+// the rows' float steps follow once per super-block. With 16 registers, unpacking a whole
+// super-block ahead of the rows would spill. Per row the integer sums equal vec_dot's (exact, in
+// another order) and the float operations are the same in the same order: bit-identical results.
+
+// Per-row int32 sums of one super-block: add(v, s, offset) adds madd(maddubs(v, a), s) for the 32
+// activations at `offset` of every row's block i.
+template <int N>
+struct RowSums {
+  __m256i sum[N];
+  const int8_t* a[N];
+  RowSums(const Columns<BlockQ8_K, N>& y, int64_t i) {
+    for (int j = 0; j < N; ++j) {
+      sum[j] = _mm256_setzero_si256();
+      a[j] = y[j][i].qs;
+    }
+  }
+  void add(__m256i v, __m256i s, int offset) {
+    for (int j = 0; j < N; ++j) {
+      sum[j] = _mm256_add_epi32(
+          sum[j], _mm256_madd_epi16(_mm256_maddubs_epi16(v, load256(a[j] + offset)), s));
+    }
+  }
+};
+
+// Scales of 16 groups of 16 (int16 in sc16) for the quants at 128h + 32k .. +31: low lane group
+// 8h + 2k, high lane 8h + 2k + 1.
+inline __m256i group16_scale(__m256i sc16, int h, int k) {
+  const __m256i half =
+      both_lanes(h == 0 ? _mm256_castsi256_si128(sc16) : _mm256_extracti128_si256(sc16, 1));
+  return _mm256_shuffle_epi8(half, mask_pair(k));
+}
+
+struct MultiQ2K {
+  template <int N>
+  static void run(int64_t n, const void* w, const uint8_t* act, int64_t stride, float* out) {
+    const auto* x = static_cast<const BlockQ2_K*>(w);
+    const Columns<BlockQ8_K, N> y(act, stride);
+    const __m256i m3 = _mm256_set1_epi8(3);
+    const __m128i m4 = _mm_set1_epi8(0x0f);
+    __m256 acc[N], acc_m[N];
+    for (int j = 0; j < N; ++j) acc[j] = acc_m[j] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+      const float xd = f16_to_f32(x[i].d), xmin = f16_to_f32(x[i].dmin);
+      const __m128i sm = load128(x[i].scales);
+      const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sm, 4), m4));
+      const __m256i sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(sm, m4));
+      for (int j = 0; j < N; ++j) {
+        const BlockQ8_K& b = y[j][i];
+        const float dmin = b.d * xmin;
+        const __m256i prod_m = _mm256_madd_epi16(mins, load256(b.bsums));
+        acc_m[j] = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(prod_m), acc_m[j]);
+      }
+      RowSums<N> sums(y, i);
+      for (int h = 0; h < 2; ++h) {
+        const __m256i q = load256(x[i].qs + 32 * h);
+        for (int k = 0; k < 4; ++k) {
+          sums.add(_mm256_and_si256(_mm256_srli_epi16(q, 2 * k), m3), group16_scale(sc16, h, k),
+                   128 * h + 32 * k);
+        }
+      }
+      for (int j = 0; j < N; ++j) {
+        const float d = y[j][i].d * xd;
+        acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sums.sum[j]), acc[j]);
+      }
+    }
+    for (int j = 0; j < N; ++j) out[j] = hsum(acc[j]) - hsum(acc_m[j]);
+  }
+};
+
+struct MultiQ3K {
+  template <int N>
+  static void run(int64_t n, const void* w, const uint8_t* act, int64_t stride, float* out) {
+    const auto* x = static_cast<const BlockQ3_K*>(w);
+    const Columns<BlockQ8_K, N> y(act, stride);
+    const __m256i m3 = _mm256_set1_epi8(3);
+    const __m256i m4 = _mm256_set1_epi8(4);
+    __m256 acc[N];
+    for (int j = 0; j < N; ++j) acc[j] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+      const float xd = f16_to_f32(x[i].d);
+      uint32_t sw[4];
+      unpack_q3k_scales_words(x[i].scales, sw);
+      const __m128i sc8 =
+          _mm_sub_epi8(_mm_set_epi32(static_cast<int>(sw[3]), static_cast<int>(sw[2]),
+                                     static_cast<int>(sw[1]), static_cast<int>(sw[0])),
+                       _mm_set1_epi8(32));
+      const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+      RowSums<N> sums(y, i);
+      const __m256i hm = load256(x[i].hmask);
+      for (int h = 0; h < 2; ++h) {
+        const __m256i q = load256(x[i].qs + 32 * h);
+        // High bit of field k of half h is bit 4h + k of hmask; move it to bit 2.
+        const __m256i hb = h == 0 ? hm : _mm256_srli_epi16(hm, 4);
+        const __m256i v[4] = {_mm256_or_si256(_mm256_and_si256(q, m3),
+                                              _mm256_and_si256(_mm256_slli_epi16(hb, 2), m4)),
+                              _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 2), m3),
+                                              _mm256_and_si256(_mm256_slli_epi16(hb, 1), m4)),
+                              _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m3),
+                                              _mm256_and_si256(hb, m4)),
+                              _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 6), m3),
+                                              _mm256_and_si256(_mm256_srli_epi16(hb, 1), m4))};
+        for (int k = 0; k < 4; ++k) sums.add(v[k], group16_scale(sc16, h, k), 128 * h + 32 * k);
+      }
+      for (int j = 0; j < N; ++j) {
+        const BlockQ8_K& b = y[j][i];
+        const float d = b.d * xd;
+        // q = v - 4 with v = low | high << 2 in 0..7: subtract 4 * scale * (block sum).
+        const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(sc16, load256(b.bsums)), 2);
+        const __m256i sumi = _mm256_sub_epi32(sums.sum[j], offset);
+        acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc[j]);
+      }
+    }
+    for (int j = 0; j < N; ++j) out[j] = hsum(acc[j]);
+  }
+};
+
+template <bool kFiveBit>
+struct MultiK4Like {
+  template <int N>
+  static void run(int64_t n, const void* w, const uint8_t* act, int64_t stride, float* out) {
+    using Block = std::conditional_t<kFiveBit, BlockQ5_K, BlockQ4_K>;
+    const auto* x = static_cast<const Block*>(w);
+    const Columns<BlockQ8_K, N> y(act, stride);
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    const __m256i bit4 = _mm256_set1_epi8(0x10);
+    __m256 acc[N], acc_m[N];
+    for (int j = 0; j < N; ++j) acc[j] = acc_m[j] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+      static_assert(offsetof(Block, dmin) == offsetof(Block, d) + 2);
+      const __m128 dw = load_f16_pair(&x[i].d);              // d, dmin
+      const __m128i sm = unpack_k4_scales_vec(x[i].scales);  // bytes: scales 0..7, mins 0..7
+      // mins m0 m0 m1 m1 .. m7 m7 (int16) against the 16 block sums.
+      const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
+      for (int j = 0; j < N; ++j) {
+        const BlockQ8_K& b = y[j][i];
+        const __m128 dd = _mm_mul_ps(_mm_set1_ps(b.d), dw);
+        const __m256i prod_m = _mm256_madd_epi16(mins, load256(b.bsums));
+        acc_m[j] = _mm256_fmadd_ps(_mm256_broadcastss_ps(_mm_movehdup_ps(dd)),
+                                   _mm256_cvtepi32_ps(prod_m), acc_m[j]);
+      }
+      const __m256i sc = both_lanes(_mm_cvtepu8_epi16(sm));
+      __m256i hbits;
+      if constexpr (kFiveBit) hbits = load256(x[i].qh);
+      RowSums<N> sums(y, i);
+      for (int p = 0; p < 4; ++p) {
+        const __m256i q = load256(x[i].qs + 32 * p);
+        __m256i lo = _mm256_and_si256(q, m4);
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+        if constexpr (kFiveBit) {
+          // Bits 2p and 2p + 1 of qh (now at bits 0 and 1): fifth bits of sub-blocks 2p, 2p+1.
+          lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(hbits, 4), bit4));
+          hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi16(hbits, 3), bit4));
+          hbits = _mm256_srli_epi16(hbits, 2);
+        }
+        sums.add(lo, _mm256_shuffle_epi8(sc, mask_same(2 * p)), 64 * p);
+        sums.add(hi, _mm256_shuffle_epi8(sc, mask_same(2 * p + 1)), 64 * p + 32);
+      }
+      for (int j = 0; j < N; ++j) {
+        const __m128 dd = _mm_mul_ps(_mm_set1_ps(y[j][i].d), dw);
+        acc[j] =
+            _mm256_fmadd_ps(_mm256_broadcastss_ps(dd), _mm256_cvtepi32_ps(sums.sum[j]), acc[j]);
+      }
+    }
+    for (int j = 0; j < N; ++j) out[j] = hsum(acc[j]) - hsum(acc_m[j]);
+  }
+};
+
+struct MultiQ6K {
+  template <int N>
+  static void run(int64_t n, const void* w, const uint8_t* act, int64_t stride, float* out) {
+    const auto* x = static_cast<const BlockQ6_K*>(w);
+    const Columns<BlockQ8_K, N> y(act, stride);
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    const __m256i m30 = _mm256_set1_epi8(0x30);
+    __m256 acc[N];
+    for (int j = 0; j < N; ++j) acc[j] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+      const float xd = f16_to_f32(x[i].d);
+      const __m256i sc16 = _mm256_cvtepi8_epi16(load128(x[i].scales));
+      RowSums<N> sums(y, i);
+      for (int h = 0; h < 2; ++h) {
+        const __m256i l0 = load256(x[i].ql + 64 * h);
+        const __m256i l1 = load256(x[i].ql + 64 * h + 32);
+        const __m256i qh = load256(x[i].qh + 32 * h);
+        const int base = 128 * h;
+        sums.add(_mm256_or_si256(_mm256_and_si256(l0, m4),
+                                 _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30)),
+                 group16_scale(sc16, h, 0), base);
+        sums.add(_mm256_or_si256(_mm256_and_si256(l1, m4),
+                                 _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30)),
+                 group16_scale(sc16, h, 1), base + 32);
+        sums.add(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                 _mm256_and_si256(qh, m30)),
+                 group16_scale(sc16, h, 2), base + 64);
+        sums.add(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                 _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30)),
+                 group16_scale(sc16, h, 3), base + 96);
+      }
+      for (int j = 0; j < N; ++j) {
+        const BlockQ8_K& b = y[j][i];
+        const float d = b.d * xd;
+        // q = v - 32 with v = 0..63: subtract 32 * scale * (block sum).
+        const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(sc16, load256(b.bsums)), 5);
+        const __m256i sumi = _mm256_sub_epi32(sums.sum[j], offset);
+        acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc[j]);
+      }
+    }
+    for (int j = 0; j < N; ++j) out[j] = hsum(acc[j]);
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
 // Q8_K activation quantizer: same convention as the reference (the element of largest magnitude
 // maps to -127, round to nearest even, clamp at 127 by the saturating packs).
 
@@ -477,11 +692,13 @@ void dequantize_q8k(const void* src, float* dst, int64_t n) {
 }  // namespace
 
 void fill_kquants_avx2(KernelTable& table) {
-  table[GgmlType::Q2_K] = {dequantize_q2k, nullptr, vec_dot_q2k};
-  table[GgmlType::Q3_K] = {dequantize_q3k, nullptr, vec_dot_q3k};
-  table[GgmlType::Q4_K] = {dequantize_k4_like<false>, nullptr, vec_dot_k4_like<false>};
-  table[GgmlType::Q5_K] = {dequantize_k4_like<true>, nullptr, vec_dot_k4_like<true>};
-  table[GgmlType::Q6_K] = {dequantize_q6k, nullptr, vec_dot_q6k};
+  table[GgmlType::Q2_K] = {dequantize_q2k, nullptr, vec_dot_q2k, vec_dot_multi_of<MultiQ2K>};
+  table[GgmlType::Q3_K] = {dequantize_q3k, nullptr, vec_dot_q3k, vec_dot_multi_of<MultiQ3K>};
+  table[GgmlType::Q4_K] = {dequantize_k4_like<false>, nullptr, vec_dot_k4_like<false>,
+                           vec_dot_multi_of<MultiK4Like<false>>};
+  table[GgmlType::Q5_K] = {dequantize_k4_like<true>, nullptr, vec_dot_k4_like<true>,
+                           vec_dot_multi_of<MultiK4Like<true>>};
+  table[GgmlType::Q6_K] = {dequantize_q6k, nullptr, vec_dot_q6k, vec_dot_multi_of<MultiQ6K>};
   table[GgmlType::Q8_K] = {dequantize_q8k, quantize_q8k, nullptr};
 }
 

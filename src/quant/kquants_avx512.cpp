@@ -1,6 +1,7 @@
 // AVX-512 (F/BW/VL/DQ + VNNI) kernels of the K-quants: dot products with Q8_K activations on
-// 512-bit vectors, 64 elements at a time. Weight quants (unsigned) times activations (signed)
-// with _mm512_maddubs_epi16; the 16-bit pair sums never saturate for these formats (at most
+// 512-bit vectors, 64 elements at a time, for one or several activation rows (vec_dot_multi).
+// Weight quants (unsigned) times activations (signed) with _mm512_maddubs_epi16 (Q4_K / Q5_K:
+// _mm512_dpbusd_epi32, see there); the 16-bit pair sums never saturate for these formats (at most
 // 2 * 63 * 128), and _mm512_dpwssd_epi32 multiplies them by the sub-block scales and accumulates in
 // int32 in one instruction. Mins and offsets come in through the activation block sums. Also the
 // Q8_K activation quantizer. Dequantization falls back to the AVX2 kernels.
@@ -13,6 +14,7 @@
 
 #include "quant/kernel_table.h"
 #include "quant/kquants_common.h"
+#include "quant/multi_dot.h"
 
 namespace strata::quant {
 namespace {
@@ -36,21 +38,24 @@ constexpr __mmask32 kUpper = 0xffff0000u;
 constexpr __mmask32 kLower = 0x0000ffffu;
 
 // Byte-shuffle masks over a vector whose four 128-bit lanes hold the same eight int16 values:
-//   halves[p]: lanes 0-1 become value 2p, lanes 2-3 value 2p + 1 (one scale per 32 elements);
-//   lanes_lo / lanes_hi: lane L becomes value L / value 4 + L (one scale per 16 elements).
+//   lanes_lo / lanes_hi: lane L becomes value L / value 4 + L (one scale per 16 elements);
+//   pairs[q]: in lane L, even words become value 4q + L / 2, odd words value 4q + 2 + L / 2 (the
+//             scales of Q4_K / Q5_K sub-blocks 2p + L / 2 for p = 2q, 2q + 1).
 struct Masks {
-  alignas(64) uint8_t halves[4][64];
   alignas(64) uint8_t lanes_lo[64];
   alignas(64) uint8_t lanes_hi[64];
+  alignas(64) uint8_t pairs[2][64];
 };
 constexpr Masks make_masks() {
   Masks m{};
   for (int b = 0; b < 64; ++b) {
     const int lane = b / 16, byte = b % 2;
-    for (int p = 0; p < 4; ++p)
-      m.halves[p][b] = static_cast<uint8_t>(2 * (2 * p + lane / 2) + byte);
     m.lanes_lo[b] = static_cast<uint8_t>(2 * lane + byte);
     m.lanes_hi[b] = static_cast<uint8_t>(2 * (4 + lane) + byte);
+    for (int q = 0; q < 2; ++q) {
+      const int word = (b % 16) / 2;
+      m.pairs[q][b] = static_cast<uint8_t>(2 * (4 * q + 2 * (word % 2) + lane / 2) + byte);
+    }
   }
   return m;
 }
@@ -65,187 +70,279 @@ inline float hsum256(__m256 v) {
   return hsum128(_mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)));
 }
 
-// sum(sc_j * q_j * a_j) over one super-block of 16 groups of 16, where `v0`/`v1` hold the quants
-// of 64 consecutive elements starting at group 8h and 8h + 4 and `sc` the eight int16 scales of
-// groups 8h .. 8h+7 in every lane.
-inline __m512i dot_groups16(__m512i acc, __m512i v0, __m512i v1, const int8_t* a, __m512i sc) {
-  const __m512i p0 = _mm512_maddubs_epi16(v0, load512(a));
-  const __m512i p1 = _mm512_maddubs_epi16(v1, load512(a + 64));
-  acc = _mm512_dpwssd_epi32(acc, p0, _mm512_shuffle_epi8(sc, load512(kMasks.lanes_lo)));
-  return _mm512_dpwssd_epi32(acc, p1, _mm512_shuffle_epi8(sc, load512(kMasks.lanes_hi)));
-}
-
 // ---------------------------------------------------------------------------------------------
-// Dot products.
+// Dot products, written for N activation rows at once (vec_dot_multi): each weight super-block is
+// decoded once (quants, scales, mins in registers), then dotted with the N rows. vec_dot is the
+// same kernel with one row, so both give bit-identical results for a row.
 
-float vec_dot_q2k(int64_t n, const void* w, const void* act) {
-  const auto* x = static_cast<const BlockQ2_K*>(w);
-  const auto* y = static_cast<const BlockQ8_K*>(act);
-  const __m512i m3 = _mm512_set1_epi8(3);
-  const __m128i m4 = _mm_set1_epi8(0x0f);
-  __m512 acc = _mm512_setzero_ps();
-  __m256 acc_m = _mm256_setzero_ps();
-  for (int64_t i = 0; i < n / kQKK; ++i) {
-    const float d = y[i].d * f16_to_f32(x[i].d);
-    const float dmin = y[i].d * f16_to_f32(x[i].dmin);
-    const __m128i sm = load128(x[i].scales);
-    const __m128i sc8 = _mm_and_si128(sm, m4);
-    const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sm, 4), m4));
-    const __m256i prod_m = _mm256_madd_epi16(mins, load256(y[i].bsums));
-    acc_m = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(prod_m), acc_m);
-    const __m256i sc16 = _mm256_cvtepu8_epi16(sc8);
-    __m512i sum0 = _mm512_setzero_si512(), sum1 = _mm512_setzero_si512();
+#define STRATA_INLINE inline __attribute__((always_inline))
+
+// Quants of a super-block of 16 groups of 16 (Q2_K, Q3_K, Q6_K) with their scales:
+// v[2h], v[2h + 1] = elements 128h .. 128h+63, 128h+64 .. 128h+127, s[k] the int16 scales of v[k]
+// spread over its lanes (lane L of v[2h] holds group 8h + L, of v[2h + 1] group 8h + 4 + L).
+struct Groups16 {
+  __m512i v[4];
+  __m512i s[4];
+  STRATA_INLINE void set_scales(__m256i sc16) {
     for (int h = 0; h < 2; ++h) {
-      // [q, q >> 2]: fields 0 and 1 of the 32 bytes, then >> 4 gives fields 2 and 3.
-      const __m512i qb = load256_twice(x[i].qs + 32 * h);
-      const __m512i q = _mm512_mask_srli_epi16(qb, kUpper, qb, 2);
-      const __m512i v01 = _mm512_and_si512(q, m3);
-      const __m512i v23 = _mm512_and_si512(_mm512_srli_epi16(q, 4), m3);
       const __m512i sc = _mm512_broadcast_i32x4(h == 0 ? _mm256_castsi256_si128(sc16)
                                                        : _mm256_extracti128_si256(sc16, 1));
-      __m512i& sum = h == 0 ? sum0 : sum1;
-      sum = dot_groups16(sum, v01, v23, y[i].qs + 128 * h, sc);
+      s[2 * h] = _mm512_shuffle_epi8(sc, load512(kMasks.lanes_lo));
+      s[2 * h + 1] = _mm512_shuffle_epi8(sc, load512(kMasks.lanes_hi));
     }
-    acc = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(_mm512_add_epi32(sum0, sum1)), acc);
   }
-  return _mm512_reduce_add_ps(acc) - hsum256(acc_m);
-}
-
-float vec_dot_q3k(int64_t n, const void* w, const void* act) {
-  const auto* x = static_cast<const BlockQ3_K*>(w);
-  const auto* y = static_cast<const BlockQ8_K*>(act);
-  const __m512i m3 = _mm512_set1_epi8(3);
-  const __m512i four = _mm512_set1_epi8(4);
-  // Bit of hmask holding the high bit of fields (2f, 2f + 1) of half h, f = 2h + pair:
-  // lower 256 bits field 2f, upper 256 bits field 2f + 1.
-  __m512i hsel[4];
-  for (int f = 0; f < 4; ++f) {
-    hsel[f] = _mm512_mask_blend_epi8(0xffffffff00000000ull,
-                                     _mm512_set1_epi8(static_cast<char>(1 << (2 * f))),
-                                     _mm512_set1_epi8(static_cast<char>(1 << (2 * f + 1))));
-  }
-  __m512 acc = _mm512_setzero_ps();
-  for (int64_t i = 0; i < n / kQKK; ++i) {
-    const float d = y[i].d * f16_to_f32(x[i].d);
-    uint32_t sw[4];
-    unpack_q3k_scales_words(x[i].scales, sw);
-    const __m128i sc8 =
-        _mm_sub_epi8(_mm_set_epi32(static_cast<int>(sw[3]), static_cast<int>(sw[2]),
-                                   static_cast<int>(sw[1]), static_cast<int>(sw[0])),
-                     _mm_set1_epi8(32));
-    const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
-    // q = v - 4 with v = low | high << 2 in 0..7: the offset is -4 * sum(scale * block sum).
-    const __m256i neg4 = _mm256_mullo_epi16(sc16, _mm256_set1_epi16(-4));
-    __m512i sum0 = _mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_zextsi256_si512(neg4),
-                                       _mm512_zextsi256_si512(load256(y[i].bsums)));
-    __m512i sum1 = _mm512_setzero_si512();
-    const __m512i hm = load256_twice(x[i].hmask);
-    for (int h = 0; h < 2; ++h) {
-      const __m512i qb = load256_twice(x[i].qs + 32 * h);
-      const __m512i q = _mm512_mask_srli_epi16(qb, kUpper, qb, 2);
-      __m512i v01 = _mm512_and_si512(q, m3);
-      __m512i v23 = _mm512_and_si512(_mm512_srli_epi16(q, 4), m3);
-      v01 = _mm512_mask_add_epi8(v01, _mm512_test_epi8_mask(hm, hsel[2 * h]), v01, four);
-      v23 = _mm512_mask_add_epi8(v23, _mm512_test_epi8_mask(hm, hsel[2 * h + 1]), v23, four);
-      const __m512i sc = _mm512_broadcast_i32x4(h == 0 ? _mm256_castsi256_si128(sc16)
-                                                       : _mm256_extracti128_si256(sc16, 1));
-      __m512i& sum = h == 0 ? sum0 : sum1;
-      sum = dot_groups16(sum, v01, v23, y[i].qs + 128 * h, sc);
-    }
-    acc = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(_mm512_add_epi32(sum0, sum1)), acc);
-  }
-  return _mm512_reduce_add_ps(acc);
-}
-
-template <bool kFiveBit>
-float vec_dot_k4_like(int64_t n, const void* w, const void* act) {
-  using Block = std::conditional_t<kFiveBit, BlockQ5_K, BlockQ4_K>;
-  const auto* x = static_cast<const Block*>(w);
-  const auto* y = static_cast<const BlockQ8_K*>(act);
-  const __m512i m4 = _mm512_set1_epi8(0x0f);
-  const __m512i bit4 = _mm512_set1_epi8(0x10);
-  // Q5_K: bit p of qh is the fifth bit of sub-block p; lower half sub-block 2p, upper 2p + 1.
-  __m512i hsel[4];
-  for (int p = 0; p < 4; ++p) {
-    hsel[p] = _mm512_mask_blend_epi8(0xffffffff00000000ull,
-                                     _mm512_set1_epi8(static_cast<char>(1 << (2 * p))),
-                                     _mm512_set1_epi8(static_cast<char>(1 << (2 * p + 1))));
-  }
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-  __m256 acc_m = _mm256_setzero_ps();
-  for (int64_t i = 0; i < n / kQKK; ++i) {
-    static_assert(offsetof(Block, dmin) == offsetof(Block, d) + 2);
-    const __m128 dd = _mm_mul_ps(_mm_set1_ps(y[i].d), load_f16_pair(&x[i].d));  // d, dmin
-    const __m128i sm = unpack_k4_scales_vec(x[i].scales);  // bytes: scales 0..7, mins 0..7
-    // mins m0 m0 m1 m1 .. m7 m7 (int16) against the 16 block sums.
-    const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
-    const __m256i prod_m = _mm256_madd_epi16(mins, load256(y[i].bsums));
-    acc_m = _mm256_fmadd_ps(_mm256_broadcastss_ps(_mm_movehdup_ps(dd)), _mm256_cvtepi32_ps(prod_m),
-                            acc_m);
-    const __m512i sc = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(sm));
-    const __m512 d = _mm512_broadcastss_ps(dd);
-
-    const int8_t* a = y[i].qs;
-    __m512i hb;
-    if constexpr (kFiveBit) hb = load256_twice(x[i].qh);
-    __m512i sum0 = _mm512_setzero_si512(), sum1 = _mm512_setzero_si512();
-    for (int p = 0; p < 4; ++p) {
-      // [low nibbles, high nibbles] of qs[32p..32p+31]: sub-blocks 2p and 2p+1 in element order.
-      const __m512i qb = load256_twice(x[i].qs + 32 * p);
-      __m512i v = _mm512_and_si512(_mm512_mask_srli_epi16(qb, kUpper, qb, 4), m4);
-      if constexpr (kFiveBit)
-        v = _mm512_mask_add_epi8(v, _mm512_test_epi8_mask(hb, hsel[p]), v, bit4);
-      const __m512i prod = _mm512_maddubs_epi16(v, load512(a + 64 * p));
-      const __m512i scale = _mm512_shuffle_epi8(sc, load512(kMasks.halves[p]));
-      __m512i& sum = p % 2 == 0 ? sum0 : sum1;
-      sum = _mm512_dpwssd_epi32(sum, prod, scale);
-    }
-    const __m512 s = _mm512_cvtepi32_ps(_mm512_add_epi32(sum0, sum1));
-    if (i % 2 == 0) {
-      acc0 = _mm512_fmadd_ps(d, s, acc0);
+  // sum(sc_j * q_j * a_j) over the 16 groups against one activation block, added to init. With
+  // few columns two dependency chains, else one (the columns are independent chains).
+  template <int N>
+  STRATA_INLINE __m512i dot(__m512i init, const int8_t* a) const {
+    __m512i sum0 = _mm512_dpwssd_epi32(init, _mm512_maddubs_epi16(v[0], load512(a)), s[0]);
+    if constexpr (N <= 2) {
+      __m512i sum1 = _mm512_dpwssd_epi32(_mm512_setzero_si512(),
+                                         _mm512_maddubs_epi16(v[2], load512(a + 128)), s[2]);
+      sum0 = _mm512_dpwssd_epi32(sum0, _mm512_maddubs_epi16(v[1], load512(a + 64)), s[1]);
+      sum1 = _mm512_dpwssd_epi32(sum1, _mm512_maddubs_epi16(v[3], load512(a + 192)), s[3]);
+      return _mm512_add_epi32(sum0, sum1);
     } else {
-      acc1 = _mm512_fmadd_ps(d, s, acc1);
+      for (int k = 1; k < 4; ++k) {
+        sum0 = _mm512_dpwssd_epi32(sum0, _mm512_maddubs_epi16(v[k], load512(a + 64 * k)), s[k]);
+      }
+      return sum0;
     }
   }
-  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) - hsum256(acc_m);
-}
+};
 
-float vec_dot_q6k(int64_t n, const void* w, const void* act) {
-  const auto* x = static_cast<const BlockQ6_K*>(w);
-  const auto* y = static_cast<const BlockQ8_K*>(act);
-  const __m512i m4 = _mm512_set1_epi8(0x0f);
-  const __m512i m30 = _mm512_set1_epi8(0x30);
-  __m512 acc = _mm512_setzero_ps();
-  for (int64_t i = 0; i < n / kQKK; ++i) {
-    const float d = y[i].d * f16_to_f32(x[i].d);
-    const __m256i sc16 = _mm256_cvtepi8_epi16(load128(x[i].scales));
-    // q = v - 32 with v in 0..63: the offset is -32 * sum(scale * block sum).
-    const __m256i neg32 = _mm256_mullo_epi16(sc16, _mm256_set1_epi16(-32));
-    __m512i sum0 = _mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_zextsi256_si512(neg32),
-                                       _mm512_zextsi256_si512(load256(y[i].bsums)));
-    __m512i sum1 = _mm512_setzero_si512();
-    for (int h = 0; h < 2; ++h) {
-      const __m512i l = load512(x[i].ql + 64 * h);
-      const __m512i qh = load256_twice(x[i].qh + 32 * h);
-      // Elements 0..63 of the half: low nibbles of ql, high bits (qh >> 0) & 3 (lower 256 bits)
-      // and (qh >> 2) & 3 (upper), moved to bits 4-5.
-      const __m512i t = _mm512_slli_epi16(qh, 2);
-      const __m512i h01 = _mm512_mask_slli_epi16(t, kLower, t, 2);
-      // Elements 64..127: high nibbles of ql, high bits (qh >> 4) & 3 and (qh >> 6) & 3.
-      const __m512i h23 = _mm512_mask_srli_epi16(qh, kUpper, qh, 2);
-      // a | (b & c), a = nibbles, b = high bits, c = 0x30
-      const __m512i v01 = _mm512_ternarylogic_epi32(_mm512_and_si512(l, m4), h01, m30, 0xf8);
-      const __m512i v23 =
-          _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4), h23, m30, 0xf8);
-      const __m512i sc = _mm512_broadcast_i32x4(h == 0 ? _mm256_castsi256_si128(sc16)
-                                                       : _mm256_extracti128_si256(sc16, 1));
-      __m512i& sum = h == 0 ? sum0 : sum1;
-      sum = dot_groups16(sum, v01, v23, y[i].qs + 128 * h, sc);
+struct MultiQ2K {
+  template <int N>
+  static void run(int64_t n, const void* w, const uint8_t* act, int64_t stride, float* out) {
+    const auto* x = static_cast<const BlockQ2_K*>(w);
+    const Columns<BlockQ8_K, N> y(act, stride);
+    const __m512i m3 = _mm512_set1_epi8(3);
+    const __m128i m4 = _mm_set1_epi8(0x0f);
+    __m512 acc[N];
+    __m256 acc_m[N];
+    for (int j = 0; j < N; ++j) {
+      acc[j] = _mm512_setzero_ps();
+      acc_m[j] = _mm256_setzero_ps();
     }
-    acc = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(_mm512_add_epi32(sum0, sum1)), acc);
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+      const float xd = f16_to_f32(x[i].d), xmin = f16_to_f32(x[i].dmin);
+      const __m128i sm = load128(x[i].scales);
+      const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sm, 4), m4));
+      Groups16 g;
+      g.set_scales(_mm256_cvtepu8_epi16(_mm_and_si128(sm, m4)));
+      for (int h = 0; h < 2; ++h) {
+        const __m512i qb = load256_twice(x[i].qs + 32 * h);
+        const __m512i q = _mm512_mask_srli_epi16(qb, kUpper, qb, 2);
+        g.v[2 * h] = _mm512_and_si512(q, m3);
+        g.v[2 * h + 1] = _mm512_and_si512(_mm512_srli_epi16(q, 4), m3);
+      }
+      for (int j = 0; j < N; ++j) {
+        const BlockQ8_K& b = y[j][i];
+        const float d = b.d * xd, dmin = b.d * xmin;
+        const __m256i prod_m = _mm256_madd_epi16(mins, load256(b.bsums));
+        acc_m[j] = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(prod_m), acc_m[j]);
+        const __m512i sum = g.template dot<N>(_mm512_setzero_si512(), b.qs);
+        acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sum), acc[j]);
+      }
+    }
+    for (int j = 0; j < N; ++j) out[j] = _mm512_reduce_add_ps(acc[j]) - hsum256(acc_m[j]);
   }
-  return _mm512_reduce_add_ps(acc);
-}
+};
+
+struct MultiQ3K {
+  template <int N>
+  static void run(int64_t n, const void* w, const uint8_t* act, int64_t stride, float* out) {
+    const auto* x = static_cast<const BlockQ3_K*>(w);
+    const Columns<BlockQ8_K, N> y(act, stride);
+    const __m512i m3 = _mm512_set1_epi8(3);
+    const __m512i four = _mm512_set1_epi8(4);
+    __m512i hsel[4];
+    for (int f = 0; f < 4; ++f) {
+      hsel[f] = _mm512_mask_blend_epi8(0xffffffff00000000ull,
+                                       _mm512_set1_epi8(static_cast<char>(1 << (2 * f))),
+                                       _mm512_set1_epi8(static_cast<char>(1 << (2 * f + 1))));
+    }
+    __m512 acc[N];
+    for (int j = 0; j < N; ++j) acc[j] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+      const float xd = f16_to_f32(x[i].d);
+      uint32_t sw[4];
+      unpack_q3k_scales_words(x[i].scales, sw);
+      const __m128i sc8 =
+          _mm_sub_epi8(_mm_set_epi32(static_cast<int>(sw[3]), static_cast<int>(sw[2]),
+                                     static_cast<int>(sw[1]), static_cast<int>(sw[0])),
+                       _mm_set1_epi8(32));
+      const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+      const __m512i neg4 = _mm512_zextsi256_si512(_mm256_mullo_epi16(sc16, _mm256_set1_epi16(-4)));
+      Groups16 g;
+      g.set_scales(sc16);
+      const __m512i hm = load256_twice(x[i].hmask);
+      for (int h = 0; h < 2; ++h) {
+        const __m512i qb = load256_twice(x[i].qs + 32 * h);
+        const __m512i q = _mm512_mask_srli_epi16(qb, kUpper, qb, 2);
+        __m512i v01 = _mm512_and_si512(q, m3);
+        __m512i v23 = _mm512_and_si512(_mm512_srli_epi16(q, 4), m3);
+        g.v[2 * h] = _mm512_mask_add_epi8(v01, _mm512_test_epi8_mask(hm, hsel[2 * h]), v01, four);
+        g.v[2 * h + 1] =
+            _mm512_mask_add_epi8(v23, _mm512_test_epi8_mask(hm, hsel[2 * h + 1]), v23, four);
+      }
+      for (int j = 0; j < N; ++j) {
+        const BlockQ8_K& b = y[j][i];
+        const float d = b.d * xd;
+        const __m512i init = _mm512_dpwssd_epi32(_mm512_setzero_si512(), neg4,
+                                                 _mm512_zextsi256_si512(load256(b.bsums)));
+        const __m512i sum = g.template dot<N>(init, b.qs);
+        acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sum), acc[j]);
+      }
+    }
+    for (int j = 0; j < N; ++j) out[j] = _mm512_reduce_add_ps(acc[j]);
+  }
+};
+
+// Q4_K / Q5_K; vec_dot is this kernel with one column. The 64 quants of sub-blocks 2p (lower 256
+// bits) and 2p + 1 (upper) times the activations with _mm512_dpbusd_epi32: each int32 lane sums 4
+// products (|sum| <= 4 * 31 * 127, an int16). The lanes of p = 2q and 2q + 1 are paired into the
+// two int16 halves of one int32 lane, and _mm512_dpwssd_epi32 multiplies both by their sub-block
+// scales: lane by lane the same int32 sums as maddubs + dpwssd per p, in 6 instead of 8
+// multiplies. Super-blocks alternate between two float accumulators. The mins go through the
+// block sums, two columns per 512-bit vector (lane by lane the same operations as one column per
+// 256-bit vector).
+template <bool kFiveBit>
+struct MultiK4Like {
+  template <int N>
+  static void run(int64_t n, const void* w, const uint8_t* act, int64_t stride, float* out) {
+    using Block = std::conditional_t<kFiveBit, BlockQ5_K, BlockQ4_K>;
+    const auto* x = static_cast<const Block*>(w);
+    const Columns<BlockQ8_K, N> y(act, stride);
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    const __m512i bit4 = _mm512_set1_epi8(0x10);
+    // Q5_K: bit p of qh is the fifth bit of sub-block p; lower half sub-block 2p, upper 2p + 1.
+    __m512i hsel[4];
+    for (int p = 0; p < 4; ++p) {
+      hsel[p] = _mm512_mask_blend_epi8(0xffffffff00000000ull,
+                                       _mm512_set1_epi8(static_cast<char>(1 << (2 * p))),
+                                       _mm512_set1_epi8(static_cast<char>(1 << (2 * p + 1))));
+    }
+    // Mins of columns 2k, 2k + 1 in the lower / upper 256 bits of acc_m[k]; an odd last column in
+    // acc_m_last.
+    constexpr int kPairs = N / 2;
+    __m512 acc0[N], acc1[N];
+    __m512 acc_m[kPairs > 0 ? kPairs : 1];
+    __m256 acc_m_last = _mm256_setzero_ps();
+    for (int j = 0; j < N; ++j) acc0[j] = acc1[j] = _mm512_setzero_ps();
+    for (int k = 0; k < kPairs; ++k) acc_m[k] = _mm512_setzero_ps();
+    // One super-block into acc (acc0 for even blocks, acc1 for odd ones).
+    auto block = [&](int64_t i, __m512(&acc)[N]) __attribute__((always_inline)) {
+      const __m512 xd = _mm512_set1_ps(f16_to_f32(x[i].d));
+      const __m512 xmin = _mm512_set1_ps(f16_to_f32(x[i].dmin));
+      const __m128i sm = unpack_k4_scales_vec(x[i].scales);  // bytes: scales 0..7, mins 0..7
+      // mins m0 m0 m1 m1 .. m7 m7 (int16) against the 16 block sums.
+      const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
+      const __m512i mins2 = _mm512_broadcast_i64x4(mins);
+      const __m512i sc = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(sm));
+      __m512i hb;
+      if constexpr (kFiveBit) hb = load256_twice(x[i].qh);
+      // [low nibbles, high nibbles] of qs[32p..32p+31]: sub-blocks 2p and 2p+1 in element order.
+      __m512i v[4];
+      for (int p = 0; p < 4; ++p) {
+        const __m512i qb = load256_twice(x[i].qs + 32 * p);
+        v[p] = _mm512_and_si512(_mm512_mask_srli_epi16(qb, kUpper, qb, 4), m4);
+        if constexpr (kFiveBit)
+          v[p] = _mm512_mask_add_epi8(v[p], _mm512_test_epi8_mask(hb, hsel[p]), v[p], bit4);
+      }
+      // Scales of sub-blocks (2p + L / 2, 2p + 2 + L / 2) for 128-bit lane L, p = 0 and 2.
+      const __m512i pair_scale[2] = {_mm512_shuffle_epi8(sc, load512(kMasks.pairs[0])),
+                                     _mm512_shuffle_epi8(sc, load512(kMasks.pairs[1]))};
+      for (int k = 0; k < kPairs; ++k) {
+        const BlockQ8_K& b0 = y[2 * k][i];
+        const BlockQ8_K& b1 = y[2 * k + 1][i];
+        const __m512i bsums =
+            _mm512_inserti64x4(_mm512_castsi256_si512(load256(b0.bsums)), load256(b1.bsums), 1);
+        const __m512 yd = _mm512_insertf32x8(_mm512_set1_ps(b0.d), _mm256_set1_ps(b1.d), 1);
+        acc_m[k] = _mm512_fmadd_ps(_mm512_mul_ps(yd, xmin),
+                                   _mm512_cvtepi32_ps(_mm512_madd_epi16(mins2, bsums)), acc_m[k]);
+      }
+      if constexpr (N % 2 == 1) {
+        const BlockQ8_K& b = y[N - 1][i];
+        const __m256i prod_m = _mm256_madd_epi16(mins, load256(b.bsums));
+        acc_m_last =
+            _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(b.d), _mm512_castps512_ps256(xmin)),
+                            _mm256_cvtepi32_ps(prod_m), acc_m_last);
+      }
+      for (int j = 0; j < N; ++j) {
+        const BlockQ8_K& b = y[j][i];
+        const __m512i z = _mm512_setzero_si512();
+        __m512i t[4];
+        for (int p = 0; p < 4; ++p) t[p] = _mm512_dpbusd_epi32(z, v[p], load512(b.qs + 64 * p));
+        // Word pairs (t[2q], t[2q + 1]) of each int32 lane.
+        const __m512i t01 = _mm512_mask_blend_epi16(0xaaaaaaaa, t[0], _mm512_slli_epi32(t[1], 16));
+        const __m512i t23 = _mm512_mask_blend_epi16(0xaaaaaaaa, t[2], _mm512_slli_epi32(t[3], 16));
+        const __m512i sum =
+            _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(z, t01, pair_scale[0]), t23, pair_scale[1]);
+        acc[j] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(b.d), xd), _mm512_cvtepi32_ps(sum),
+                                 acc[j]);
+      }
+    };
+    const int64_t nb = n / kQKK;
+    int64_t i = 0;
+    for (; i + 1 < nb; i += 2) {
+      block(i, acc0);
+      block(i + 1, acc1);
+    }
+    if (i < nb) block(i, acc0);
+    for (int j = 0; j < N; ++j) {
+      __m256 m;
+      if (N % 2 == 1 && j == N - 1) {
+        m = acc_m_last;
+      } else {
+        const __m512 pair = acc_m[j / 2];
+        m = j % 2 == 0 ? _mm512_castps512_ps256(pair) : _mm512_extractf32x8_ps(pair, 1);
+      }
+      out[j] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[j], acc1[j])) - hsum256(m);
+    }
+  }
+};
+
+struct MultiQ6K {
+  template <int N>
+  static void run(int64_t n, const void* w, const uint8_t* act, int64_t stride, float* out) {
+    const auto* x = static_cast<const BlockQ6_K*>(w);
+    const Columns<BlockQ8_K, N> y(act, stride);
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    const __m512i m30 = _mm512_set1_epi8(0x30);
+    __m512 acc[N];
+    for (int j = 0; j < N; ++j) acc[j] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+      const float xd = f16_to_f32(x[i].d);
+      const __m256i sc16 = _mm256_cvtepi8_epi16(load128(x[i].scales));
+      const __m512i neg32 =
+          _mm512_zextsi256_si512(_mm256_mullo_epi16(sc16, _mm256_set1_epi16(-32)));
+      Groups16 g;
+      g.set_scales(sc16);
+      for (int h = 0; h < 2; ++h) {
+        const __m512i l = load512(x[i].ql + 64 * h);
+        const __m512i qh = load256_twice(x[i].qh + 32 * h);
+        const __m512i t = _mm512_slli_epi16(qh, 2);
+        const __m512i h01 = _mm512_mask_slli_epi16(t, kLower, t, 2);
+        const __m512i h23 = _mm512_mask_srli_epi16(qh, kUpper, qh, 2);
+        g.v[2 * h] = _mm512_ternarylogic_epi32(_mm512_and_si512(l, m4), h01, m30, 0xf8);
+        g.v[2 * h + 1] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
+                                                   h23, m30, 0xf8);
+      }
+      for (int j = 0; j < N; ++j) {
+        const BlockQ8_K& b = y[j][i];
+        const float d = b.d * xd;
+        const __m512i init = _mm512_dpwssd_epi32(_mm512_setzero_si512(), neg32,
+                                                 _mm512_zextsi256_si512(load256(b.bsums)));
+        const __m512i sum = g.template dot<N>(init, b.qs);
+        acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sum), acc[j]);
+      }
+    }
+    for (int j = 0; j < N; ++j) out[j] = _mm512_reduce_add_ps(acc[j]);
+  }
+};
+
+#undef STRATA_INLINE
 
 // ---------------------------------------------------------------------------------------------
 // Q8_K activation quantizer: the element of largest magnitude maps to -127, round to nearest even,
@@ -307,11 +404,16 @@ void quantize_q8k(const float* src, void* dst, int64_t n) {
 }  // namespace
 
 void fill_kquants_avx512(KernelTable& table) {
-  table[GgmlType::Q2_K].vec_dot = vec_dot_q2k;
-  table[GgmlType::Q3_K].vec_dot = vec_dot_q3k;
-  table[GgmlType::Q4_K].vec_dot = vec_dot_k4_like<false>;
-  table[GgmlType::Q5_K].vec_dot = vec_dot_k4_like<true>;
-  table[GgmlType::Q6_K].vec_dot = vec_dot_q6k;
+  table[GgmlType::Q2_K].vec_dot = vec_dot_of<MultiQ2K>;
+  table[GgmlType::Q3_K].vec_dot = vec_dot_of<MultiQ3K>;
+  table[GgmlType::Q4_K].vec_dot = vec_dot_of<MultiK4Like<false>>;
+  table[GgmlType::Q5_K].vec_dot = vec_dot_of<MultiK4Like<true>>;
+  table[GgmlType::Q6_K].vec_dot = vec_dot_of<MultiQ6K>;
+  table[GgmlType::Q2_K].vec_dot_multi = vec_dot_multi_of<MultiQ2K>;
+  table[GgmlType::Q3_K].vec_dot_multi = vec_dot_multi_of<MultiQ3K>;
+  table[GgmlType::Q4_K].vec_dot_multi = vec_dot_multi_of<MultiK4Like<false>, 4>;
+  table[GgmlType::Q5_K].vec_dot_multi = vec_dot_multi_of<MultiK4Like<true>, 4>;
+  table[GgmlType::Q6_K].vec_dot_multi = vec_dot_multi_of<MultiQ6K>;
   table[GgmlType::Q8_K].quantize_row = quantize_q8k;
 }
 

@@ -14,6 +14,7 @@
 
 #include "quant/kernel_table.h"
 #include "quant/legacy_common.h"
+#include "quant/multi_dot.h"
 
 namespace strata::quant {
 namespace {
@@ -74,35 +75,73 @@ __m256i dot_u8_i8_offset(__m256i u, __m256i s, __m256i offset) {
   return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
 }
 
-// Signed x signed: |w| * (a with the sign of w).
-__m256i dot_i8_i8(__m256i w, __m256i a) {
-  return dot_u8_i8(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w));
-}
-
 // ---- per-block integer sums ------------------------------------------------------------------
+// Each format: decode() brings a weight block's codes into a register (once per block, however many
+// activation rows it meets), sums() its 8 int32 sums against one activation block.
 
-__m256i sums_q4_0(const BlockQ4_0& w, const BlockQ8_0& a) {
-  return dot_u8_i8_offset(unpack_nibbles(w.qs), load32(a.qs), _mm256_set1_epi8(8));
-}
-__m256i sums_q4_1(const BlockQ4_1& w, const BlockQ8_1& a) {
-  return dot_u8_i8(unpack_nibbles(w.qs), load32(a.qs));
-}
-__m256i sums_q5_0(const BlockQ5_0& w, const BlockQ8_0& a) {
-  const __m256i q = _mm256_or_si256(unpack_nibbles(w.qs), expand_high_bits(load_qh(w.qh)));
-  return dot_u8_i8_offset(q, load32(a.qs), _mm256_set1_epi8(16));
-}
-__m256i sums_q5_1(const BlockQ5_1& w, const BlockQ8_1& a) {
-  const __m256i q = _mm256_or_si256(unpack_nibbles(w.qs), expand_high_bits(load_qh(w.qh)));
-  return dot_u8_i8(q, load32(a.qs));
-}
-__m256i sums_q8_0(const BlockQ8_0& w, const BlockQ8_0& a) {
-  return dot_i8_i8(load32(w.qs), load32(a.qs));
-}
+struct Q4_0 {
+  using W = BlockQ4_0;
+  using A = BlockQ8_0;
+  static constexpr bool kHasMin = false;
+  using Code = __m256i;
+  static Code decode(const W& w) { return unpack_nibbles(w.qs); }
+  static __m256i sums(const Code& q, const A& a) {
+    return dot_u8_i8_offset(q, load32(a.qs), _mm256_set1_epi8(8));
+  }
+};
+struct Q4_1 {
+  using W = BlockQ4_1;
+  using A = BlockQ8_1;
+  static constexpr bool kHasMin = true;
+  using Code = __m256i;
+  static Code decode(const W& w) { return unpack_nibbles(w.qs); }
+  static __m256i sums(const Code& q, const A& a) { return dot_u8_i8(q, load32(a.qs)); }
+};
+struct Q5_0 {
+  using W = BlockQ5_0;
+  using A = BlockQ8_0;
+  static constexpr bool kHasMin = false;
+  using Code = __m256i;
+  static Code decode(const W& w) {
+    return _mm256_or_si256(unpack_nibbles(w.qs), expand_high_bits(load_qh(w.qh)));
+  }
+  static __m256i sums(const Code& q, const A& a) {
+    return dot_u8_i8_offset(q, load32(a.qs), _mm256_set1_epi8(16));
+  }
+};
+struct Q5_1 {
+  using W = BlockQ5_1;
+  using A = BlockQ8_1;
+  static constexpr bool kHasMin = true;
+  using Code = __m256i;
+  static Code decode(const W& w) {
+    return _mm256_or_si256(unpack_nibbles(w.qs), expand_high_bits(load_qh(w.qh)));
+  }
+  static __m256i sums(const Code& q, const A& a) { return dot_u8_i8(q, load32(a.qs)); }
+};
+// Signed x signed: |w| * (a with the sign of w).
+struct Q8_0 {
+  using W = BlockQ8_0;
+  using A = BlockQ8_0;
+  static constexpr bool kHasMin = false;
+  struct Code {
+    __m256i w, abs;
+  };
+  static Code decode(const W& w) {
+    const __m256i q = load32(w.qs);
+    return {q, _mm256_sign_epi8(q, q)};
+  }
+  static __m256i sums(const Code& q, const A& a) {
+    return dot_u8_i8(q.abs, _mm256_sign_epi8(load32(a.qs), q.w));
+  }
+};
 
 // ---- dot products -----------------------------------------------------------------------------
 // 4 blocks per step: their f16 scales are converted together (d_w * d_a per block; for Q4_1 / Q5_1
 // also m * s), each block's 8 int32 sums are converted and scaled into one of two accumulators.
 // A row's last 1-3 blocks go through a zero-padded copy of 4 blocks (scale 0 adds nothing).
+// Written for N activation rows at once (vec_dot_multi): the 4 weight blocks of a step are decoded
+// once and dotted with each row; vec_dot is the same kernel with one row (bit-identical results).
 
 constexpr int kStep = 4;
 
@@ -112,58 +151,96 @@ uint32_t load_u32(const void* p) {
   return v;
 }
 
-template <typename W, typename A, __m256i (*Sums)(const W&, const A&), bool kHasMin>
-void step(const W* w, const A* a, __m256& acc0, __m256& acc1, __m256& pairs) {
-  __m256 s;  // d_w * d_a of block k in lane k (lane 2k with a min)
-  if constexpr (kHasMin) {
-    // (d, m) and (d, s) are the first 4 bytes of their blocks: [d_w*d_a, m*s] in lanes 2k, 2k+1.
-    const __m128i wh =
-        _mm_setr_epi32(static_cast<int>(load_u32(&w[0])), static_cast<int>(load_u32(&w[1])),
-                       static_cast<int>(load_u32(&w[2])), static_cast<int>(load_u32(&w[3])));
-    const __m128i ah =
-        _mm_setr_epi32(static_cast<int>(load_u32(&a[0])), static_cast<int>(load_u32(&a[1])),
-                       static_cast<int>(load_u32(&a[2])), static_cast<int>(load_u32(&a[3])));
-    s = _mm256_mul_ps(_mm256_cvtph_ps(wh), _mm256_cvtph_ps(ah));
-    pairs = _mm256_add_ps(pairs, s);
-  } else {
-    const __m256 f = _mm256_cvtph_ps(_mm_setr_epi16(
-        static_cast<short>(w[0].d), static_cast<short>(w[1].d), static_cast<short>(w[2].d),
-        static_cast<short>(w[3].d), static_cast<short>(a[0].d), static_cast<short>(a[1].d),
-        static_cast<short>(a[2].d), static_cast<short>(a[3].d)));
-    s = _mm256_castps128_ps256(_mm_mul_ps(_mm256_castps256_ps128(f), _mm256_extractf128_ps(f, 1)));
-  }
-  constexpr int kStride = kHasMin ? 2 : 1;
-  const auto scale = [&](int k) {
-    return _mm256_permutevar8x32_ps(s, _mm256_set1_epi32(k * kStride));
-  };
-  acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Sums(w[0], a[0])), scale(0), acc0);
-  acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Sums(w[1], a[1])), scale(1), acc1);
-  acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Sums(w[2], a[2])), scale(2), acc0);
-  acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Sums(w[3], a[3])), scale(3), acc1);
-}
+template <typename F>
+struct Multi {
+  using W = typename F::W;
+  using A = typename F::A;
 
-template <typename W, typename A, __m256i (*Sums)(const W&, const A&), bool kHasMin>
+  // The weight half of a step: codes of the 4 blocks, and their f16 fields as floats (d in lanes
+  // 0..3; with a min, [d, m] of block k in lanes 2k, 2k + 1).
+  struct Decoded {
+    typename F::Code code[kStep];
+    __m256 d;
+  };
+  static Decoded decode(const W* w) {
+    Decoded x;
+    for (int k = 0; k < kStep; ++k) x.code[k] = F::decode(w[k]);
+    if constexpr (F::kHasMin) {
+      // (d, m) are the first 4 bytes of the block.
+      x.d = _mm256_cvtph_ps(
+          _mm_setr_epi32(static_cast<int>(load_u32(&w[0])), static_cast<int>(load_u32(&w[1])),
+                         static_cast<int>(load_u32(&w[2])), static_cast<int>(load_u32(&w[3]))));
+    } else {
+      x.d = _mm256_castps128_ps256(_mm_cvtph_ps(
+          _mm_setr_epi16(static_cast<short>(w[0].d), static_cast<short>(w[1].d),
+                         static_cast<short>(w[2].d), static_cast<short>(w[3].d), 0, 0, 0, 0)));
+    }
+    return x;
+  }
+
+  static void column(const Decoded& x, const A* a, __m256& acc0, __m256& acc1, __m256& pairs) {
+    __m256 s;  // d_w * d_a of block k in lane k (lane 2k with a min)
+    if constexpr (F::kHasMin) {
+      // (d, s) are the first 4 bytes of the block: [d_w*d_a, m*s] in lanes 2k, 2k+1.
+      const __m128i ah =
+          _mm_setr_epi32(static_cast<int>(load_u32(&a[0])), static_cast<int>(load_u32(&a[1])),
+                         static_cast<int>(load_u32(&a[2])), static_cast<int>(load_u32(&a[3])));
+      s = _mm256_mul_ps(x.d, _mm256_cvtph_ps(ah));
+      pairs = _mm256_add_ps(pairs, s);
+    } else {
+      const __m128 da = _mm_cvtph_ps(
+          _mm_setr_epi16(static_cast<short>(a[0].d), static_cast<short>(a[1].d),
+                         static_cast<short>(a[2].d), static_cast<short>(a[3].d), 0, 0, 0, 0));
+      s = _mm256_castps128_ps256(_mm_mul_ps(_mm256_castps256_ps128(x.d), da));
+    }
+    constexpr int kStride = F::kHasMin ? 2 : 1;
+    const auto scale = [&](int k) {
+      return _mm256_permutevar8x32_ps(s, _mm256_set1_epi32(k * kStride));
+    };
+    acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(F::sums(x.code[0], a[0])), scale(0), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(F::sums(x.code[1], a[1])), scale(1), acc1);
+    acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(F::sums(x.code[2], a[2])), scale(2), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(F::sums(x.code[3], a[3])), scale(3), acc1);
+  }
+
+  template <int N>
+  static void run(int64_t n, const void* weights, const uint8_t* act, int64_t stride, float* out) {
+    const auto* w = static_cast<const W*>(weights);
+    const Columns<A, N> a(act, stride);
+    const int64_t nb = n / kQK;
+    const int64_t full = nb - nb % kStep;
+    __m256 acc0[N], acc1[N], pairs[N];
+    for (int j = 0; j < N; ++j) acc0[j] = acc1[j] = pairs[j] = _mm256_setzero_ps();
+    if (full < nb) {  // first, so that no call to memcpy follows the main loop
+      W wt[kStep];
+      A at[N][kStep];
+      std::memset(static_cast<void*>(wt), 0, sizeof wt);
+      std::memset(static_cast<void*>(at), 0, sizeof at);
+      std::memcpy(static_cast<void*>(wt), w + full, static_cast<size_t>(nb - full) * sizeof(W));
+      for (int j = 0; j < N; ++j) {
+        std::memcpy(static_cast<void*>(at[j]), a[j] + full,
+                    static_cast<size_t>(nb - full) * sizeof(A));
+      }
+      const Decoded x = decode(wt);
+      for (int j = 0; j < N; ++j) column(x, at[j], acc0[j], acc1[j], pairs[j]);
+    }
+    for (int64_t i = 0; i < full; i += kStep) {
+      const Decoded x = decode(w + i);
+      for (int j = 0; j < N; ++j) column(x, a[j] + i, acc0[j], acc1[j], pairs[j]);
+    }
+    for (int j = 0; j < N; ++j) {
+      float total = hsum(_mm256_add_ps(acc0[j], acc1[j]));
+      if constexpr (F::kHasMin) total += hsum(_mm256_blend_ps(_mm256_setzero_ps(), pairs[j], 0xaa));
+      out[j] = total;
+    }
+  }
+};
+
+template <typename F>
 float vec_dot(int64_t n, const void* weights, const void* activations) {
-  const auto* w = static_cast<const W*>(weights);
-  const auto* a = static_cast<const A*>(activations);
-  const int64_t nb = n / kQK;
-  const int64_t full = nb - nb % kStep;
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), pairs = _mm256_setzero_ps();
-  if (full < nb) {  // first, so that no call to memcpy follows the main loop
-    W wt[kStep];
-    A at[kStep];
-    std::memset(static_cast<void*>(wt), 0, sizeof wt);
-    std::memset(static_cast<void*>(at), 0, sizeof at);
-    std::memcpy(static_cast<void*>(wt), w + full, static_cast<size_t>(nb - full) * sizeof(W));
-    std::memcpy(static_cast<void*>(at), a + full, static_cast<size_t>(nb - full) * sizeof(A));
-    step<W, A, Sums, kHasMin>(wt, at, acc0, acc1, pairs);
-  }
-  for (int64_t i = 0; i < full; i += kStep) {
-    step<W, A, Sums, kHasMin>(w + i, a + i, acc0, acc1, pairs);
-  }
-  float total = hsum(_mm256_add_ps(acc0, acc1));
-  if constexpr (kHasMin) total += hsum(_mm256_blend_ps(_mm256_setzero_ps(), pairs, 0xaa));
-  return total;
+  float out;
+  Multi<F>::template run<1>(n, weights, static_cast<const uint8_t*>(activations), 0, &out);
+  return out;
 }
 
 // ---- activation quantizers --------------------------------------------------------------------
@@ -289,16 +366,12 @@ void dequantize_q8_1(const void* src, float* dst, int64_t n) {
 
 void fill_legacy_avx2(KernelTable& table) {
   // Weight types: no fast weight quantizer (the reference one is used).
-  table[GgmlType::Q4_0] = {dequantize_q4_0, nullptr,
-                           vec_dot<BlockQ4_0, BlockQ8_0, sums_q4_0, false>};
-  table[GgmlType::Q4_1] = {dequantize_q4_1, nullptr,
-                           vec_dot<BlockQ4_1, BlockQ8_1, sums_q4_1, true>};
-  table[GgmlType::Q5_0] = {dequantize_q5_0, nullptr,
-                           vec_dot<BlockQ5_0, BlockQ8_0, sums_q5_0, false>};
-  table[GgmlType::Q5_1] = {dequantize_q5_1, nullptr,
-                           vec_dot<BlockQ5_1, BlockQ8_1, sums_q5_1, true>};
-  table[GgmlType::Q8_0] = {dequantize_q8_0, quantize_q8_0,
-                           vec_dot<BlockQ8_0, BlockQ8_0, sums_q8_0, false>};
+  table[GgmlType::Q4_0] = {dequantize_q4_0, nullptr, vec_dot<Q4_0>, vec_dot_multi_of<Multi<Q4_0>>};
+  table[GgmlType::Q4_1] = {dequantize_q4_1, nullptr, vec_dot<Q4_1>, vec_dot_multi_of<Multi<Q4_1>>};
+  table[GgmlType::Q5_0] = {dequantize_q5_0, nullptr, vec_dot<Q5_0>, vec_dot_multi_of<Multi<Q5_0>>};
+  table[GgmlType::Q5_1] = {dequantize_q5_1, nullptr, vec_dot<Q5_1>, vec_dot_multi_of<Multi<Q5_1>>};
+  table[GgmlType::Q8_0] = {dequantize_q8_0, quantize_q8_0, vec_dot<Q8_0>,
+                           vec_dot_multi_of<Multi<Q8_0>>};
   table[GgmlType::Q8_1] = {dequantize_q8_1, quantize_q8_1, nullptr};
 }
 

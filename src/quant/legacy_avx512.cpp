@@ -23,6 +23,7 @@
 
 #include "quant/kernel_table.h"
 #include "quant/legacy_common.h"
+#include "quant/multi_dot.h"
 
 namespace strata::quant {
 namespace {
@@ -120,13 +121,6 @@ STRATA_STEP __m512i dot_nibbles(__m512i lo, __m512i a_lo, __m512i hi, __m512i a_
   return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, a_lo), hi, a_hi);
 }
 
-// Signed x signed: |w| * (a with the sign of w). a is never -128 (activations are in -127..127).
-STRATA_STEP __m512i dot_i8_i8(__m512i w, __m512i a) {
-  const __mmask64 negative = _mm512_movepi8_mask(w);
-  const __m512i signed_a = _mm512_mask_sub_epi8(a, negative, _mm512_setzero_si512(), a);
-  return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(w), signed_a);
-}
-
 // ---- weights and activations of one step ----------------------------------------------------
 
 // The step's weight bytes (72..96): 64 at 0 and the rest in the smallest load that ends at the
@@ -195,26 +189,6 @@ struct Activations {
 
 // ---- scales ---------------------------------------------------------------------------------
 
-// d_w * d_a of 4 blocks (types whose f16 d is the first field) in lanes 0..3.
-template <typename WWin, int kWBytes, typename AWin, int kABytes>
-STRATA_STEP __m128 scales_x4(const WWin& w, const AWin& a) {
-  static constexpr WordIndex kW = half_index<WWin, kWBytes, false>(0);
-  static constexpr WordIndex kA = half_index<AWin, kABytes, false>(0);
-  const __m128 dw = _mm_cvtph_ps(_mm512_castsi512_si128(w.gather(kW.load())));
-  const __m128 da = _mm_cvtph_ps(_mm512_castsi512_si128(a.gather(kA.load())));
-  return _mm_mul_ps(dw, da);
-}
-
-// Types with a min against Q8_1: [d_w*d_a, m*s] of block k in lanes 2k, 2k+1.
-template <typename WWin, int kWBytes, typename AWin>
-STRATA_STEP __m256 scales_with_min_x4(const WWin& w, const AWin& a) {
-  static constexpr WordIndex kW = half_index<WWin, kWBytes, true>(0);
-  static constexpr WordIndex kA = half_index<AWin, static_cast<int>(sizeof(BlockQ8_1)), true>(0);
-  const __m256 dm = _mm256_cvtph_ps(_mm512_castsi512_si128(w.gather(kW.load())));
-  const __m256 ds = _mm256_cvtph_ps(_mm512_castsi512_si128(a.gather(kA.load())));
-  return _mm256_mul_ps(dm, ds);
-}
-
 // Lanes 4k..4k+3 take lane k * kStride of `scales`.
 template <int kStride>
 STRATA_STEP __m512 spread4(__m512 scales) {
@@ -232,37 +206,69 @@ STRATA_STEP __m512 spread8(__m512 scales) {
 }
 
 // ---- one step of 4 blocks per type ----------------------------------------------------------
-// Each adds its scaled sums to acc; Q4_1 / Q5_1 also add [d products, m*s] pairs to `pairs`.
+// A step is split in two: decode() unpacks the 4 weight blocks (codes and scales) into registers,
+// column() dots them with the 4 blocks of one activation row and adds the scaled sums to acc;
+// Q4_1 / Q5_1 also add [d products, m*s] pairs to `pairs`. vec_dot runs both once per step,
+// vec_dot_multi decodes once and runs column() for every activation row.
 
 // Q4_0 (offset 8) and Q5_0 (offset 16) against Q8_0.
-template <typename W, int kOffset>
-STRATA_STEP void step_offset(const W* w, const BlockQ8_0* a, __m512& acc, __m256&) {
-  using L = Activations<BlockQ8_0>;
-  const WeightWindows<W> ww(w);
-  __m512i lo, hi;
-  nibbles<W>(ww, lo, hi);
-  if constexpr (kOffset == 16) add_high_bits<W>(ww, lo, hi);
-  const L act(a);
-  const __m128 s =
-      scales_x4<WeightWindows<W>, sizeof(W), typename L::Head, L::kBytes>(ww, act.head);
-  const __m512i sums = dot_nibbles_offset(lo, act.lo, hi, act.hi, _mm512_set1_epi8(kOffset));
-  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), spread4<1>(_mm512_castps128_ps512(s)), acc);
-}
+template <typename WBlock, int kOffset>
+struct StepOffset {
+  using W = WBlock;
+  using A = BlockQ8_0;
+  using L = Activations<A>;
+  struct Decoded {
+    __m512i lo, hi;
+    __m128 d;  // d of the 4 weight blocks
+  };
+  static STRATA_STEP Decoded decode(const W* w) {
+    static constexpr WordIndex kW = half_index<WeightWindows<W>, sizeof(W), false>(0);
+    const WeightWindows<W> ww(w);
+    Decoded x;
+    nibbles<W>(ww, x.lo, x.hi);
+    if constexpr (kOffset == 16) add_high_bits<W>(ww, x.lo, x.hi);
+    x.d = _mm_cvtph_ps(_mm512_castsi512_si128(ww.gather(kW.load())));
+    return x;
+  }
+  static STRATA_STEP void column(const Decoded& x, const A* a, __m512& acc, __m256&) {
+    static constexpr WordIndex kA = half_index<typename L::Head, L::kBytes, false>(0);
+    const L act(a);
+    const __m128 da = _mm_cvtph_ps(_mm512_castsi512_si128(act.head.gather(kA.load())));
+    const __m128 s = _mm_mul_ps(x.d, da);
+    const __m512i sums = dot_nibbles_offset(x.lo, act.lo, x.hi, act.hi, _mm512_set1_epi8(kOffset));
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), spread4<1>(_mm512_castps128_ps512(s)), acc);
+  }
+};
 
 // Q4_1 and Q5_1 against Q8_1.
-template <typename W, bool kQ5>
-STRATA_STEP void step_min(const W* w, const BlockQ8_1* a, __m512& acc, __m256& pairs) {
-  using L = Activations<BlockQ8_1>;
-  const WeightWindows<W> ww(w);
-  __m512i lo, hi;
-  nibbles<W>(ww, lo, hi);
-  if constexpr (kQ5) add_high_bits<W>(ww, lo, hi);
-  const L act(a);
-  const __m256 s = scales_with_min_x4<WeightWindows<W>, sizeof(W), typename L::Head>(ww, act.head);
-  pairs = _mm256_add_ps(pairs, s);
-  const __m512i sums = dot_nibbles(lo, act.lo, hi, act.hi);
-  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), spread4<2>(_mm512_castps256_ps512(s)), acc);
-}
+template <typename WBlock, bool kQ5>
+struct StepMin {
+  using W = WBlock;
+  using A = BlockQ8_1;
+  using L = Activations<A>;
+  struct Decoded {
+    __m512i lo, hi;
+    __m256 dm;  // [d, m] of block k in lanes 2k, 2k+1
+  };
+  static STRATA_STEP Decoded decode(const W* w) {
+    static constexpr WordIndex kW = half_index<WeightWindows<W>, sizeof(W), true>(0);
+    const WeightWindows<W> ww(w);
+    Decoded x;
+    nibbles<W>(ww, x.lo, x.hi);
+    if constexpr (kQ5) add_high_bits<W>(ww, x.lo, x.hi);
+    x.dm = _mm256_cvtph_ps(_mm512_castsi512_si128(ww.gather(kW.load())));
+    return x;
+  }
+  static STRATA_STEP void column(const Decoded& x, const A* a, __m512& acc, __m256& pairs) {
+    static constexpr WordIndex kA = half_index<typename L::Head, L::kBytes, true>(0);
+    const L act(a);
+    const __m256 ds = _mm256_cvtph_ps(_mm512_castsi512_si128(act.head.gather(kA.load())));
+    const __m256 s = _mm256_mul_ps(x.dm, ds);
+    pairs = _mm256_add_ps(pairs, s);
+    const __m512i sums = dot_nibbles(x.lo, act.lo, x.hi, act.hi);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), spread4<2>(_mm512_castps256_ps512(s)), acc);
+  }
+};
 
 // 32 words: the 32 bytes at `lo` of the step in words 0..15, the 32 at `hi` in words 16..31.
 template <typename Win>
@@ -291,22 +297,64 @@ STRATA_STEP void q8_0_step_codes(const BlockQ8_0* b, __m512i& q01, __m512i& q23,
   d = low.gather(kD.load());
 }
 
-// Q8_0 against Q8_0: two blocks per register.
-STRATA_STEP void step_q8_0(const BlockQ8_0* w, const BlockQ8_0* a, __m512& acc, __m256&) {
-  __m512i w01, w23, wd, a01, a23, ad;
-  q8_0_step_codes(w, w01, w23, wd);
-  q8_0_step_codes(a, a01, a23, ad);
-  const __m128 dw = _mm_cvtph_ps(_mm512_castsi512_si128(wd));
-  const __m128 da = _mm_cvtph_ps(_mm512_castsi512_si128(ad));
-  const __m512 s = _mm512_castps128_ps512(_mm_mul_ps(dw, da));
-  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_i8_i8(w01, a01)), spread8<0, 1>(s), acc);
-  acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_i8_i8(w23, a23)), spread8<2, 3>(s), acc);
+// Q8_0 against Q8_0: two blocks per register, |w| times (a with the sign of w).
+struct StepQ8_0 {
+  using W = BlockQ8_0;
+  using A = BlockQ8_0;
+  struct Decoded {
+    __m512i abs01, abs23;
+    __mmask64 neg01, neg23;
+    __m128 d;
+  };
+  static STRATA_STEP Decoded decode(const W* w) {
+    __m512i w01, w23, wd;
+    q8_0_step_codes(w, w01, w23, wd);
+    Decoded x;
+    x.neg01 = _mm512_movepi8_mask(w01);
+    x.neg23 = _mm512_movepi8_mask(w23);
+    x.abs01 = _mm512_abs_epi8(w01);
+    x.abs23 = _mm512_abs_epi8(w23);
+    x.d = _mm_cvtph_ps(_mm512_castsi512_si128(wd));
+    return x;
+  }
+  // a is never -128 (activations are in -127..127).
+  static STRATA_STEP __m512i dot(__m512i abs_w, __mmask64 negative, __m512i a) {
+    const __m512i signed_a = _mm512_mask_sub_epi8(a, negative, _mm512_setzero_si512(), a);
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), abs_w, signed_a);
+  }
+  static STRATA_STEP void column(const Decoded& x, const A* a, __m512& acc, __m256&) {
+    // The same registers as q8_0_step_codes: two blocks' 32 codes per 256 bits.
+    const auto two = [](const A& b0, const A& b1) {
+      return _mm512_inserti64x4(
+          _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0.qs))),
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b1.qs)), 1);
+    };
+    const __m512i a01 = two(a[0], a[1]), a23 = two(a[2], a[3]);
+    using Low = Windows<0, 64>;
+    static constexpr WordIndex kD = half_index<Low, sizeof(A), false>(0);
+    const __m128 da = _mm_cvtph_ps(_mm512_castsi512_si128(Low(a).gather(kD.load())));
+    const __m512 s = _mm512_castps128_ps512(_mm_mul_ps(x.d, da));
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot(x.abs01, x.neg01, a01)), spread8<0, 1>(s), acc);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot(x.abs23, x.neg23, a23)), spread8<2, 3>(s), acc);
+  }
+};
+
+// The result of a row from its two accumulators; the m*s products sit in the odd lanes of `pairs`
+// (zero for types without a min).
+STRATA_STEP float finish(__m512 acc0, __m512 acc1, __m256 pairs) {
+  const __m256 odd = _mm256_blend_ps(_mm256_setzero_ps(), pairs, 0xaa);
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(odd), _mm256_extractf128_ps(odd, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + _mm_cvtss_f32(s);
 }
 
 // The padded tail first (so that no call to memcpy follows the main loop, which would make GCC
 // keep the accumulators in memory), then two steps per iteration into two accumulators.
-template <typename W, typename A, void (*Step)(const W*, const A*, __m512&, __m256&)>
+template <typename Step>
 float vec_dot(int64_t n, const void* weights, const void* activations) {
+  using W = typename Step::W;
+  using A = typename Step::A;
   const auto* w = static_cast<const W*>(weights);
   const auto* a = static_cast<const A*>(activations);
   const int64_t nb = n / kQK;
@@ -320,21 +368,62 @@ float vec_dot(int64_t n, const void* weights, const void* activations) {
     std::memset(static_cast<void*>(at), 0, sizeof at);
     std::memcpy(static_cast<void*>(wt), w + full, static_cast<size_t>(nb - full) * sizeof(W));
     std::memcpy(static_cast<void*>(at), a + full, static_cast<size_t>(nb - full) * sizeof(A));
-    Step(wt, at, acc1, pairs);
+    Step::column(Step::decode(wt), at, acc1, pairs);
   }
   int64_t i = 0;
   for (; i + 2 * kStep <= full; i += 2 * kStep) {
-    Step(w + i, a + i, acc0, pairs);
-    Step(w + i + kStep, a + i + kStep, acc1, pairs);
+    Step::column(Step::decode(w + i), a + i, acc0, pairs);
+    Step::column(Step::decode(w + i + kStep), a + i + kStep, acc1, pairs);
   }
-  if (i < full) Step(w + i, a + i, acc0, pairs);
-  // The m*s products sit in the odd lanes of `pairs` (zero for types without a min).
-  const __m256 odd = _mm256_blend_ps(_mm256_setzero_ps(), pairs, 0xaa);
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(odd), _mm256_extractf128_ps(odd, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + _mm_cvtss_f32(s);
+  if (i < full) Step::column(Step::decode(w + i), a + i, acc0, pairs);
+  return finish(acc0, acc1, pairs);
 }
+
+// The same for N activation rows: every step is decoded once, and each row follows exactly the
+// single-row sequence of operations (bit-identical results).
+template <typename Step>
+struct MultiDot {
+  template <int N>
+  static void run(int64_t n, const void* weights, const uint8_t* act, int64_t stride, float* out) {
+    using W = typename Step::W;
+    using A = typename Step::A;
+    const auto* w = static_cast<const W*>(weights);
+    const Columns<A, N> a(act, stride);
+    const int64_t nb = n / kQK;
+    const int64_t full = nb - nb % kStep;
+    __m512 acc0[N], acc1[N];
+    __m256 pairs[N];
+    for (int j = 0; j < N; ++j) {
+      acc0[j] = acc1[j] = _mm512_setzero_ps();
+      pairs[j] = _mm256_setzero_ps();
+    }
+    if (full < nb) {
+      W wt[kStep];
+      A at[N][kStep];
+      std::memset(static_cast<void*>(wt), 0, sizeof wt);
+      std::memset(static_cast<void*>(at), 0, sizeof at);
+      std::memcpy(static_cast<void*>(wt), w + full, static_cast<size_t>(nb - full) * sizeof(W));
+      for (int j = 0; j < N; ++j) {
+        std::memcpy(static_cast<void*>(at[j]), a[j] + full,
+                    static_cast<size_t>(nb - full) * sizeof(A));
+      }
+      const auto x = Step::decode(wt);
+      for (int j = 0; j < N; ++j) Step::column(x, at[j], acc1[j], pairs[j]);
+    }
+    int64_t i = 0;
+    for (; i + 2 * kStep <= full; i += 2 * kStep) {
+      const auto x0 = Step::decode(w + i);
+      for (int j = 0; j < N; ++j) Step::column(x0, a[j] + i, acc0[j], pairs[j]);
+      const auto x1 = Step::decode(w + i + kStep);
+      for (int j = 0; j < N; ++j) Step::column(x1, a[j] + i + kStep, acc1[j], pairs[j]);
+    }
+    if (i < full) {
+      const auto x = Step::decode(w + i);
+      for (int j = 0; j < N; ++j) Step::column(x, a[j] + i, acc0[j], pairs[j]);
+    }
+    for (int j = 0; j < N; ++j) out[j] = finish(acc0[j], acc1[j], pairs[j]);
+  }
+};
 
 #undef STRATA_STEP
 
@@ -471,16 +560,20 @@ void dequantize_q8(const void* src, float* dst, int64_t n) {
 }  // namespace
 
 void fill_legacy_avx512(KernelTable& table) {
-  table[GgmlType::Q4_0] = {dequantize_q4_0, nullptr,
-                           vec_dot<BlockQ4_0, BlockQ8_0, step_offset<BlockQ4_0, 8>>};
-  table[GgmlType::Q4_1] = {dequantize_q4_1, nullptr,
-                           vec_dot<BlockQ4_1, BlockQ8_1, step_min<BlockQ4_1, false>>};
-  table[GgmlType::Q5_0] = {dequantize_q5_0, nullptr,
-                           vec_dot<BlockQ5_0, BlockQ8_0, step_offset<BlockQ5_0, 16>>};
-  table[GgmlType::Q5_1] = {dequantize_q5_1, nullptr,
-                           vec_dot<BlockQ5_1, BlockQ8_1, step_min<BlockQ5_1, true>>};
-  table[GgmlType::Q8_0] = {dequantize_q8<BlockQ8_0>, quantize_q8_0,
-                           vec_dot<BlockQ8_0, BlockQ8_0, step_q8_0>};
+  using Q4_0 = StepOffset<BlockQ4_0, 8>;
+  using Q4_1 = StepMin<BlockQ4_1, false>;
+  using Q5_0 = StepOffset<BlockQ5_0, 16>;
+  using Q5_1 = StepMin<BlockQ5_1, true>;
+  table[GgmlType::Q4_0] = {dequantize_q4_0, nullptr, vec_dot<Q4_0>,
+                           vec_dot_multi_of<MultiDot<Q4_0>, 4>};
+  table[GgmlType::Q4_1] = {dequantize_q4_1, nullptr, vec_dot<Q4_1>,
+                           vec_dot_multi_of<MultiDot<Q4_1>, 4>};
+  table[GgmlType::Q5_0] = {dequantize_q5_0, nullptr, vec_dot<Q5_0>,
+                           vec_dot_multi_of<MultiDot<Q5_0>, 4>};
+  table[GgmlType::Q5_1] = {dequantize_q5_1, nullptr, vec_dot<Q5_1>,
+                           vec_dot_multi_of<MultiDot<Q5_1>, 4>};
+  table[GgmlType::Q8_0] = {dequantize_q8<BlockQ8_0>, quantize_q8_0, vec_dot<StepQ8_0>,
+                           vec_dot_multi_of<MultiDot<StepQ8_0>, 4>};
   table[GgmlType::Q8_1] = {dequantize_q8<BlockQ8_1>, quantize_q8_1, nullptr};
 }
 
