@@ -22,7 +22,8 @@ std::string oracle_dir() {
 }
 
 const strata::Tokenizer& tokenizer() {
-  static strata::GgufFile file = strata::GgufFile::open(oracle_dir() + "/tokenizer/qwen3-vocab.gguf");
+  static strata::GgufFile file =
+      strata::GgufFile::open(oracle_dir() + "/tokenizer/qwen3-vocab.gguf");
   static auto t = strata::Tokenizer::from_gguf(file);
   return *t;
 }
@@ -69,7 +70,9 @@ void encode(benchmark::State& state, const std::string& text) {
   state.counters["tokens"] = static_cast<double>(tokens);
 }
 
-void BM_EncodeProse100KB(benchmark::State& state) { encode(state, prose_100kb()); }
+void BM_EncodeProse100KB(benchmark::State& state) {
+  encode(state, prose_100kb());
+}
 void BM_EncodeUniqueWords100KB(benchmark::State& state) {
   // A new text each run would cost more than the encode; the cache is cleared by using fresh
   // words on every iteration instead.

@@ -16,7 +16,8 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", out, "Output .gguf file")->required();
   app.add_option("--preset", preset, "qwen3-30b-a3b: Qwen3-30B-A3B dimensions (use --layers)");
   app.add_option("--arch", s.arch, "qwen3moe, qwen3 or llama")->capture_default_str();
-  app.add_option("--ftype", s.ftype, "Q4_K_M (mixed, as GGUF quantizers make it) or a type")->capture_default_str();
+  app.add_option("--ftype", s.ftype, "Q4_K_M (mixed, as GGUF quantizers make it) or a type")
+      ->capture_default_str();
   app.add_option("--layers", layers, "Layer count");
   app.add_option("--embd", s.n_embd, "Embedding size")->capture_default_str();
   app.add_option("--heads", s.n_head, "Attention heads")->capture_default_str();
@@ -27,11 +28,14 @@ int main(int argc, char** argv) {
   app.add_option("--experts-used", s.n_expert_used, "Experts per token")->capture_default_str();
   app.add_option("--expert-ff", s.n_ff_exp, "Expert FFN size")->capture_default_str();
   app.add_option("--vocab", s.n_vocab, "Vocabulary size")->capture_default_str();
-  app.add_option("--hot-experts", s.hot_fraction, "Fraction of experts the router prefers (0: uniform)")->capture_default_str();
+  app.add_option("--hot-experts", s.hot_fraction,
+                 "Fraction of experts the router prefers (0: uniform)")
+      ->capture_default_str();
   app.add_option("--skew", s.skew, "How strongly hot experts are preferred")->capture_default_str();
   app.add_option("--seed", s.seed, "Random seed")->capture_default_str();
   std::string vocab_from;
-  app.add_option("--vocab-from", vocab_from, "Copy the tokenizer and chat template from this GGUF file");
+  app.add_option("--vocab-from", vocab_from,
+                 "Copy the tokenizer and chat template from this GGUF file");
   CLI11_PARSE(app, argc, argv);
   try {
     if (preset == "qwen3-30b-a3b") {

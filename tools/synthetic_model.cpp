@@ -24,7 +24,8 @@ GgmlType tensor_type(const SyntheticModelSpec& s, const std::string& role, int64
   if (s.ftype != "Q4_K_M") {
     const auto t = ggml_type_from_name(s.ftype);
     if (!t || !quant::is_supported(*t) || !quant::traits(*t).kernels.vec_dot) {
-      fail("unknown or unsupported --ftype '{}' (Q4_K_M or a weight type such as Q8_0, IQ4_XS)", s.ftype);
+      fail("unknown or unsupported --ftype '{}' (Q4_K_M or a weight type such as Q8_0, IQ4_XS)",
+           s.ftype);
     }
     if (role == "output" && (*t == GgmlType::Q2_K || *t == GgmlType::Q3_K)) return GgmlType::Q6_K;
     return *t;
@@ -51,7 +52,8 @@ class Generator {
       v = normal(rng_);
       norm += double(v) * v;
     }
-    for (auto& v : direction_) v = static_cast<float>(v / std::sqrt(norm) * std::sqrt(double(s.n_embd)));
+    for (auto& v : direction_)
+      v = static_cast<float>(v / std::sqrt(norm) * std::sqrt(double(s.n_embd)));
   }
 
   // A tensor of `rows` rows of `cols`: rows are drawn from a pool of 64 quantized random rows
@@ -76,7 +78,8 @@ class Generator {
         }
       }
       std::vector<uint8_t> pool(static_cast<size_t>(row_bytes * kPool));
-      quant::kernels_exact(type, quant::Isa::scalar).quantize_row(values.data(), pool.data(), cols * kPool);
+      quant::kernels_exact(type, quant::Isa::scalar)
+          .quantize_row(values.data(), pool.data(), cols * kPool);
       std::uniform_int_distribution<int64_t> pick(0, kPool - 1);
       for (int64_t r = 0; r < rows; ++r) {
         std::memcpy(out.data() + r * row_bytes, pool.data() + pick(rng) * row_bytes,
@@ -93,9 +96,11 @@ class Generator {
     for (int64_t e = 0; e < s_.n_expert; ++e) {
       // Spread hot experts over the id range rather than taking the first ones.
       const bool is_hot = hot > 0 && (e * hot) % s_.n_expert < hot;
-      const float tilt = is_hot ? static_cast<float>(s_.skew) / static_cast<float>(s_.n_embd) : 0.0f;
+      const float tilt =
+          is_hot ? static_cast<float>(s_.skew) / static_cast<float>(s_.n_embd) : 0.0f;
       for (int64_t i = 0; i < s_.n_embd; ++i) {
-        w[static_cast<size_t>(e * s_.n_embd + i)] = normal(rng_) + tilt * direction_[static_cast<size_t>(i)];
+        w[static_cast<size_t>(e * s_.n_embd + i)] =
+            normal(rng_) + tilt * direction_[static_cast<size_t>(i)];
       }
     }
     return bytes_of(w);
@@ -131,9 +136,10 @@ void check_spec(const SyntheticModelSpec& s) {
                s.n_head_kv);
   STRATA_CHECK(s.hot_fraction >= 0 && s.hot_fraction <= 1, "--hot-experts must be in [0, 1]");
   if (s.arch == "qwen3moe") {
-    STRATA_CHECK(s.n_expert > 0 && s.n_expert_used > 0 && s.n_expert_used <= s.n_expert && s.n_ff_exp > 0,
-                 "experts: {} with {} used and FFN {} is not a valid MoE", s.n_expert, s.n_expert_used,
-                 s.n_ff_exp);
+    STRATA_CHECK(
+        s.n_expert > 0 && s.n_expert_used > 0 && s.n_expert_used <= s.n_expert && s.n_ff_exp > 0,
+        "experts: {} with {} used and FFN {} is not a valid MoE", s.n_expert, s.n_expert_used,
+        s.n_ff_exp);
   }
 }
 
@@ -144,21 +150,24 @@ void copy_vocabulary(const std::string& path, int64_t n_vocab, GgufWriter& w) {
   if (!tokens) fail("{}: no tokenizer.ggml.tokens to copy", path);
   const int64_t have = static_cast<int64_t>(tokens->items.size());
   if (have > n_vocab) {
-    fail("{} has {} tokens, more than the model's vocabulary of {} (raise --vocab)", path, have, n_vocab);
+    fail("{} has {} tokens, more than the model's vocabulary of {} (raise --vocab)", path, have,
+         n_vocab);
   }
   for (const auto& kv : src.metadata()) {
     if (kv.key.rfind("tokenizer.", 0) != 0) continue;
     const GgufArray* a = kv.value.as_array();
-    const bool per_token = a && static_cast<int64_t>(a->items.size()) == have &&
-                           (kv.key == "tokenizer.ggml.tokens" || kv.key == "tokenizer.ggml.token_type" ||
-                            kv.key == "tokenizer.ggml.scores");
+    const bool per_token =
+        a && static_cast<int64_t>(a->items.size()) == have &&
+        (kv.key == "tokenizer.ggml.tokens" || kv.key == "tokenizer.ggml.token_type" ||
+         kv.key == "tokenizer.ggml.scores");
     if (!per_token) {
       w.set(kv.key, kv.value);
       continue;
     }
     std::vector<GgufValue> items = a->items;
     for (int64_t i = have; i < n_vocab; ++i) {
-      if (kv.key == "tokenizer.ggml.tokens") items.push_back(GgufValue::string(fmt::format("[PAD{}]", i)));
+      if (kv.key == "tokenizer.ggml.tokens")
+        items.push_back(GgufValue::string(fmt::format("[PAD{}]", i)));
       if (kv.key == "tokenizer.ggml.token_type") items.push_back(GgufValue(int32_t{5}));  // unused
       if (kv.key == "tokenizer.ggml.scores") items.push_back(GgufValue(0.0f));
     }
@@ -169,9 +178,9 @@ void copy_vocabulary(const std::string& path, int64_t n_vocab, GgufWriter& w) {
 // general.file_type as GGUF tools number it (so other engines label the file correctly).
 uint32_t file_type(const std::string& ftype) {
   static const std::pair<const char*, uint32_t> kTypes[] = {
-      {"F32", 0},    {"F16", 1},    {"Q4_0", 2},  {"Q4_1", 3},  {"Q8_0", 7},    {"Q5_0", 8},
-      {"Q5_1", 9},   {"Q2_K", 10},  {"Q3_K", 11}, {"Q4_K", 14}, {"Q4_K_M", 15}, {"Q5_K", 16},
-      {"Q6_K", 18},  {"IQ4_NL", 25}, {"IQ4_XS", 30}, {"BF16", 32}};
+      {"F32", 0},   {"F16", 1},     {"Q4_0", 2},    {"Q4_1", 3},  {"Q8_0", 7},    {"Q5_0", 8},
+      {"Q5_1", 9},  {"Q2_K", 10},   {"Q3_K", 11},   {"Q4_K", 14}, {"Q4_K_M", 15}, {"Q5_K", 16},
+      {"Q6_K", 18}, {"IQ4_NL", 25}, {"IQ4_XS", 30}, {"BF16", 32}};
   for (const auto& [name, id] : kTypes) {
     if (ftype == name) return id;
   }
@@ -233,7 +242,8 @@ void write_synthetic_model(const SyntheticModelSpec& s, const std::string& path)
 
   const float embd_bias = s.hot_fraction > 0 ? 1.0f : 0.0f;
   w.add_tensor("token_embd.weight", tensor_type(s, "token_embd", 0), {s.n_embd, s.n_vocab},
-               gen.matrix(tensor_type(s, "token_embd", 0), s.n_embd, s.n_vocab, embd_bias * std::sqrt(float(s.n_embd))));
+               gen.matrix(tensor_type(s, "token_embd", 0), s.n_embd, s.n_vocab,
+                          embd_bias * std::sqrt(float(s.n_embd))));
   w.add_tensor("output_norm.weight", GgmlType::F32, {s.n_embd}, gen.norm(s.n_embd));
   w.add_tensor("output.weight", tensor_type(s, "output", 0), {s.n_embd, s.n_vocab},
                gen.matrix(tensor_type(s, "output", 0), s.n_embd, s.n_vocab));

@@ -56,20 +56,30 @@ void add_bench_command(CLI::App& app) {
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
-      "bench", "Measure prompt processing (pp) and generation (tg) speed and the roofline fraction");
+      "bench",
+      "Measure prompt processing (pp) and generation (tg) speed and the roofline fraction");
   add_model_options(cmd, o->model);
-  cmd->add_option("-p,--n-prompt", o->n_prompt, "Prompt tokens for pp (0: skip)")->capture_default_str()->check(CLI::Range(0, 1 << 20));
-  cmd->add_option("-n,--n-gen", o->n_gen, "Generated tokens for tg (0: skip)")->capture_default_str()->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("-p,--n-prompt", o->n_prompt, "Prompt tokens for pp (0: skip)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("-n,--n-gen", o->n_gen, "Generated tokens for tg (0: skip)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("-d,--depth", o->depth,
                   "Tokens already in the context when tg starts (decode speed at long context)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 24));
-  cmd->add_option("-r,--repetitions", o->repetitions, "Repetitions of each test")->capture_default_str()->check(CLI::Range(1, 1000));
-  cmd->add_option("-b,--batch", o->batch, "Prompt tokens per forward batch")->capture_default_str()->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("-r,--repetitions", o->repetitions, "Repetitions of each test")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("-b,--batch", o->batch, "Prompt tokens per forward batch")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 16));
   cmd->add_flag("--json", o->json, "Machine-readable output");
   cmd->add_flag("--no-bandwidth", o->skip_bandwidth, "Skip the RAM bandwidth measurement");
-  cmd->add_flag("--profile", o->profile,
-                "After the timed runs, one more tg run with a per-op time profile of a decode step");
+  cmd->add_flag(
+      "--profile", o->profile,
+      "After the timed runs, one more tg run with a per-op time profile of a decode step");
   cmd->callback([o] {
     STRATA_CHECK(o->n_prompt > 0 || o->n_gen > 0, "nothing to measure: -p and -n are both 0");
     auto model = load_model(o->model);
@@ -86,7 +96,8 @@ void add_bench_command(CLI::App& app) {
 
     // Warm-up: fault in the weights (mmap) and the caches once, untimed.
     log::info("warming up");
-    session.eval(std::span<const int32_t>(prompt.data(), std::min<size_t>(prompt.size(), 64)), false, logits, o->batch);
+    session.eval(std::span<const int32_t>(prompt.data(), std::min<size_t>(prompt.size(), 64)),
+                 false, logits, o->batch);
     session.reset();
 
     std::vector<double> pp, tg;
@@ -143,7 +154,8 @@ void add_bench_command(CLI::App& app) {
     const double expert_bytes = experts_per_token * static_cast<double>(model->expert_bytes());
     const double kv_bytes = (o->depth + 0.5 * (o->n_gen - 1)) *
                             static_cast<double>(session.kv_cache().bytes_per_position());
-    const double bytes_per_token = static_cast<double>(model->dense_bytes_per_token()) + expert_bytes + kv_bytes;
+    const double bytes_per_token =
+        static_cast<double>(model->dense_bytes_per_token()) + expert_bytes + kv_bytes;
 
     BandwidthMeasurement bw;
     if (!o->skip_bandwidth) {
@@ -151,8 +163,9 @@ void add_bench_command(CLI::App& app) {
       bw = measure_read_bandwidth(pool, int64_t{1} << 30, 3);
     }
     const Stat pp_stat = stat_of(pp), tg_stat = stat_of(tg);
-    const double roofline =
-        bw.read_gbps > 0 && tg_stat.mean > 0 ? tg_stat.mean * bytes_per_token / (bw.read_gbps * 1e9) : 0.0;
+    const double roofline = bw.read_gbps > 0 && tg_stat.mean > 0
+                                ? tg_stat.mean * bytes_per_token / (bw.read_gbps * 1e9)
+                                : 0.0;
 
     if (o->json) {
       nlohmann::json j = {
@@ -163,8 +176,17 @@ void add_bench_command(CLI::App& app) {
           {"load", o->model.load},
           {"kv_type", o->model.kv_type},
           {"cpu", cpu_features().describe()},
-          {"pp", {{"tokens", o->n_prompt}, {"tok_per_s", pp_stat.mean}, {"stddev", pp_stat.stddev}, {"runs", pp}}},
-          {"tg", {{"tokens", o->n_gen}, {"depth", o->depth}, {"tok_per_s", tg_stat.mean}, {"stddev", tg_stat.stddev}, {"runs", tg}}},
+          {"pp",
+           {{"tokens", o->n_prompt},
+            {"tok_per_s", pp_stat.mean},
+            {"stddev", pp_stat.stddev},
+            {"runs", pp}}},
+          {"tg",
+           {{"tokens", o->n_gen},
+            {"depth", o->depth},
+            {"tok_per_s", tg_stat.mean},
+            {"stddev", tg_stat.stddev},
+            {"runs", tg}}},
           {"bytes_per_token", bytes_per_token},
           {"dense_bytes_per_token", model->dense_bytes_per_token()},
           {"experts_per_token", experts_per_token},
@@ -176,7 +198,8 @@ void add_bench_command(CLI::App& app) {
       if (!per_op.empty()) {
         nlohmann::json ops = nlohmann::json::array();
         for (const auto& e : per_op) {
-          ops.push_back({{"op", e.name}, {"ms_per_token", 1e3 * e.seconds / o->n_gen},
+          ops.push_back({{"op", e.name},
+                         {"ms_per_token", 1e3 * e.seconds / o->n_gen},
                          {"share", e.seconds / profiled_seconds}});
         }
         j["decode_profile"] = ops;
@@ -184,24 +207,29 @@ void add_bench_command(CLI::App& app) {
       fmt::print("{}\n", j.dump(2));
       return;
     }
-    fmt::print("model      {} ({}, {} layers{})\n", o->model.path, hp.arch, hp.n_layer,
-               hp.n_expert ? fmt::format(", {} experts / {} used", hp.n_expert, hp.n_expert_used) : "");
+    fmt::print(
+        "model      {} ({}, {} layers{})\n", o->model.path, hp.arch, hp.n_layer,
+        hp.n_expert ? fmt::format(", {} experts / {} used", hp.n_expert, hp.n_expert_used) : "");
     fmt::print("setup      {} threads, load {}, KV {}, CPU {}\n", threads, o->model.load,
                o->model.kv_type, cpu_features().describe());
-    if (o->n_prompt > 0) fmt::print("pp{:<8} {:8.2f} ± {:.2f} tok/s  ({} runs)\n", o->n_prompt, pp_stat.mean, pp_stat.stddev, pp.size());
+    if (o->n_prompt > 0)
+      fmt::print("pp{:<8} {:8.2f} ± {:.2f} tok/s  ({} runs)\n", o->n_prompt, pp_stat.mean,
+                 pp_stat.stddev, pp.size());
     if (o->n_gen > 0) {
-      fmt::print("tg{:<8} {:8.2f} ± {:.2f} tok/s  ({} runs{})\n", o->n_gen, tg_stat.mean, tg_stat.stddev,
-                 tg.size(), o->depth ? fmt::format(", from depth {}", o->depth) : "");
+      fmt::print("tg{:<8} {:8.2f} ± {:.2f} tok/s  ({} runs{})\n", o->n_gen, tg_stat.mean,
+                 tg_stat.stddev, tg.size(),
+                 o->depth ? fmt::format(", from depth {}", o->depth) : "");
       fmt::print("bytes/tok  {}  (dense {} + {:.1f} experts x {} + KV {})\n",
                  format_bytes(static_cast<uint64_t>(bytes_per_token)),
-                 format_bytes(static_cast<uint64_t>(model->dense_bytes_per_token())), experts_per_token,
-                 format_bytes(static_cast<uint64_t>(model->expert_bytes())),
+                 format_bytes(static_cast<uint64_t>(model->dense_bytes_per_token())),
+                 experts_per_token, format_bytes(static_cast<uint64_t>(model->expert_bytes())),
                  format_bytes(static_cast<uint64_t>(kv_bytes)));
     }
-    if (bw.read_gbps > 0) fmt::print("RAM read   {:.1f} GB/s ({} threads)\n", bw.read_gbps, threads);
+    if (bw.read_gbps > 0)
+      fmt::print("RAM read   {:.1f} GB/s ({} threads)\n", bw.read_gbps, threads);
     if (roofline > 0) {
-      fmt::print("roofline   {:.1f}% (tg x bytes/tok = {:.1f} GB/s of {:.1f} GB/s)\n", 100 * roofline,
-                 tg_stat.mean * bytes_per_token / 1e9, bw.read_gbps);
+      fmt::print("roofline   {:.1f}% (tg x bytes/tok = {:.1f} GB/s of {:.1f} GB/s)\n",
+                 100 * roofline, tg_stat.mean * bytes_per_token / 1e9, bw.read_gbps);
     }
     if (!per_op.empty()) {
       fmt::print("decode step profile ({} tokens, {:.3f} ms/token):\n", o->n_gen,

@@ -100,11 +100,12 @@ void print_text(const Inspection& in, bool show_metadata, bool show_tensors) {
 
   fmt::print("Bytes by role\n");
   for (const auto& [role, total] : in.by_role) {
-    fmt::print("  {} {:>12} {:>6.2f}%  {:>5} tensors\n", pad(std::string(tensor_role_name(role)), 30),
-               format_bytes(total.bytes), in.percent(total.bytes), total.tensors);
+    fmt::print("  {} {:>12} {:>6.2f}%  {:>5} tensors\n",
+               pad(std::string(tensor_role_name(role)), 30), format_bytes(total.bytes),
+               in.percent(total.bytes), total.tensors);
   }
-  fmt::print("  {} {:>12} {:>6.2f}%  {:>5} tensors\n\n", pad("total", 30), format_bytes(in.all.bytes),
-             100.0, in.all.tensors);
+  fmt::print("  {} {:>12} {:>6.2f}%  {:>5} tensors\n\n", pad("total", 30),
+             format_bytes(in.all.bytes), 100.0, in.all.tensors);
 
   fmt::print("Bytes by type\n");
   for (const auto& [type, total] : in.by_type) {
@@ -128,7 +129,8 @@ void print_text(const Inspection& in, bool show_metadata, bool show_tensors) {
                "shape", "bytes", "role");
     for (const auto& t : f.tensors()) {
       fmt::print("  {} {:<8} {:<22} {:>12}  {}\n", pad(t.name, name_width), ggml_type_name(t.type),
-                 t.shape_string(), format_bytes(t.bytes), tensor_role_name(classify_tensor(t.name)));
+                 t.shape_string(), format_bytes(t.bytes),
+                 tensor_role_name(classify_tensor(t.name)));
     }
   }
 }
@@ -153,8 +155,8 @@ nlohmann::json value_to_json(const GgufValue& v, size_t max_array) {
 }
 
 nlohmann::json totals_json(const Total& t, double percent) {
-  return {{"bytes", t.bytes}, {"elements", t.elements}, {"tensors", t.tensors},
-          {"percent", percent}};
+  return {
+      {"bytes", t.bytes}, {"elements", t.elements}, {"tensors", t.tensors}, {"percent", percent}};
 }
 
 void print_json(const Inspection& in, size_t max_array) {
@@ -181,7 +183,8 @@ void print_json(const Inspection& in, size_t max_array) {
   }
   out["by_role"] = roles;
   nlohmann::json types = nlohmann::json::object();
-  for (const auto& [type, total] : in.by_type) types[type] = totals_json(total, in.percent(total.bytes));
+  for (const auto& [type, total] : in.by_type)
+    types[type] = totals_json(total, in.percent(total.bytes));
   out["by_type"] = types;
   nlohmann::json tensors = nlohmann::json::array();
   for (const auto& t : f.tensors()) {

@@ -10,7 +10,8 @@
 #include "util/log.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"strata: plans, runs and serves Mixture-of-Experts GGUF models on the hardware you own"};
+  CLI::App app{
+      "strata: plans, runs and serves Mixture-of-Experts GGUF models on the hardware you own"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "strata 0.1.0");
   strata::cli::add_inspect_command(app);

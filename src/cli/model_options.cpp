@@ -9,7 +9,9 @@
 
 namespace strata::cli {
 
-int ModelOptions::thread_count() const { return threads > 0 ? threads : physical_core_count(); }
+int ModelOptions::thread_count() const {
+  return threads > 0 ? threads : physical_core_count();
+}
 
 LoadMode ModelOptions::load_mode() const {
   if (load == "mmap") return LoadMode::mmap;
@@ -17,7 +19,9 @@ LoadMode ModelOptions::load_mode() const {
   fail("--load must be mmap or ram, got '{}'", load);
 }
 
-GgmlType ModelOptions::kv_cache_type() const { return KvCache::parse_type(kv_type); }
+GgmlType ModelOptions::kv_cache_type() const {
+  return KvCache::parse_type(kv_type);
+}
 
 void add_model_options(CLI::App* cmd, ModelOptions& o) {
   cmd->add_option("-m,--model", o.path, "GGUF model file")->required();

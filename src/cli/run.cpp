@@ -27,14 +27,21 @@ void add_run_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("run", "Generate tokens from a prompt (greedy at --temp 0)");
   add_model_options(cmd, o->model);
-  auto* prompt = cmd->add_option("-p,--prompt", o->prompt, "Prompt text (needs the model's vocabulary)");
+  auto* prompt =
+      cmd->add_option("-p,--prompt", o->prompt, "Prompt text (needs the model's vocabulary)");
   auto* tokens = cmd->add_option("--tokens", o->tokens, "Prompt as comma-separated token ids");
   prompt->excludes(tokens);
-  cmd->add_option("-n,--n-predict", o->n_predict, "Tokens to generate")->capture_default_str()->check(CLI::Range(0, 1 << 24));
-  cmd->add_option("--temp", o->sampling.temperature, "Temperature (0: greedy)")->capture_default_str();
-  cmd->add_option("--top-k", o->sampling.top_k, "Keep the k most likely tokens (0: all)")->capture_default_str();
-  cmd->add_option("--top-p", o->sampling.top_p, "Nucleus sampling mass (1: off)")->capture_default_str();
-  cmd->add_option("--min-p", o->sampling.min_p, "Drop tokens below min-p x the best (0: off)")->capture_default_str();
+  cmd->add_option("-n,--n-predict", o->n_predict, "Tokens to generate")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 24));
+  cmd->add_option("--temp", o->sampling.temperature, "Temperature (0: greedy)")
+      ->capture_default_str();
+  cmd->add_option("--top-k", o->sampling.top_k, "Keep the k most likely tokens (0: all)")
+      ->capture_default_str();
+  cmd->add_option("--top-p", o->sampling.top_p, "Nucleus sampling mass (1: off)")
+      ->capture_default_str();
+  cmd->add_option("--min-p", o->sampling.min_p, "Drop tokens below min-p x the best (0: off)")
+      ->capture_default_str();
   cmd->add_option("--seed", o->sampling.seed, "Random seed")->capture_default_str();
   cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep generating after an end-of-generation token");
   cmd->add_flag("--ids", o->ids, "Print token ids even when the model has a vocabulary");
@@ -49,7 +56,8 @@ void add_run_command(CLI::App& app) {
     }
     std::vector<int32_t> prompt_tokens;
     if (!o->prompt.empty()) {
-      if (!tokenizer) fail("{} has no vocabulary: give the prompt as --tokens 1,2,3", o->model.path);
+      if (!tokenizer)
+        fail("{} has no vocabulary: give the prompt as --tokens 1,2,3", o->model.path);
       prompt_tokens = tokenizer->encode(o->prompt, /*parse_special=*/true, /*add_bos=*/true);
     } else {
       prompt_tokens = parse_token_list(o->tokens);
@@ -89,7 +97,9 @@ void add_run_command(CLI::App& app) {
     const auto t2 = std::chrono::steady_clock::now();
     const double prefill = std::chrono::duration<double>(t1 - t0).count();
     const double decode = std::chrono::duration<double>(t2 - t1).count();
-    fmt::print(stderr, "prompt: {} tokens in {:.3f} s ({:.1f} tok/s); generated {} tokens in {:.3f} s ({:.1f} tok/s)\n",
+    fmt::print(stderr,
+               "prompt: {} tokens in {:.3f} s ({:.1f} tok/s); generated {} tokens in {:.3f} s "
+               "({:.1f} tok/s)\n",
                prompt_tokens.size(), prefill, prompt_tokens.size() / std::max(prefill, 1e-9),
                generated.size(), decode, generated.size() / std::max(decode, 1e-9));
   });

@@ -58,7 +58,8 @@ void add_template_command(CLI::App& app) {
     ChatTemplateInputs inputs;
     nlohmann::ordered_json messages = read_json_file(o->messages, "messages");
     if (messages.is_object() && messages.contains("messages")) messages = messages["messages"];
-    if (!messages.is_array()) fail("messages file '{}' must hold an array of messages", o->messages);
+    if (!messages.is_array())
+      fail("messages file '{}' must hold an array of messages", o->messages);
     inputs.messages = normalize_messages(messages);
     if (!o->tools.empty()) {
       inputs.tools = read_json_file(o->tools, "tools");

@@ -33,14 +33,17 @@ void add_tokenize_command(CLI::App& app) {
     bool show_pieces = false;
   };
   auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("tokenize", "Print the token ids of text (one line per record)");
+  CLI::App* cmd =
+      app.add_subcommand("tokenize", "Print the token ids of text (one line per record)");
   cmd->add_option("-m,--model", o->model, "GGUF file with the vocabulary")->required();
   auto* p = cmd->add_option("-p,--prompt", o->prompt, "Text to tokenize");
   auto* c = cmd->add_option("--corpus", o->corpus,
                             "File of records separated by \"\\n\\x1e\\n\"; one output line each");
   p->excludes(c);
-  cmd->add_flag("--special", o->special, "Match control tokens written in the text (<|im_start|> ...)");
-  cmd->add_flag("--bos", o->bos, "Add BOS/EOS as the vocabulary asks (tokenizer.ggml.add_bos_token)");
+  cmd->add_flag("--special", o->special,
+                "Match control tokens written in the text (<|im_start|> ...)");
+  cmd->add_flag("--bos", o->bos,
+                "Add BOS/EOS as the vocabulary asks (tokenizer.ggml.add_bos_token)");
   cmd->add_flag("--pieces", o->show_pieces, "Print each token's text next to its id");
   cmd->callback([o] {
     if (o->prompt.empty() && o->corpus.empty()) fail("give text with -p or a file with --corpus");

@@ -45,9 +45,9 @@ enum class GgmlType : uint32_t {
 
 struct GgmlTypeInfo {
   GgmlType type;
-  std::string_view name;    // as GGUF tools print it, e.g. "Q4_K"
-  int64_t block_elems;      // elements per block (1 for plain types)
-  int64_t block_bytes;      // bytes per block
+  std::string_view name;  // as GGUF tools print it, e.g. "Q4_K"
+  int64_t block_elems;    // elements per block (1 for plain types)
+  int64_t block_bytes;    // bytes per block
 };
 
 // Geometry of a type id read from a file; nullopt for ids no known tool writes.

@@ -18,17 +18,22 @@ uint64_t min_encoded_size(GgufValueType type) {
   switch (type) {
     case GgufValueType::u8:
     case GgufValueType::i8:
-    case GgufValueType::boolean: return 1;
+    case GgufValueType::boolean:
+      return 1;
     case GgufValueType::u16:
-    case GgufValueType::i16: return 2;
+    case GgufValueType::i16:
+      return 2;
     case GgufValueType::u32:
     case GgufValueType::i32:
-    case GgufValueType::f32: return 4;
+    case GgufValueType::f32:
+      return 4;
     case GgufValueType::u64:
     case GgufValueType::i64:
     case GgufValueType::f64:
-    case GgufValueType::string: return 8;  // a string is at least its u64 length
-    case GgufValueType::array: return 12;  // element type u32 + count u64
+    case GgufValueType::string:
+      return 8;  // a string is at least its u64 length
+    case GgufValueType::array:
+      return 12;  // element type u32 + count u64
   }
   return 1;
 }
@@ -64,8 +69,8 @@ class Cursor {
 
   void need(uint64_t n, std::string_view what) const {
     if (n > remaining()) {
-      fail("{}: truncated at offset {} while reading {}: need {} bytes, {} left", file_, pos_,
-           what, n, remaining());
+      fail("{}: truncated at offset {} while reading {}: need {} bytes, {} left", file_, pos_, what,
+           n, remaining());
     }
   }
 
@@ -88,23 +93,34 @@ GgufValueType read_value_type(Cursor& in, const std::string& file, std::string_v
 GgufValue read_value(Cursor& in, const std::string& file, GgufValueType type,
                      const std::string& what, int depth) {
   switch (type) {
-    case GgufValueType::u8: return GgufValue(in.read<uint8_t>(what));
-    case GgufValueType::i8: return GgufValue(in.read<int8_t>(what));
-    case GgufValueType::u16: return GgufValue(in.read<uint16_t>(what));
-    case GgufValueType::i16: return GgufValue(in.read<int16_t>(what));
-    case GgufValueType::u32: return GgufValue(in.read<uint32_t>(what));
-    case GgufValueType::i32: return GgufValue(in.read<int32_t>(what));
-    case GgufValueType::f32: return GgufValue(in.read<float>(what));
-    case GgufValueType::u64: return GgufValue(in.read<uint64_t>(what));
-    case GgufValueType::i64: return GgufValue(in.read<int64_t>(what));
-    case GgufValueType::f64: return GgufValue(in.read<double>(what));
+    case GgufValueType::u8:
+      return GgufValue(in.read<uint8_t>(what));
+    case GgufValueType::i8:
+      return GgufValue(in.read<int8_t>(what));
+    case GgufValueType::u16:
+      return GgufValue(in.read<uint16_t>(what));
+    case GgufValueType::i16:
+      return GgufValue(in.read<int16_t>(what));
+    case GgufValueType::u32:
+      return GgufValue(in.read<uint32_t>(what));
+    case GgufValueType::i32:
+      return GgufValue(in.read<int32_t>(what));
+    case GgufValueType::f32:
+      return GgufValue(in.read<float>(what));
+    case GgufValueType::u64:
+      return GgufValue(in.read<uint64_t>(what));
+    case GgufValueType::i64:
+      return GgufValue(in.read<int64_t>(what));
+    case GgufValueType::f64:
+      return GgufValue(in.read<double>(what));
     case GgufValueType::boolean: {
       const size_t at = in.pos();
       const uint8_t b = in.read<uint8_t>(what);
       if (b > 1) fail("{}: {} at offset {}: bool byte is {}, expected 0 or 1", file, what, at, b);
       return GgufValue(b == 1);
     }
-    case GgufValueType::string: return GgufValue::string(in.read_string(what));
+    case GgufValueType::string:
+      return GgufValue::string(in.read_string(what));
     case GgufValueType::array: {
       if (depth >= kMaxArrayNesting) {
         fail("{}: {}: arrays nested deeper than {} levels", file, what, kMaxArrayNesting);
@@ -140,7 +156,9 @@ int64_t GgufTensorInfo::elements() const {
   return n;
 }
 
-std::string GgufTensorInfo::shape_string() const { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+std::string GgufTensorInfo::shape_string() const {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
 
 GgufFile::GgufFile(GgufFile&&) noexcept = default;
 GgufFile& GgufFile::operator=(GgufFile&&) noexcept = default;
@@ -258,17 +276,19 @@ void GgufFile::parse_all() {
   data_offset_ = (in.pos() + alignment_ - 1) / alignment_ * alignment_;
   if (tensors_.empty()) return;  // vocab-only files may end without the padding
   if (data_offset_ > bytes_.size()) {
-    fail("{}: data section starts at offset {} but the file has only {} bytes", name_,
-         data_offset_, bytes_.size());
+    fail("{}: data section starts at offset {} but the file has only {} bytes", name_, data_offset_,
+         bytes_.size());
   }
   const uint64_t data_size = bytes_.size() - data_offset_;
   for (GgufTensorInfo& t : tensors_) {
     if (t.offset > data_size || t.bytes > data_size - t.offset) {
-      fail("{}: tensor '{}' ({} {}, {} bytes at data offset {}) runs past the end of the data "
-           "section ({} bytes): the file is truncated or corrupt",
-           name_, t.name, ggml_type_name(t.type), t.shape_string(), t.bytes, t.offset, data_size);
+      fail(
+          "{}: tensor '{}' ({} {}, {} bytes at data offset {}) runs past the end of the data "
+          "section ({} bytes): the file is truncated or corrupt",
+          name_, t.name, ggml_type_name(t.type), t.shape_string(), t.bytes, t.offset, data_size);
     }
-    t.data = bytes_.subspan(static_cast<size_t>(data_offset_ + t.offset), static_cast<size_t>(t.bytes));
+    t.data =
+        bytes_.subspan(static_cast<size_t>(data_offset_ + t.offset), static_cast<size_t>(t.bytes));
   }
 }
 

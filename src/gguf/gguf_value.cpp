@@ -8,19 +8,32 @@ namespace strata {
 
 std::string_view gguf_value_type_name(GgufValueType type) {
   switch (type) {
-    case GgufValueType::u8: return "u8";
-    case GgufValueType::i8: return "i8";
-    case GgufValueType::u16: return "u16";
-    case GgufValueType::i16: return "i16";
-    case GgufValueType::u32: return "u32";
-    case GgufValueType::i32: return "i32";
-    case GgufValueType::f32: return "f32";
-    case GgufValueType::boolean: return "bool";
-    case GgufValueType::string: return "string";
-    case GgufValueType::array: return "array";
-    case GgufValueType::u64: return "u64";
-    case GgufValueType::i64: return "i64";
-    case GgufValueType::f64: return "f64";
+    case GgufValueType::u8:
+      return "u8";
+    case GgufValueType::i8:
+      return "i8";
+    case GgufValueType::u16:
+      return "u16";
+    case GgufValueType::i16:
+      return "i16";
+    case GgufValueType::u32:
+      return "u32";
+    case GgufValueType::i32:
+      return "i32";
+    case GgufValueType::f32:
+      return "f32";
+    case GgufValueType::boolean:
+      return "bool";
+    case GgufValueType::string:
+      return "string";
+    case GgufValueType::array:
+      return "array";
+    case GgufValueType::u64:
+      return "u64";
+    case GgufValueType::i64:
+      return "i64";
+    case GgufValueType::f64:
+      return "f64";
   }
   return "unknown";
 }
@@ -41,8 +54,10 @@ bool GgufValue::is_integer() const {
     case GgufValueType::u32:
     case GgufValueType::i32:
     case GgufValueType::u64:
-    case GgufValueType::i64: return true;
-    default: return false;
+    case GgufValueType::i64:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -93,12 +108,17 @@ std::string GgufValue::to_display_string(size_t max_items) const {
       for (char& c : shown) {
         if (c == '\n' || c == '\r' || c == '\t') c = ' ';
       }
-      return fmt::format("\"{}\"", shown) + (s.size() > 120 ? fmt::format(" ({} bytes)", s.size()) : "");
+      return fmt::format("\"{}\"", shown) +
+             (s.size() > 120 ? fmt::format(" ({} bytes)", s.size()) : "");
     }
-    case GgufValueType::boolean: return *as_bool() ? "true" : "false";
-    case GgufValueType::f32: return fmt::format("{}", std::get<float>(storage_));
-    case GgufValueType::f64: return fmt::format("{}", std::get<double>(storage_));
-    case GgufValueType::u64: return fmt::format("{}", std::get<uint64_t>(storage_));
+    case GgufValueType::boolean:
+      return *as_bool() ? "true" : "false";
+    case GgufValueType::f32:
+      return fmt::format("{}", std::get<float>(storage_));
+    case GgufValueType::f64:
+      return fmt::format("{}", std::get<double>(storage_));
+    case GgufValueType::u64:
+      return fmt::format("{}", std::get<uint64_t>(storage_));
     case GgufValueType::array: {
       const GgufArray& a = *as_array();
       std::string out = "[";
@@ -113,11 +133,14 @@ std::string GgufValue::to_display_string(size_t max_items) const {
       }
       return out + "]";
     }
-    default: return fmt::format("{}", *as_int());
+    default:
+      return fmt::format("{}", *as_int());
   }
 }
 
-bool GgufValue::operator==(const GgufValue& other) const { return storage_ == other.storage_; }
+bool GgufValue::operator==(const GgufValue& other) const {
+  return storage_ == other.storage_;
+}
 
 bool operator==(const GgufArray& a, const GgufArray& b) {
   return a.element_type == b.element_type && a.items == b.items;

@@ -55,7 +55,9 @@ class GgufValue {
   const Storage& storage() const { return storage_; }
 
   bool is_integer() const;
-  bool is_number() const { return is_integer() || type() == GgufValueType::f32 || type() == GgufValueType::f64; }
+  bool is_number() const {
+    return is_integer() || type() == GgufValueType::f32 || type() == GgufValueType::f64;
+  }
   // Conversions return nullopt when the value is not of a compatible kind or out of range.
   std::optional<int64_t> as_int() const;
   std::optional<uint64_t> as_uint() const;

@@ -60,7 +60,9 @@ void put_value(ByteSink& out, const GgufValue& value) {
       value.storage());
 }
 
-uint64_t align_up(uint64_t n, uint64_t alignment) { return (n + alignment - 1) / alignment * alignment; }
+uint64_t align_up(uint64_t n, uint64_t alignment) {
+  return (n + alignment - 1) / alignment * alignment;
+}
 
 }  // namespace
 

@@ -23,7 +23,9 @@ class GgufWriter {
 
   // Sets a metadata key (replacing an earlier value, keeping its position).
   void set(const std::string& key, GgufValue value);
-  void set_string(const std::string& key, std::string value) { set(key, GgufValue::string(std::move(value))); }
+  void set_string(const std::string& key, std::string value) {
+    set(key, GgufValue::string(std::move(value)));
+  }
   void set_u32(const std::string& key, uint32_t value) { set(key, GgufValue(value)); }
   void set_f32(const std::string& key, float value) { set(key, GgufValue(value)); }
   void set_bool(const std::string& key, bool value) { set(key, GgufValue(value)); }

@@ -34,7 +34,8 @@ void for_each_expert_block(const std::vector<int32_t>& active, int64_t rows, int
   const int64_t blocks = (rows + block - 1) / block;
   pool.run(static_cast<int64_t>(active.size()) * blocks, [&](int64_t task, int) {
     const int64_t r0 = task % blocks * block;
-    fn(static_cast<int64_t>(active[static_cast<size_t>(task / blocks)]), r0, std::min(rows, r0 + block));
+    fn(static_cast<int64_t>(active[static_cast<size_t>(task / blocks)]), r0,
+       std::min(rows, r0 + block));
   });
 }
 
@@ -55,9 +56,8 @@ const ops::QuantizedRows& ActivationCache::get(GgmlType type) {
   return rows_by_type_.back();
 }
 
-void attention_block(const AttentionWeights& w, const AttentionParams& p, const float* x,
-                     int64_t n, int64_t pos0, const ops::KvLayerView& kv, float* out,
-                     ThreadPool& pool) {
+void attention_block(const AttentionWeights& w, const AttentionParams& p, const float* x, int64_t n,
+                     int64_t pos0, const ops::KvLayerView& kv, float* out, ThreadPool& pool) {
   const int64_t hd = p.head_dim;
   const int64_t q_dim = p.n_head * hd, kv_dim = p.n_head_kv * hd;
   float* q = scratch(0, static_cast<size_t>(n * q_dim)).data();
@@ -76,33 +76,35 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
 
   // Per-head q/k norms, rotary embeddings, then the new keys and values into the cache.
   {
-  STRATA_PROFILE("attention: q/k norm, rope, kv store");
-  pool.run(n, [&](int64_t t, int) {
-    float* qt = q + t * q_dim;
-    float* kt = k + t * kv_dim;
-    if (w.q_norm) {
-      for (int64_t h = 0; h < p.n_head; ++h) ops::rms_norm(qt + h * hd, w.q_norm, qt + h * hd, hd, p.rms_eps);
-    }
-    if (w.k_norm) {
-      for (int64_t h = 0; h < p.n_head_kv; ++h) ops::rms_norm(kt + h * hd, w.k_norm, kt + h * hd, hd, p.rms_eps);
-    }
-    p.rope->apply_heads(qt, p.n_head, pos0 + t);
-    p.rope->apply_heads(kt, p.n_head_kv, pos0 + t);
-    ops::kv_store(kv, pos0 + t, kt, v + t * kv_dim);
-  });
+    STRATA_PROFILE("attention: q/k norm, rope, kv store");
+    pool.run(n, [&](int64_t t, int) {
+      float* qt = q + t * q_dim;
+      float* kt = k + t * kv_dim;
+      if (w.q_norm) {
+        for (int64_t h = 0; h < p.n_head; ++h)
+          ops::rms_norm(qt + h * hd, w.q_norm, qt + h * hd, hd, p.rms_eps);
+      }
+      if (w.k_norm) {
+        for (int64_t h = 0; h < p.n_head_kv; ++h)
+          ops::rms_norm(kt + h * hd, w.k_norm, kt + h * hd, hd, p.rms_eps);
+      }
+      p.rope->apply_heads(qt, p.n_head, pos0 + t);
+      p.rope->apply_heads(kt, p.n_head_kv, pos0 + t);
+      ops::kv_store(kv, pos0 + t, kt, v + t * kv_dim);
+    });
   }
 
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const int64_t group = p.n_head / p.n_head_kv;
   {
-  STRATA_PROFILE("attention: over the kv cache");
-  // One task per (token, KV head): the group of query heads sharing it reads its keys and
-  // values once.
-  pool.run(n * p.n_head_kv, [&](int64_t task, int) {
-    const int64_t t = task / p.n_head_kv, kvh = task % p.n_head_kv;
-    ops::attend_group(kv, kvh, q + t * q_dim + kvh * group * hd, group, pos0 + t + 1, scale,
-                      attn + t * q_dim + kvh * group * hd);
-  });
+    STRATA_PROFILE("attention: over the kv cache");
+    // One task per (token, KV head): the group of query heads sharing it reads its keys and
+    // values once.
+    pool.run(n * p.n_head_kv, [&](int64_t task, int) {
+      const int64_t t = task / p.n_head_kv, kvh = task % p.n_head_kv;
+      ops::attend_group(kv, kvh, q + t * q_dim + kvh * group * hd, group, pos0 + t + 1, scale,
+                        attn + t * q_dim + kvh * group * hd);
+    });
   }
 
   STRATA_PROFILE("attention: output projection");
@@ -178,14 +180,15 @@ void moe_ffn_block(const MoeFfnWeights& w, const MoeParams& p, const float* x, i
   float* up = scratch(2, static_cast<size_t>(rows_total * n_ff)).data();
   const ops::QuantizedRows& xq = input.get(quant::traits(w.gate_exps.type).activation_type);
   const ops::QuantizedRows& xq_up = input.get(quant::traits(w.up_exps.type).activation_type);
-  for_each_expert_block(active, n_ff, ops::matmul_row_block(w.gate_exps.slice(0, n_ff), n, pool.size()),
-                        pool, [&](int64_t e, int64_t r0, int64_t r1) {
-    const int64_t off = first[e], count = first[e + 1] - first[e];
-    ops::matmul_rows_indexed(w.gate_exps.slice(e * n_ff, n_ff), xq, &ids[off], count,
-                             gate + off * n_ff, n_ff, r0, r1);
-    ops::matmul_rows_indexed(w.up_exps.slice(e * n_ff, n_ff), xq_up, &ids[off], count,
-                             up + off * n_ff, n_ff, r0, r1);
-  });
+  for_each_expert_block(active, n_ff,
+                        ops::matmul_row_block(w.gate_exps.slice(0, n_ff), n, pool.size()), pool,
+                        [&](int64_t e, int64_t r0, int64_t r1) {
+                          const int64_t off = first[e], count = first[e + 1] - first[e];
+                          ops::matmul_rows_indexed(w.gate_exps.slice(e * n_ff, n_ff), xq, &ids[off],
+                                                   count, gate + off * n_ff, n_ff, r0, r1);
+                          ops::matmul_rows_indexed(w.up_exps.slice(e * n_ff, n_ff), xq_up,
+                                                   &ids[off], count, up + off * n_ff, n_ff, r0, r1);
+                        });
   ops::swiglu(gate, up, gate, rows_total * n_ff);
 
   phase.emplace(down_slot);
@@ -196,14 +199,16 @@ void moe_ffn_block(const MoeFfnWeights& w, const MoeParams& p, const float* x, i
   ops::QuantizedRows& hidden = hidden_rows;
   hidden.quantize(gate, rows_total, n_ff, n_ff, quant::traits(w.down_exps.type).activation_type);
   std::vector<int32_t> identity(static_cast<size_t>(rows_total));
-  for (int64_t i = 0; i < rows_total; ++i) identity[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+  for (int64_t i = 0; i < rows_total; ++i)
+    identity[static_cast<size_t>(i)] = static_cast<int32_t>(i);
   float* down = scratch(3, static_cast<size_t>(rows_total * n_embd)).data();
-  for_each_expert_block(active, n_embd, ops::matmul_row_block(w.down_exps.slice(0, n_embd), n, pool.size()),
-                        pool, [&](int64_t e, int64_t r0, int64_t r1) {
-    const int64_t off = first[e], count = first[e + 1] - first[e];
-    ops::matmul_rows_indexed(w.down_exps.slice(e * n_embd, n_embd), hidden, &identity[off], count,
-                             down + off * n_embd, n_embd, r0, r1);
-  });
+  for_each_expert_block(
+      active, n_embd, ops::matmul_row_block(w.down_exps.slice(0, n_embd), n, pool.size()), pool,
+      [&](int64_t e, int64_t r0, int64_t r1) {
+        const int64_t off = first[e], count = first[e + 1] - first[e];
+        ops::matmul_rows_indexed(w.down_exps.slice(e * n_embd, n_embd), hidden, &identity[off],
+                                 count, down + off * n_embd, n_embd, r0, r1);
+      });
   std::fill(out, out + n * n_embd, 0.0f);
   for (int64_t slot = 0; slot < rows_total; ++slot) {
     ops::axpy(ids_weight[slot], down + slot * n_embd, out + ids[slot] * n_embd, n_embd);

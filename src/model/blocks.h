@@ -37,10 +37,10 @@ class ActivationCache {
 // ---- attention --------------------------------------------------------------------------
 
 struct AttentionWeights {
-  ops::WeightMatrix wq;  // [n_embd] -> [n_head * head_dim]
-  ops::WeightMatrix wk;  // [n_embd] -> [n_head_kv * head_dim]
-  ops::WeightMatrix wv;  // [n_embd] -> [n_head_kv * head_dim]
-  ops::WeightMatrix wo;  // [n_head * head_dim] -> [n_embd]
+  ops::WeightMatrix wq;           // [n_embd] -> [n_head * head_dim]
+  ops::WeightMatrix wk;           // [n_embd] -> [n_head_kv * head_dim]
+  ops::WeightMatrix wv;           // [n_embd] -> [n_head_kv * head_dim]
+  ops::WeightMatrix wo;           // [n_head * head_dim] -> [n_embd]
   const float* q_norm = nullptr;  // [head_dim], per-head RMSNorm (Qwen3); null when absent
   const float* k_norm = nullptr;
 };
@@ -55,9 +55,8 @@ struct AttentionParams {
 
 // out[n][n_embd] = attention(x) for tokens at positions pos0 .. pos0+n-1 of one sequence; their
 // keys and values are appended to `kv` first (causal: token i sees positions <= pos0 + i).
-void attention_block(const AttentionWeights& w, const AttentionParams& p, const float* x,
-                     int64_t n, int64_t pos0, const ops::KvLayerView& kv, float* out,
-                     ThreadPool& pool);
+void attention_block(const AttentionWeights& w, const AttentionParams& p, const float* x, int64_t n,
+                     int64_t pos0, const ops::KvLayerView& kv, float* out, ThreadPool& pool);
 
 // ---- feed-forward -----------------------------------------------------------------------
 

@@ -74,10 +74,11 @@ DenseFfnWeights declare_dense_ffn(WeightLoader& loader, const ModelHParams& hp, 
 MoeFfnWeights declare_moe_ffn(WeightLoader& loader, const ModelHParams& hp, int64_t layer) {
   STRATA_CHECK(hp.n_expert > 0 && hp.n_ff_exp > 0,
                "{}: expert_count and expert_feed_forward_length are required", hp.arch);
-  return {loader.matrix(layer_tensor(layer, "ffn_gate_inp"), hp.n_embd, hp.n_expert),
-          loader.experts(layer_tensor(layer, "ffn_gate_exps"), hp.n_embd, hp.n_ff_exp, hp.n_expert),
-          loader.experts(layer_tensor(layer, "ffn_up_exps"), hp.n_embd, hp.n_ff_exp, hp.n_expert),
-          loader.experts(layer_tensor(layer, "ffn_down_exps"), hp.n_ff_exp, hp.n_embd, hp.n_expert)};
+  return {
+      loader.matrix(layer_tensor(layer, "ffn_gate_inp"), hp.n_embd, hp.n_expert),
+      loader.experts(layer_tensor(layer, "ffn_gate_exps"), hp.n_embd, hp.n_ff_exp, hp.n_expert),
+      loader.experts(layer_tensor(layer, "ffn_up_exps"), hp.n_embd, hp.n_ff_exp, hp.n_expert),
+      loader.experts(layer_tensor(layer, "ffn_down_exps"), hp.n_ff_exp, hp.n_embd, hp.n_expert)};
 }
 
 AttentionParams attention_params(const ModelHParams& hp, const ops::Rope& rope) {

@@ -15,16 +15,16 @@ struct ModelHParams {
   int64_t n_embd = 0;
   int64_t n_head = 0;
   int64_t n_head_kv = 0;
-  int64_t head_dim = 0;      // attention.key_length, or n_embd / n_head
-  int64_t n_ff = 0;          // dense FFN (feed_forward_length); 0 when absent
-  int64_t n_expert = 0;      // 0 for dense models
+  int64_t head_dim = 0;  // attention.key_length, or n_embd / n_head
+  int64_t n_ff = 0;      // dense FFN (feed_forward_length); 0 when absent
+  int64_t n_expert = 0;  // 0 for dense models
   int64_t n_expert_used = 0;
-  int64_t n_ff_exp = 0;      // expert_feed_forward_length
+  int64_t n_ff_exp = 0;  // expert_feed_forward_length
   int64_t n_vocab = 0;
   int64_t n_ctx_train = 0;
   float rms_eps = 1e-6f;
   float rope_base = 10000.0f;
-  int64_t n_rot = 0;         // rope.dimension_count, default head_dim
+  int64_t n_rot = 0;  // rope.dimension_count, default head_dim
   ops::RopeStyle rope_style = ops::RopeStyle::norm;
   bool expert_weights_norm = true;  // renormalize the top-k router weights
 };

@@ -18,14 +18,14 @@ namespace strata {
 
 // What one forward call did, for benchmarks and expert-popularity profiles.
 struct ForwardStats {
-  int64_t distinct_experts = 0;        // sum over MoE layers of experts that ran
+  int64_t distinct_experts = 0;         // sum over MoE layers of experts that ran
   std::vector<uint64_t> expert_counts;  // [n_layer * n_expert] selections, when sized by caller
 };
 
 struct ForwardBatch {
   std::span<const int32_t> tokens;
-  int64_t pos0 = 0;          // position of tokens[0] in the sequence
-  bool all_logits = false;   // logits for every token, else only the last
+  int64_t pos0 = 0;         // position of tokens[0] in the sequence
+  bool all_logits = false;  // logits for every token, else only the last
 };
 
 class Model {
@@ -53,7 +53,8 @@ class Model {
   virtual int64_t expert_bytes() const = 0;
 
  protected:
-  Model(GgufFile file, ModelHParams hparams) : file_(std::move(file)), hparams_(std::move(hparams)) {}
+  Model(GgufFile file, ModelHParams hparams)
+      : file_(std::move(file)), hparams_(std::move(hparams)) {}
 
   GgufFile file_;
   ModelHParams hparams_;

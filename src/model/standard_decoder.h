@@ -29,7 +29,7 @@ class StandardDecoder : public Model {
   struct Layer {
     const float* attn_norm = nullptr;  // [n_embd]
     AttentionWeights attn;
-    const float* ffn_norm = nullptr;   // [n_embd]
+    const float* ffn_norm = nullptr;  // [n_embd]
     DenseFfnWeights dense;
     MoeFfnWeights moe;
   };
@@ -41,7 +41,7 @@ class StandardDecoder : public Model {
   ops::Rope rope_;
   ops::WeightMatrix token_embd_;  // [n_vocab][n_embd]
   const float* output_norm_ = nullptr;
-  ops::WeightMatrix output_;      // [n_vocab][n_embd]; token_embd when tied
+  ops::WeightMatrix output_;  // [n_vocab][n_embd]; token_embd when tied
   std::vector<Layer> layers_;
   std::vector<float> x_, normed_, delta_;  // [n][n_embd] work buffers
 };

@@ -5,7 +5,9 @@
 namespace strata {
 namespace {
 
-bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
+bool contains(std::string_view s, std::string_view part) {
+  return s.find(part) != std::string_view::npos;
+}
 
 // The tensor's own name inside its block: "blk.3.ffn_up_exps.weight" -> "ffn_up_exps".
 std::string_view base_name(std::string_view name) {
@@ -21,16 +23,26 @@ std::string_view base_name(std::string_view name) {
 
 std::string_view tensor_role_name(TensorRole role) {
   switch (role) {
-    case TensorRole::routed_experts: return "routed experts";
-    case TensorRole::shared_experts: return "shared experts";
-    case TensorRole::router: return "router";
-    case TensorRole::dense_ffn: return "dense ffn";
-    case TensorRole::attention: return "attention";
-    case TensorRole::recurrent: return "recurrent (linear attention)";
-    case TensorRole::embeddings: return "embeddings";
-    case TensorRole::output: return "output head";
-    case TensorRole::norms: return "norms";
-    case TensorRole::other: return "other";
+    case TensorRole::routed_experts:
+      return "routed experts";
+    case TensorRole::shared_experts:
+      return "shared experts";
+    case TensorRole::router:
+      return "router";
+    case TensorRole::dense_ffn:
+      return "dense ffn";
+    case TensorRole::attention:
+      return "attention";
+    case TensorRole::recurrent:
+      return "recurrent (linear attention)";
+    case TensorRole::embeddings:
+      return "embeddings";
+    case TensorRole::output:
+      return "output head";
+    case TensorRole::norms:
+      return "norms";
+    case TensorRole::other:
+      return "other";
   }
   return "other";
 }

@@ -8,15 +8,15 @@
 namespace strata {
 
 enum class TensorRole {
-  routed_experts,   // blk.N.ffn_{gate,up,down,gate_up}_exps
-  shared_experts,   // blk.N.ffn_*_shexp (and the shared expert's gate)
-  router,           // blk.N.ffn_gate_inp
-  dense_ffn,        // blk.N.ffn_{gate,up,down}
-  attention,        // blk.N.attn_{q,k,v,qkv,output,gate}
-  recurrent,        // blk.N.ssm_* (Gated DeltaNet / linear attention)
-  embeddings,       // token_embd
-  output,           // output (LM head)
-  norms,            // *_norm
+  routed_experts,  // blk.N.ffn_{gate,up,down,gate_up}_exps
+  shared_experts,  // blk.N.ffn_*_shexp (and the shared expert's gate)
+  router,          // blk.N.ffn_gate_inp
+  dense_ffn,       // blk.N.ffn_{gate,up,down}
+  attention,       // blk.N.attn_{q,k,v,qkv,output,gate}
+  recurrent,       // blk.N.ssm_* (Gated DeltaNet / linear attention)
+  embeddings,      // token_embd
+  output,          // output (LM head)
+  norms,           // *_norm
   other,
 };
 constexpr int kTensorRoleCount = 10;

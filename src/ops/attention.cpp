@@ -3,8 +3,8 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -29,80 +29,79 @@ namespace {
 // they are instantiated once per instruction set (the body is inlined into each clone so the
 // vectorizer sees the clone's target) and chosen once from CPUID.
 // Four positions at a time: four independent sums keep the FMA pipeline busy.
-#define STRATA_CHUNK_SCORES_BODY                                                     \
-  int64_t j = 0;                                                                     \
-  for (; j + 4 <= count; j += 4) {                                                   \
-    const float *k0 = keys + j * d, *k1 = k0 + d, *k2 = k1 + d, *k3 = k2 + d;         \
-    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;                                \
-    for (int64_t i = 0; i < d; ++i) {                                                \
-      s0 += q[i] * k0[i];                                                            \
-      s1 += q[i] * k1[i];                                                            \
-      s2 += q[i] * k2[i];                                                            \
-      s3 += q[i] * k3[i];                                                            \
-    }                                                                                \
-    scores[j] = s0 * scale;                                                          \
-    scores[j + 1] = s1 * scale;                                                      \
-    scores[j + 2] = s2 * scale;                                                      \
-    scores[j + 3] = s3 * scale;                                                      \
-  }                                                                                  \
-  for (; j < count; ++j) {                                                           \
-    const float* k = keys + j * d;                                                   \
-    float sum = 0.0f;                                                                \
-    for (int64_t i = 0; i < d; ++i) sum += q[i] * k[i];                              \
-    scores[j] = sum * scale;                                                         \
+#define STRATA_CHUNK_SCORES_BODY                                              \
+  int64_t j = 0;                                                              \
+  for (; j + 4 <= count; j += 4) {                                            \
+    const float *k0 = keys + j * d, *k1 = k0 + d, *k2 = k1 + d, *k3 = k2 + d; \
+    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;                         \
+    for (int64_t i = 0; i < d; ++i) {                                         \
+      s0 += q[i] * k0[i];                                                     \
+      s1 += q[i] * k1[i];                                                     \
+      s2 += q[i] * k2[i];                                                     \
+      s3 += q[i] * k3[i];                                                     \
+    }                                                                         \
+    scores[j] = s0 * scale;                                                   \
+    scores[j + 1] = s1 * scale;                                               \
+    scores[j + 2] = s2 * scale;                                               \
+    scores[j + 3] = s3 * scale;                                               \
+  }                                                                           \
+  for (; j < count; ++j) {                                                    \
+    const float* k = keys + j * d;                                            \
+    float sum = 0.0f;                                                         \
+    for (int64_t i = 0; i < d; ++i) sum += q[i] * k[i];                       \
+    scores[j] = sum * scale;                                                  \
   }
 // Output slices of 64 values stay in registers while every position of the chunk adds in.
-#define STRATA_CHUNK_VALUES_BODY                                                   \
-  int64_t i0 = 0;                                                                  \
-  for (; i0 + 64 <= d; i0 += 64) {                                                 \
-    float a[64];                                                                   \
-    for (int ii = 0; ii < 64; ++ii) a[ii] = acc[i0 + ii];                          \
-    for (int64_t j = 0; j < count; ++j) {                                          \
-      const float w = weights[j];                                                  \
-      const float* v = values + j * d + i0;                                        \
-      for (int ii = 0; ii < 64; ++ii) a[ii] += w * v[ii];                          \
-    }                                                                              \
-    for (int ii = 0; ii < 64; ++ii) acc[i0 + ii] = a[ii];                          \
-  }                                                                                \
-  for (int64_t j = 0; j < count && i0 < d; ++j) {                                  \
-    const float w = weights[j];                                                    \
-    const float* v = values + j * d;                                               \
-    for (int64_t i = i0; i < d; ++i) acc[i] += w * v[i];                           \
+#define STRATA_CHUNK_VALUES_BODY                          \
+  int64_t i0 = 0;                                         \
+  for (; i0 + 64 <= d; i0 += 64) {                        \
+    float a[64];                                          \
+    for (int ii = 0; ii < 64; ++ii) a[ii] = acc[i0 + ii]; \
+    for (int64_t j = 0; j < count; ++j) {                 \
+      const float w = weights[j];                         \
+      const float* v = values + j * d + i0;               \
+      for (int ii = 0; ii < 64; ++ii) a[ii] += w * v[ii]; \
+    }                                                     \
+    for (int ii = 0; ii < 64; ++ii) acc[i0 + ii] = a[ii]; \
+  }                                                       \
+  for (int64_t j = 0; j < count && i0 < d; ++j) {         \
+    const float w = weights[j];                           \
+    const float* v = values + j * d;                      \
+    for (int64_t i = i0; i < d; ++i) acc[i] += w * v[i];  \
   }
 
 // exp(x) for the softmax weights (x <= 0 here): 2^n * e^r with |r| <= ln2/2 and a degree-6
 // polynomial, relative error ~2e-7; a loop of these vectorizes, unlike calls to std::exp.
-#define STRATA_EXP_BODY                                                                  \
-  for (int64_t j = 0; j < count; ++j) {                                                  \
-    const float x = std::max(values_in[j], -87.0f);                                      \
-    const float n = std::nearbyint(x * 1.44269504f);                                     \
-    const float r = x - n * 0.693145752f - n * 1.42860677e-06f;                           \
-    float p = 1.38888889e-3f;                                                            \
-    p = p * r + 8.33333333e-3f;                                                          \
-    p = p * r + 4.16666667e-2f;                                                          \
-    p = p * r + 1.66666667e-1f;                                                          \
-    p = p * r + 0.5f;                                                                    \
-    p = p * r + 1.0f;                                                                    \
-    p = p * r + 1.0f;                                                                    \
-    const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;                          \
-    float scale2;                                                                        \
-    std::memcpy(&scale2, &bits, sizeof scale2);                                          \
-    values_out[j] = p * scale2;                                                          \
+#define STRATA_EXP_BODY                                         \
+  for (int64_t j = 0; j < count; ++j) {                         \
+    const float x = std::max(values_in[j], -87.0f);             \
+    const float n = std::nearbyint(x * 1.44269504f);            \
+    const float r = x - n * 0.693145752f - n * 1.42860677e-06f; \
+    float p = 1.38888889e-3f;                                   \
+    p = p * r + 8.33333333e-3f;                                 \
+    p = p * r + 4.16666667e-2f;                                 \
+    p = p * r + 1.66666667e-1f;                                 \
+    p = p * r + 0.5f;                                           \
+    p = p * r + 1.0f;                                           \
+    p = p * r + 1.0f;                                           \
+    const int32_t bits = (static_cast<int32_t>(n) + 127) << 23; \
+    float scale2;                                               \
+    std::memcpy(&scale2, &bits, sizeof scale2);                 \
+    values_out[j] = p * scale2;                                 \
   }
 // Reassociating the dot product's sum (fast-math) is what lets it vectorize.
-#define STRATA_CHUNK_CLONES(suffix, isa)                                                    \
-  __attribute__((target(isa), optimize("O3", "fast-math"))) void chunk_scores_##suffix(    \
-      const float* q, const float* keys, int64_t count, int64_t d, float scale,                \
-      float* scores) {                                                                         \
-    STRATA_CHUNK_SCORES_BODY                                                                   \
-  }                                                                                            \
-  __attribute__((target(isa), optimize("O3"))) void chunk_values_##suffix(                  \
-      const float* weights, const float* values, int64_t count, int64_t d, float* acc) {       \
-    STRATA_CHUNK_VALUES_BODY                                                                   \
-  }                                                                                            \
-  __attribute__((target(isa), optimize("O3"))) void exp_##suffix(                             \
-      const float* values_in, int64_t count, float* values_out) {                              \
-    STRATA_EXP_BODY                                                                            \
+#define STRATA_CHUNK_CLONES(suffix, isa)                                                         \
+  __attribute__((target(isa), optimize("O3", "fast-math"))) void chunk_scores_##suffix(          \
+      const float* q, const float* keys, int64_t count, int64_t d, float scale, float* scores) { \
+    STRATA_CHUNK_SCORES_BODY                                                                     \
+  }                                                                                              \
+  __attribute__((target(isa), optimize("O3"))) void chunk_values_##suffix(                       \
+      const float* weights, const float* values, int64_t count, int64_t d, float* acc) {         \
+    STRATA_CHUNK_VALUES_BODY                                                                     \
+  }                                                                                              \
+  __attribute__((target(isa), optimize("O3"))) void exp_##suffix(                                \
+      const float* values_in, int64_t count, float* values_out) {                                \
+    STRATA_EXP_BODY                                                                              \
   }
 
 STRATA_CHUNK_CLONES(avx512, "avx512f,avx512bw,avx512vl,avx2,fma,prefer-vector-width=512")
@@ -120,8 +119,9 @@ __attribute__((target("avx512f"))) void f16_rows_avx512(const uint8_t* base, int
   for (int64_t j = 0; j < count; ++j) {
     const uint8_t* src = base + j * stride;
     for (int64_t i = 0; i < d; i += 16) {
-      _mm512_storeu_ps(out + j * d + i, _mm512_cvtph_ps(_mm256_loadu_si256(
-                                            reinterpret_cast<const __m256i*>(src + 2 * i))));
+      _mm512_storeu_ps(
+          out + j * d + i,
+          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 2 * i))));
     }
   }
 }
@@ -130,8 +130,9 @@ __attribute__((target("avx2,f16c"))) void f16_rows_avx2(const uint8_t* base, int
   for (int64_t j = 0; j < count; ++j) {
     const uint8_t* src = base + j * stride;
     for (int64_t i = 0; i < d; i += 8) {
-      _mm256_storeu_ps(out + j * d + i,
-                       _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * i))));
+      _mm256_storeu_ps(
+          out + j * d + i,
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * i))));
     }
   }
 }

@@ -21,8 +21,12 @@ struct KvLayerView {
   int64_t head_dim = 0;
   int64_t head_row_bytes = 0;
 
-  uint8_t* k_row(int64_t pos, int64_t head) const { return k + (pos * n_kv_heads + head) * head_row_bytes; }
-  uint8_t* v_row(int64_t pos, int64_t head) const { return v + (pos * n_kv_heads + head) * head_row_bytes; }
+  uint8_t* k_row(int64_t pos, int64_t head) const {
+    return k + (pos * n_kv_heads + head) * head_row_bytes;
+  }
+  uint8_t* v_row(int64_t pos, int64_t head) const {
+    return v + (pos * n_kv_heads + head) * head_row_bytes;
+  }
 };
 
 // Writes the keys and values of all kv heads (each [n_kv_heads * head_dim] floats) at `pos`.

@@ -11,8 +11,10 @@ namespace strata::ops {
 void QuantizedRows::quantize(const float* x, int64_t n_rows, int64_t cols, int64_t x_stride,
                              GgmlType type) {
   const quant::TypeTraits& t = quant::traits(type);
-  STRATA_CHECK(cols % t.block_elems == 0, "activation row of {} values is not a multiple of the {} "
-               "block size {}", cols, t.name, t.block_elems);
+  STRATA_CHECK(cols % t.block_elems == 0,
+               "activation row of {} values is not a multiple of the {} "
+               "block size {}",
+               cols, t.name, t.block_elems);
   type_ = type;
   rows_ = n_rows;
   cols_ = cols;
@@ -44,7 +46,8 @@ void matmul_rows_impl(const WeightMatrix& w, const QuantizedRows& a, TokenOf tok
       if (!contiguous) {
         gathered.resize(static_cast<size_t>(count * a_bytes));
         for (int j = 0; j < count; ++j) {
-          std::memcpy(gathered.data() + j * a_bytes, a.row(token_of(i0 + j)), static_cast<size_t>(a_bytes));
+          std::memcpy(gathered.data() + j * a_bytes, a.row(token_of(i0 + j)),
+                      static_cast<size_t>(a_bytes));
         }
         group = gathered.data();
       }
@@ -61,7 +64,8 @@ void matmul_rows_impl(const WeightMatrix& w, const QuantizedRows& a, TokenOf tok
     const int64_t i1 = std::min(n_out, i0 + kTokenTile);
     for (int64_t r = row_begin; r < row_end; ++r) {
       const uint8_t* wr = w.row(r);
-      for (int64_t i = i0; i < i1; ++i) out[i * out_stride + r] = dot(w.cols, wr, a.row(token_of(i)));
+      for (int64_t i = i0; i < i1; ++i)
+        out[i * out_stride + r] = dot(w.cols, wr, a.row(token_of(i)));
     }
   }
 }
@@ -70,15 +74,16 @@ void matmul_rows_impl(const WeightMatrix& w, const QuantizedRows& a, TokenOf tok
 
 void matmul_rows(const WeightMatrix& w, const QuantizedRows& a, float* out, int64_t out_stride,
                  int64_t row_begin, int64_t row_end) {
-  matmul_rows_impl(w, a, [](int64_t i) { return i; }, a.rows(), true, out, out_stride, row_begin,
-                   row_end);
+  matmul_rows_impl(
+      w, a, [](int64_t i) { return i; }, a.rows(), true, out, out_stride, row_begin, row_end);
 }
 
 void matmul_rows_indexed(const WeightMatrix& w, const QuantizedRows& a, const int32_t* ids,
                          int64_t n_ids, float* out, int64_t out_stride, int64_t row_begin,
                          int64_t row_end) {
-  matmul_rows_impl(w, a, [ids](int64_t i) { return static_cast<int64_t>(ids[i]); }, n_ids, false,
-                   out, out_stride, row_begin, row_end);
+  matmul_rows_impl(
+      w, a, [ids](int64_t i) { return static_cast<int64_t>(ids[i]); }, n_ids, false, out,
+      out_stride, row_begin, row_end);
 }
 
 int64_t matmul_row_block(const WeightMatrix& w, int64_t n_tokens, int n_threads) {
@@ -86,7 +91,9 @@ int64_t matmul_row_block(const WeightMatrix& w, int64_t n_tokens, int n_threads)
   // enough that a block of rows stays in L2 across the token tiles.
   const int64_t target = std::max<int64_t>(1, w.rows / (4 * std::max(1, n_threads)));
   int64_t block = std::clamp<int64_t>(target, 4, 256);
-  if (n_tokens > 1) block = std::min<int64_t>(block, std::max<int64_t>(4, (256 << 10) / std::max<int64_t>(1, w.row_bytes)));
+  if (n_tokens > 1)
+    block = std::min<int64_t>(
+        block, std::max<int64_t>(4, (256 << 10) / std::max<int64_t>(1, w.row_bytes)));
   return block;
 }
 

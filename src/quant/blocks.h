@@ -8,8 +8,8 @@
 
 namespace strata::quant {
 
-constexpr int kQK = 32;    // legacy and IQ4_NL block size
-constexpr int kQKK = 256;  // K-quant super-block size
+constexpr int kQK = 32;           // legacy and IQ4_NL block size
+constexpr int kQKK = 256;         // K-quant super-block size
 constexpr int kKScaleBytes = 12;  // packed 6-bit scales and mins of Q4_K / Q5_K
 
 // value = (q - 8) * d

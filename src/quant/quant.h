@@ -31,7 +31,8 @@ using VecDotMultiFn = void (*)(int64_t n, const void* weights, const void* activ
 
 struct TypeKernels {
   DequantizeRowFn dequantize_row = nullptr;
-  QuantizeRowFn quantize_row = nullptr;  // reference quantizer for weights; fast one for activations
+  QuantizeRowFn quantize_row =
+      nullptr;  // reference quantizer for weights; fast one for activations
   VecDotFn vec_dot = nullptr;
   VecDotMultiFn vec_dot_multi = nullptr;  // optional: null means "loop over vec_dot"
 };

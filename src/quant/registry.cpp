@@ -19,14 +19,14 @@ struct Partner {
 
 // Every type strata computes with, and the activation format its dot product expects.
 constexpr Partner kSupported[] = {
-    {GgmlType::F32, GgmlType::F32},      {GgmlType::F16, GgmlType::F16},
-    {GgmlType::BF16, GgmlType::BF16},    {GgmlType::Q4_0, GgmlType::Q8_0},
-    {GgmlType::Q4_1, GgmlType::Q8_1},    {GgmlType::Q5_0, GgmlType::Q8_0},
-    {GgmlType::Q5_1, GgmlType::Q8_1},    {GgmlType::Q8_0, GgmlType::Q8_0},
-    {GgmlType::Q8_1, GgmlType::Q8_1},    {GgmlType::Q2_K, GgmlType::Q8_K},
-    {GgmlType::Q3_K, GgmlType::Q8_K},    {GgmlType::Q4_K, GgmlType::Q8_K},
-    {GgmlType::Q5_K, GgmlType::Q8_K},    {GgmlType::Q6_K, GgmlType::Q8_K},
-    {GgmlType::Q8_K, GgmlType::Q8_K},    {GgmlType::IQ4_NL, GgmlType::Q8_0},
+    {GgmlType::F32, GgmlType::F32},     {GgmlType::F16, GgmlType::F16},
+    {GgmlType::BF16, GgmlType::BF16},   {GgmlType::Q4_0, GgmlType::Q8_0},
+    {GgmlType::Q4_1, GgmlType::Q8_1},   {GgmlType::Q5_0, GgmlType::Q8_0},
+    {GgmlType::Q5_1, GgmlType::Q8_1},   {GgmlType::Q8_0, GgmlType::Q8_0},
+    {GgmlType::Q8_1, GgmlType::Q8_1},   {GgmlType::Q2_K, GgmlType::Q8_K},
+    {GgmlType::Q3_K, GgmlType::Q8_K},   {GgmlType::Q4_K, GgmlType::Q8_K},
+    {GgmlType::Q5_K, GgmlType::Q8_K},   {GgmlType::Q6_K, GgmlType::Q8_K},
+    {GgmlType::Q8_K, GgmlType::Q8_K},   {GgmlType::IQ4_NL, GgmlType::Q8_0},
     {GgmlType::IQ4_XS, GgmlType::Q8_K},
 };
 
@@ -36,8 +36,8 @@ struct Registry {
   Isa best = Isa::scalar;
 
   Registry() {
-    for (auto fill : {fill_float_scalar, fill_legacy_scalar, fill_kquants_scalar,
-                      fill_iquants_scalar})
+    for (auto fill :
+         {fill_float_scalar, fill_legacy_scalar, fill_kquants_scalar, fill_iquants_scalar})
       fill(levels[0]);
     for (auto fill : {fill_float_avx2, fill_legacy_avx2, fill_kquants_avx2, fill_iquants_avx2})
       fill(levels[1]);
@@ -52,8 +52,8 @@ struct Registry {
     traits.resize(kMaxTypeId);
     for (const Partner& p : kSupported) {
       const GgmlTypeInfo& info = ggml_type_info(p.type);
-      TypeTraits t{p.type, info.name, info.block_elems, info.block_bytes, p.activation, {},
-                   Isa::scalar};
+      TypeTraits t{p.type,       info.name, info.block_elems, info.block_bytes,
+                   p.activation, {},        Isa::scalar};
       t.kernels = resolve(p.type, best, &t.vec_dot_isa);
       traits[static_cast<size_t>(p.type)] = t;
     }
@@ -88,9 +88,12 @@ const Registry& registry() {
 
 std::string_view isa_name(Isa isa) {
   switch (isa) {
-    case Isa::scalar: return "scalar";
-    case Isa::avx2: return "avx2";
-    case Isa::avx512: return "avx512";
+    case Isa::scalar:
+      return "scalar";
+    case Isa::avx2:
+      return "avx2";
+    case Isa::avx512:
+      return "avx512";
   }
   return "?";
 }
@@ -120,7 +123,9 @@ const TypeTraits& traits(GgmlType type) {
   return registry().traits[static_cast<size_t>(type)];
 }
 
-Isa best_isa() { return registry().best; }
+Isa best_isa() {
+  return registry().best;
+}
 
 std::vector<Isa> available_isas() {
   std::vector<Isa> out;
@@ -133,7 +138,9 @@ TypeKernels kernels_exact(GgmlType type, Isa isa) {
   return registry().levels[static_cast<int>(isa)][type];
 }
 
-TypeKernels kernels_at(GgmlType type, Isa isa) { return registry().resolve(type, isa); }
+TypeKernels kernels_at(GgmlType type, Isa isa) {
+  return registry().resolve(type, isa);
+}
 
 int64_t row_bytes(GgmlType type, int64_t n) {
   const GgmlTypeInfo& info = ggml_type_info(type);

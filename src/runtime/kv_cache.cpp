@@ -11,7 +11,8 @@ GgmlType KvCache::parse_type(const std::string& name) {
   fail("KV cache type '{}' is not supported (expected f16 or q8_0)", name);
 }
 
-KvCache::KvCache(const ModelHParams& hp, int64_t n_ctx, GgmlType type) : n_ctx_(n_ctx), type_(type) {
+KvCache::KvCache(const ModelHParams& hp, int64_t n_ctx, GgmlType type)
+    : n_ctx_(n_ctx), type_(type) {
   STRATA_CHECK(n_ctx > 0, "context size must be positive, got {}", n_ctx);
   STRATA_CHECK(type == GgmlType::F16 || type == GgmlType::Q8_0,
                "KV cache type {} is not supported (expected F16 or Q8_0)", ggml_type_name(type));

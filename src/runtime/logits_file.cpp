@@ -19,7 +19,8 @@ LogitsFile LogitsFile::read(const std::string& path) {
   MappedFile file(path, LoadMode::ram);
   const auto bytes = file.bytes();
   uint32_t header[5];
-  if (bytes.size() < sizeof header) fail("{}: too short for an ORCL header ({} bytes)", path, bytes.size());
+  if (bytes.size() < sizeof header)
+    fail("{}: too short for an ORCL header ({} bytes)", path, bytes.size());
   std::memcpy(header, bytes.data(), sizeof header);
   if (header[0] != kMagic) fail("{}: not an ORCL file (magic 0x{:08x})", path, header[0]);
   if (header[1] != 1) fail("{}: ORCL version {} is not supported (expected 1)", path, header[1]);
@@ -56,7 +57,8 @@ void LogitsFile::write(const std::string& path) const {
   ok = ok && std::fwrite(prompt.data(), 4, prompt.size(), f.get()) == prompt.size();
   ok = ok && std::fwrite(gen.data(), 4, gen.size(), f.get()) == gen.size();
   ok = ok && std::fwrite(logits.data(), 4, logits.size(), f.get()) == logits.size();
-  if (!ok || std::fclose(f.release()) != 0) fail("cannot write '{}': {}", path, std::strerror(errno));
+  if (!ok || std::fclose(f.release()) != 0)
+    fail("cannot write '{}': {}", path, std::strerror(errno));
 }
 
 }  // namespace strata

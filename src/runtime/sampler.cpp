@@ -24,12 +24,16 @@ int32_t Sampler::sample(std::span<const float> logits) {
   if (params_.temperature <= 0.0f) return argmax(logits);
 
   candidates_.clear();
-  for (size_t i = 0; i < logits.size(); ++i) candidates_.emplace_back(logits[i], static_cast<int32_t>(i));
-  auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
+  for (size_t i = 0; i < logits.size(); ++i)
+    candidates_.emplace_back(logits[i], static_cast<int32_t>(i));
+  auto by_logit = [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  };
   size_t keep = candidates_.size();
   if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < keep) {
     keep = static_cast<size_t>(params_.top_k);
-    std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<long>(keep), candidates_.end(), by_logit);
+    std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<long>(keep),
+                      candidates_.end(), by_logit);
     candidates_.resize(keep);
   } else {
     std::sort(candidates_.begin(), candidates_.end(), by_logit);

@@ -27,7 +27,9 @@ void BpeEncoder::merge(std::vector<int32_t>& symbols) const {
     int32_t rank;
     int left;
     int32_t left_id, right_id, merged;
-    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
+    bool operator>(const Candidate& o) const {
+      return rank != o.rank ? rank > o.rank : left > o.left;
+    }
   };
   std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> heap;
   auto consider = [&](int left) {
@@ -76,7 +78,8 @@ void BpeEncoder::encode_word(std::string_view word, std::vector<int32_t>& out) c
     const int32_t id = byte_ids_[static_cast<uint8_t>(c)];
     if (id < 0) {
       if (vocab_.unk < 0) {
-        fail("the vocabulary has no token for byte 0x{:02x} and no unknown token", static_cast<uint8_t>(c));
+        fail("the vocabulary has no token for byte 0x{:02x} and no unknown token",
+             static_cast<uint8_t>(c));
       }
       symbols.push_back(vocab_.unk);
       continue;

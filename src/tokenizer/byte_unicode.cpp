@@ -79,7 +79,9 @@ void append_utf8(uint32_t cp, std::string& out) {
   }
 }
 
-const std::string& byte_to_token_char(uint8_t byte) { return tables().byte_to_char[byte]; }
+const std::string& byte_to_token_char(uint8_t byte) {
+  return tables().byte_to_char[byte];
+}
 
 void bytes_to_token_text(std::string_view text, std::string& out) {
   for (char c : text) out += tables().byte_to_char[static_cast<uint8_t>(c)];

@@ -19,8 +19,7 @@ const char* const kLlama3[] = {
 const char* const kQwen2[] = {
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"};
 const char* const kDeepseekV3[] = {
-    R"(\p{N}{1,3})",
-    "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
+    R"(\p{N}{1,3})", "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
     R"([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"};
 
 struct Definition {
@@ -30,10 +29,17 @@ struct Definition {
 
 const std::map<std::string, std::string>& aliases() {
   static const std::map<std::string, std::string> a = {
-      {"gpt2", "gpt2"},       {"default", "gpt2"},         {"gpt-2", "gpt2"},
-      {"llama3", "llama3"},   {"llama-bpe", "llama3"},     {"llama-v3", "llama3"},
-      {"qwen2", "qwen2"},     {"qwen3", "qwen2"},          {"qwen35", "qwen2"},
-      {"deepseek-v3", "deepseek-v3"}, {"deepseek3-llm", "deepseek-v3"},
+      {"gpt2", "gpt2"},
+      {"default", "gpt2"},
+      {"gpt-2", "gpt2"},
+      {"llama3", "llama3"},
+      {"llama-bpe", "llama3"},
+      {"llama-v3", "llama3"},
+      {"qwen2", "qwen2"},
+      {"qwen3", "qwen2"},
+      {"qwen35", "qwen2"},
+      {"deepseek-v3", "deepseek-v3"},
+      {"deepseek3-llm", "deepseek-v3"},
   };
   return a;
 }
@@ -64,8 +70,10 @@ PreTokenizer::PreTokenizer(const std::string& pre) {
   bool known = false;
   name_ = resolve_name(pre, &known);
   if (!known) {
-    log::warn("pre-tokenizer '{}' is not known to strata; using the GPT-2 expression, so text may "
-              "split differently from the model's own tokenizer", pre);
+    log::warn(
+        "pre-tokenizer '{}' is not known to strata; using the GPT-2 expression, so text may "
+        "split differently from the model's own tokenizer",
+        pre);
   }
   const Definition def = definition(name_);
   nfc_ = def.nfc;
@@ -100,8 +108,8 @@ void PreTokenizer::split(std::string_view text, std::vector<std::string_view>& o
       size_t pos = 0, emitted = 0;
       while (pos < piece.size()) {
         // Callers pass valid UTF-8 (invalid bytes were replaced before), so skip the check.
-        const int rc = pcre2_match(r->code, reinterpret_cast<PCRE2_SPTR>(piece.data()), piece.size(),
-                                   pos, PCRE2_NO_UTF_CHECK, match.get(), nullptr);
+        const int rc = pcre2_match(r->code, reinterpret_cast<PCRE2_SPTR>(piece.data()),
+                                   piece.size(), pos, PCRE2_NO_UTF_CHECK, match.get(), nullptr);
         if (rc < 0) break;
         const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(match.get());
         const size_t begin = ov[0], end = ov[1];

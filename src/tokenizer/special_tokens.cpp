@@ -6,7 +6,8 @@ SpecialTokenMatcher::SpecialTokenMatcher(const Vocab& vocab, bool include_contro
   nodes_.emplace_back();
   for (int32_t id = 0; id < vocab.size(); ++id) {
     const TokenType type = vocab.types[static_cast<size_t>(id)];
-    const bool wanted = type == TokenType::user_defined || (include_control && type == TokenType::control);
+    const bool wanted =
+        type == TokenType::user_defined || (include_control && type == TokenType::control);
     const std::string& text = vocab.tokens[static_cast<size_t>(id)];
     if (!wanted || text.empty()) continue;
     int32_t node = 0;

@@ -34,7 +34,8 @@ void SpmEncoder::emit_piece(std::string_view piece, std::vector<int32_t>& out) c
     } else if (vocab_.unk >= 0) {
       out.push_back(vocab_.unk);
     } else {
-      fail("the vocabulary has no byte token <0x{:02X}> and no unknown token", static_cast<uint8_t>(c));
+      fail("the vocabulary has no byte token <0x{:02X}> and no unknown token",
+           static_cast<uint8_t>(c));
     }
   }
 }
@@ -58,15 +59,19 @@ void SpmEncoder::encode(std::string_view text, bool at_start, std::vector<int32_
   std::vector<Symbol> symbols;
   for (size_t i = 0; i < s.size();) {
     const size_t begin = i;
-    i += std::min<size_t>(static_cast<size_t>(utf8_sequence_length(static_cast<uint8_t>(s[i]))), s.size() - i);
-    symbols.push_back({begin, i, static_cast<int>(symbols.size()) - 1, static_cast<int>(symbols.size()) + 1});
+    i += std::min<size_t>(static_cast<size_t>(utf8_sequence_length(static_cast<uint8_t>(s[i]))),
+                          s.size() - i);
+    symbols.push_back(
+        {begin, i, static_cast<int>(symbols.size()) - 1, static_cast<int>(symbols.size()) + 1});
   }
   symbols.back().next = -1;
   struct Bigram {
     float score;
     int left;
     size_t size;
-    bool operator<(const Bigram& o) const { return score != o.score ? score < o.score : left > o.left; }
+    bool operator<(const Bigram& o) const {
+      return score != o.score ? score < o.score : left > o.left;
+    }
   };
   std::priority_queue<Bigram> queue;
   auto consider = [&](int left) {

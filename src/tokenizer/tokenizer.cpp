@@ -35,7 +35,8 @@ std::string sanitize_utf8(std::string_view text) {
     const uint32_t cp = next_codepoint(text, i);
     // Overlong forms, surrogates and out-of-range values are invalid too.
     const size_t len = i - start;
-    const bool overlong = (len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000);
+    const bool overlong =
+        (len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000);
     const bool invalid = (cp == 0xfffd && len == 1 && static_cast<uint8_t>(text[start]) >= 0x80) ||
                          overlong || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff;
     if (invalid) {
@@ -60,9 +61,10 @@ std::string sanitize_utf8(std::string_view text) {
 
 std::string normalize_nfc(std::string_view text) {
   utf8proc_uint8_t* result = nullptr;
-  const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
-                                          static_cast<utf8proc_ssize_t>(text.size()), &result,
-                                          static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+  const utf8proc_ssize_t n =
+      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
+                   static_cast<utf8proc_ssize_t>(text.size()), &result,
+                   static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
   if (n < 0) return std::string(text);  // cannot happen for sanitized input; keep the text
   std::string out(reinterpret_cast<char*>(result), static_cast<size_t>(n));
   std::free(result);
@@ -81,7 +83,8 @@ Tokenizer::Tokenizer(Vocab vocab)
       specials_all_(vocab_, true),
       specials_user_(vocab_, false) {}
 
-void Tokenizer::encode_plain(std::string_view text, bool at_start, std::vector<int32_t>& out) const {
+void Tokenizer::encode_plain(std::string_view text, bool at_start,
+                             std::vector<int32_t>& out) const {
   if (vocab_.kind == VocabKind::spm) {
     spm_.encode(text, at_start, out);
     return;
@@ -96,7 +99,8 @@ void Tokenizer::encode_plain(std::string_view text, bool at_start, std::vector<i
   for (std::string_view w : words) bpe_.encode_word(w, out);
 }
 
-std::vector<int32_t> Tokenizer::encode(std::string_view raw, bool parse_special, bool add_bos) const {
+std::vector<int32_t> Tokenizer::encode(std::string_view raw, bool parse_special,
+                                       bool add_bos) const {
   const std::string text = sanitize_utf8(raw);
   std::vector<int32_t> out;
   if (add_bos && vocab_.add_bos && vocab_.bos >= 0) out.push_back(vocab_.bos);
@@ -130,7 +134,8 @@ std::string Tokenizer::token_bytes(int32_t id, bool render_special) const {
     case TokenType::byte: {
       // "<0xAB>"
       if (text.size() == 6 && text.rfind("<0x", 0) == 0) {
-        return std::string(1, static_cast<char>(std::strtol(text.substr(3, 2).c_str(), nullptr, 16)));
+        return std::string(1,
+                           static_cast<char>(std::strtol(text.substr(3, 2).c_str(), nullptr, 16)));
       }
       return text;
     }

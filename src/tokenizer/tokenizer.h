@@ -28,7 +28,8 @@ class Tokenizer {
   // parse_special: control tokens written in the text (e.g. "<|im_start|>") become those tokens;
   // otherwise they are tokenized as plain text. User-defined tokens always match.
   // add_bos: prepend BOS when the vocabulary asks for it (tokenizer.ggml.add_bos_token).
-  std::vector<int32_t> encode(std::string_view text, bool parse_special, bool add_bos = false) const;
+  std::vector<int32_t> encode(std::string_view text, bool parse_special,
+                              bool add_bos = false) const;
 
   // The bytes of one token; control tokens give their text only when render_special.
   std::string token_bytes(int32_t id, bool render_special) const;

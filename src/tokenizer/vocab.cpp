@@ -21,10 +21,18 @@ std::vector<std::string> string_array(const GgufFile& f, const std::string& key)
 }
 
 // Token texts that end a turn in the chat formats GGUF models use.
-constexpr const char* kEndOfTurnTexts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<EOT>",
-    "<|end_of_text|>", "<|end▁of▁sentence|>", "<｜end▁of▁sentence｜>", "<|return|>", "<|call|>",
-    "<|eom_id|>"};
+constexpr const char* kEndOfTurnTexts[] = {"<|eot_id|>",
+                                           "<|im_end|>",
+                                           "<|end|>",
+                                           "<end_of_turn>",
+                                           "<|endoftext|>",
+                                           "<EOT>",
+                                           "<|end_of_text|>",
+                                           "<|end▁of▁sentence|>",
+                                           "<｜end▁of▁sentence｜>",
+                                           "<|return|>",
+                                           "<|call|>",
+                                           "<|eom_id|>"};
 
 }  // namespace
 
@@ -32,16 +40,20 @@ Vocab Vocab::from_gguf(const GgufFile& f) {
   Vocab v;
   const std::string model = f.find_string("tokenizer.ggml.model").value_or("");
   if (model.empty() || model == "no_vocab" || model == "none") {
-    fail("{}: the model has no vocabulary (tokenizer.ggml.model is '{}'): give token ids instead "
-         "of text", f.name(), model.empty() ? "missing" : model);
+    fail(
+        "{}: the model has no vocabulary (tokenizer.ggml.model is '{}'): give token ids instead "
+        "of text",
+        f.name(), model.empty() ? "missing" : model);
   }
   if (model == "gpt2") {
     v.kind = VocabKind::bpe;
   } else if (model == "llama") {
     v.kind = VocabKind::spm;
   } else {
-    fail("{}: tokenizer.ggml.model '{}' is not supported (supported: gpt2 (byte-level BPE), llama "
-         "(SentencePiece))", f.name(), model);
+    fail(
+        "{}: tokenizer.ggml.model '{}' is not supported (supported: gpt2 (byte-level BPE), llama "
+        "(SentencePiece))",
+        f.name(), model);
   }
   v.pre = f.find_string("tokenizer.ggml.pre").value_or("default");
   v.tokens = string_array(f, "tokenizer.ggml.tokens");
@@ -62,7 +74,8 @@ Vocab Vocab::from_gguf(const GgufFile& f) {
     STRATA_CHECK(scores->items.size() == n, "{}: {} scores for {} tokens", f.name(),
                  scores->items.size(), n);
     v.scores.reserve(n);
-    for (const auto& s : scores->items) v.scores.push_back(static_cast<float>(s.as_double().value_or(0)));
+    for (const auto& s : scores->items)
+      v.scores.push_back(static_cast<float>(s.as_double().value_or(0)));
   }
   v.token_to_id.reserve(n);
   for (size_t i = 0; i < n; ++i) v.token_to_id.emplace(v.tokens[i], static_cast<int32_t>(i));
@@ -84,8 +97,10 @@ Vocab Vocab::from_gguf(const GgufFile& f) {
   auto id = [&](const char* key, int32_t fallback) -> int32_t {
     const auto value = f.find_int(std::string("tokenizer.ggml.") + key);
     if (!value) return fallback;
-    STRATA_CHECK(*value >= 0 && *value < static_cast<int64_t>(n), "{}: tokenizer.ggml.{} is {}, "
-                 "outside the vocabulary (0..{})", f.name(), key, *value, n - 1);
+    STRATA_CHECK(*value >= 0 && *value < static_cast<int64_t>(n),
+                 "{}: tokenizer.ggml.{} is {}, "
+                 "outside the vocabulary (0..{})",
+                 f.name(), key, *value, n - 1);
     return static_cast<int32_t>(*value);
   };
   v.bos = id("bos_token_id", -1);

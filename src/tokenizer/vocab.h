@@ -29,13 +29,14 @@ struct Vocab {
   std::string pre;  // tokenizer.ggml.pre
   std::vector<std::string> tokens;
   std::vector<TokenType> types;
-  std::vector<float> scores;                                   // SPM
+  std::vector<float> scores;  // SPM
   std::unordered_map<std::string, int32_t> token_to_id;
-  std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges;  // (left,right) -> (rank, merged)
+  std::unordered_map<uint64_t, std::pair<int32_t, int32_t>>
+      merges;  // (left,right) -> (rank, merged)
 
   int32_t bos = -1, eos = -1, eot = -1, eom = -1, unk = -1, pad = -1;
   bool add_bos = false, add_eos = false;
-  bool add_space_prefix = true;  // SPM
+  bool add_space_prefix = true;            // SPM
   std::vector<int32_t> end_of_generation;  // sorted ids that end a generation
 
   // Reads tokenizer.ggml.*; throws naming the file and key when the vocabulary is missing

@@ -11,7 +11,9 @@
 namespace strata {
 namespace {
 
-bool bit(unsigned value, int b) { return (value >> b) & 1u; }
+bool bit(unsigned value, int b) {
+  return (value >> b) & 1u;
+}
 
 unsigned long long read_xcr0() {
   unsigned eax = 0, edx = 0;
@@ -57,12 +59,19 @@ CpuFeatures detect() {
 }  // namespace
 
 std::string CpuFeatures::describe() const {
-  const std::pair<bool, const char*> all[] = {
-      {avx2, "avx2"},         {fma, "fma"},           {f16c, "f16c"},
-      {avx_vnni, "avx_vnni"}, {avx512f, "avx512f"},   {avx512bw, "avx512bw"},
-      {avx512vl, "avx512vl"}, {avx512dq, "avx512dq"}, {avx512vnni, "avx512_vnni"},
-      {avx512bf16, "avx512_bf16"}, {amx_tile, "amx_tile"}, {amx_int8, "amx_int8"},
-      {amx_bf16, "amx_bf16"}};
+  const std::pair<bool, const char*> all[] = {{avx2, "avx2"},
+                                              {fma, "fma"},
+                                              {f16c, "f16c"},
+                                              {avx_vnni, "avx_vnni"},
+                                              {avx512f, "avx512f"},
+                                              {avx512bw, "avx512bw"},
+                                              {avx512vl, "avx512vl"},
+                                              {avx512dq, "avx512dq"},
+                                              {avx512vnni, "avx512_vnni"},
+                                              {avx512bf16, "avx512_bf16"},
+                                              {amx_tile, "amx_tile"},
+                                              {amx_int8, "amx_int8"},
+                                              {amx_bf16, "amx_bf16"}};
   std::string out;
   for (const auto& [has, name] : all) {
     if (!has) continue;

@@ -23,7 +23,7 @@ template <typename... Args>
 }  // namespace strata
 
 // Checks a condition that user input controls; throws strata::Error with the formatted message.
-#define STRATA_CHECK(cond, ...)                   \
-  do {                                            \
-    if (!(cond)) ::strata::fail(__VA_ARGS__);     \
+#define STRATA_CHECK(cond, ...)               \
+  do {                                        \
+    if (!(cond)) ::strata::fail(__VA_ARGS__); \
   } while (0)

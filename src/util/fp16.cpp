@@ -43,7 +43,7 @@ f16_bits f32_to_f16(float f) {
   std::memcpy(&bits, &f, sizeof bits);
   const uint32_t sign = (bits >> 16) & 0x8000u;
   const uint32_t abs = bits & 0x7fffffffu;
-  if (abs > 0x7f800000u) return static_cast<f16_bits>(sign | 0x7e00u);  // nan
+  if (abs > 0x7f800000u) return static_cast<f16_bits>(sign | 0x7e00u);   // nan
   if (abs >= 0x477ff000u) return static_cast<f16_bits>(sign | 0x7c00u);  // overflow -> inf
   if (abs < 0x38800000u) {
     // Result is subnormal or zero: scale so the integer part is the f16 mantissa; the FPU rounds

@@ -25,18 +25,26 @@ std::atomic<Level>& current() {
 
 const char* prefix(Level l) {
   switch (l) {
-    case Level::error: return "error: ";
-    case Level::warn: return "warning: ";
-    case Level::info: return "";
-    case Level::debug: return "debug: ";
+    case Level::error:
+      return "error: ";
+    case Level::warn:
+      return "warning: ";
+    case Level::info:
+      return "";
+    case Level::debug:
+      return "debug: ";
   }
   return "";
 }
 
 }  // namespace
 
-Level level() { return current().load(std::memory_order_relaxed); }
-void set_level(Level l) { current().store(l, std::memory_order_relaxed); }
+Level level() {
+  return current().load(std::memory_order_relaxed);
+}
+void set_level(Level l) {
+  current().store(l, std::memory_order_relaxed);
+}
 
 void write(Level l, std::string_view message) {
   static std::mutex mutex;

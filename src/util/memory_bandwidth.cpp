@@ -40,7 +40,8 @@ uint64_t read_slice_scalar(const uint8_t* p, int64_t bytes) {
 
 }  // namespace
 
-BandwidthMeasurement measure_read_bandwidth(ThreadPool& pool, int64_t buffer_bytes, int repetitions) {
+BandwidthMeasurement measure_read_bandwidth(ThreadPool& pool, int64_t buffer_bytes,
+                                            int repetitions) {
   STRATA_CHECK(buffer_bytes >= (int64_t{1} << 20), "bandwidth buffer too small: {}", buffer_bytes);
   void* raw = nullptr;
   if (::posix_memalign(&raw, 2 << 20, static_cast<size_t>(buffer_bytes)) != 0) {
@@ -63,7 +64,8 @@ BandwidthMeasurement measure_read_bandwidth(ThreadPool& pool, int64_t buffer_byt
       const auto [b, e] = split_range(buffer_bytes / 4096, threads, t);
       const uint8_t* p = buffer.get() + b * 4096;
       const int64_t n = (e - b) * 4096;
-      sink.fetch_xor(avx2 ? read_slice_avx2(p, n) : read_slice_scalar(p, n), std::memory_order_relaxed);
+      sink.fetch_xor(avx2 ? read_slice_avx2(p, n) : read_slice_scalar(p, n),
+                     std::memory_order_relaxed);
     });
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -16,7 +16,8 @@ struct BandwidthMeasurement {
 
 // Streams a buffer far larger than the caches with every thread of the pool reading its own
 // slice; returns the best of `repetitions` passes.
-BandwidthMeasurement measure_read_bandwidth(ThreadPool& pool, int64_t buffer_bytes = int64_t{1} << 30,
+BandwidthMeasurement measure_read_bandwidth(ThreadPool& pool,
+                                            int64_t buffer_bytes = int64_t{1} << 30,
                                             int repetitions = 5);
 
 }  // namespace strata

@@ -25,8 +25,12 @@ Slot::Slot(const char* n) : name(n) {
   r.slots.push_back(this);
 }
 
-void set_enabled(bool e) { g_enabled.store(e, std::memory_order_relaxed); }
-bool enabled() { return g_enabled.load(std::memory_order_relaxed); }
+void set_enabled(bool e) {
+  g_enabled.store(e, std::memory_order_relaxed);
+}
+bool enabled() {
+  return g_enabled.load(std::memory_order_relaxed);
+}
 
 void reset() {
   Registry& r = registry();

@@ -36,7 +36,8 @@ class Scope {
   ~Scope() {
     if (!slot_) return;
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                        std::chrono::steady_clock::now() - start_).count();
+                        std::chrono::steady_clock::now() - start_)
+                        .count();
     slot_->nanoseconds.fetch_add(static_cast<uint64_t>(ns), std::memory_order_relaxed);
     slot_->calls.fetch_add(1, std::memory_order_relaxed);
   }
@@ -53,7 +54,7 @@ class Scope {
 #define STRATA_PROFILE_CAT2(a, b) a##b
 #define STRATA_PROFILE_CAT(a, b) STRATA_PROFILE_CAT2(a, b)
 // Times the rest of the enclosing block under `name` (a string literal).
-#define STRATA_PROFILE(name)                                                              \
+#define STRATA_PROFILE(name)                                                               \
   static ::strata::profile::Slot STRATA_PROFILE_CAT(strata_profile_slot_, __LINE__){name}; \
-  ::strata::profile::Scope STRATA_PROFILE_CAT(strata_profile_scope_, __LINE__)(           \
-      STRATA_PROFILE_CAT(strata_profile_slot_, __LINE__))
+  ::strata::profile::Scope STRATA_PROFILE_CAT(                                             \
+      strata_profile_scope_, __LINE__)(STRATA_PROFILE_CAT(strata_profile_slot_, __LINE__))

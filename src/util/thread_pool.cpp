@@ -38,7 +38,8 @@ void ThreadPool::pin_workers() {
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(cpus[static_cast<size_t>(t)], &one);
-    ::pthread_setaffinity_np(workers_[static_cast<size_t>(t - 1)].native_handle(), sizeof one, &one);
+    ::pthread_setaffinity_np(workers_[static_cast<size_t>(t - 1)].native_handle(), sizeof one,
+                             &one);
   }
 }
 

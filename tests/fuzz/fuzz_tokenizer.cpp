@@ -20,7 +20,8 @@ std::unique_ptr<strata::Tokenizer> tokenizer;
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   const char* vocab = std::getenv("STRATA_FUZZ_VOCAB");
   if (!vocab) {
-    std::fprintf(stderr, "set STRATA_FUZZ_VOCAB to a GGUF vocabulary (the oracle qwen3-vocab.gguf)\n");
+    std::fprintf(stderr,
+                 "set STRATA_FUZZ_VOCAB to a GGUF vocabulary (the oracle qwen3-vocab.gguf)\n");
     std::abort();
   }
   file = std::make_unique<strata::GgufFile>(strata::GgufFile::open(vocab));

@@ -1,5 +1,6 @@
 // Writes a GGUF file with our writer, and beside it (as JSON) what our reader sees in it, so an
-// independent GGUF implementation can be checked against both (see check_with_huggingface_gguf.mjs).
+// independent GGUF implementation can be checked against both (see
+// check_with_huggingface_gguf.mjs).
 //
 //   write_sample_gguf OUT.gguf OUT.json
 
@@ -46,11 +47,12 @@ int main(int argc, char** argv) {
   w.set("flag", GgufValue(false));
   w.set("tokenizer.ggml.tokens", GgufValue::string_array({"<|im_start|>", "Ġthe", "\xe4\xbd\xa0"}));
   w.set("tokenizer.ggml.token_type",
-        GgufValue::array(GgufValueType::i32, {GgufValue(int32_t{3}), GgufValue(int32_t{1}),
-                                              GgufValue(int32_t{1})}));
-  w.set("sections", GgufValue::array(GgufValueType::array,
-                                     {GgufValue::array(GgufValueType::u32, {GgufValue(uint32_t{4})}),
-                                      GgufValue::array(GgufValueType::u32, {})}));
+        GgufValue::array(GgufValueType::i32,
+                         {GgufValue(int32_t{3}), GgufValue(int32_t{1}), GgufValue(int32_t{1})}));
+  w.set("sections",
+        GgufValue::array(GgufValueType::array,
+                         {GgufValue::array(GgufValueType::u32, {GgufValue(uint32_t{4})}),
+                          GgufValue::array(GgufValueType::u32, {})}));
   w.add_tensor("token_embd.weight", GgmlType::Q4_K, {256, 3}, std::vector<uint8_t>(144 * 3, 1));
   w.add_tensor("blk.0.ffn_up_exps.weight", GgmlType::Q8_0, {64, 2, 4},
                std::vector<uint8_t>(34 * 2 * 8, 2));

@@ -8,14 +8,14 @@
 namespace strata::test {
 
 struct LogitsComparison {
-  double nmse = 0;           // over all rows: sum (a - b)^2 / sum b^2
+  double nmse = 0;            // over all rows: sum (a - b)^2 / sum b^2
   double first_row_nmse = 0;  // the first token: attention is trivial, everything else is not
   double worst_row_nmse = 0;
-  int rows_over_1e2 = 0;     // rows with NMSE > 1e-2 (a router near-tie flipped an expert)
+  int rows_over_1e2 = 0;  // rows with NMSE > 1e-2 (a router near-tie flipped an expert)
   double max_abs_error = 0;
   int rows = 0;
-  int clear_rows = 0;        // rows whose reference top-2 margin is clear
-  int argmax_agree = 0;      // of the clear rows, how many pick the same token
+  int clear_rows = 0;    // rows whose reference top-2 margin is clear
+  int argmax_agree = 0;  // of the clear rows, how many pick the same token
 };
 
 LogitsComparison compare_logits(const LogitsFile& reference, const std::vector<float>& ours);

@@ -40,27 +40,32 @@ std::vector<OracleCase> all_cases() {
     const std::string name = e.path().filename().string();
     const size_t dot = name.find('.');
     const std::string variant = name.substr(dot + 1);  // "f16kv.orcl" or "q8kv-fa.orcl"
-    out.push_back({name.substr(0, dot) + ".gguf", name,
-                   variant.rfind("q8kv", 0) == 0 ? "q8_0" : "f16"});
+    out.push_back(
+        {name.substr(0, dot) + ".gguf", name, variant.rfind("q8kv", 0) == 0 ? "q8_0" : "f16"});
   }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.logits < b.logits; });
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.logits < b.logits; });
   return out;
 }
 
 // Short names in test listings (the default prints the struct's bytes).
-void PrintTo(const OracleCase& c, std::ostream* os) { *os << c.logits; }
+void PrintTo(const OracleCase& c, std::ostream* os) {
+  *os << c.logits;
+}
 
 class OracleLogits : public testing::TestWithParam<OracleCase> {};
 
 TEST_P(OracleLogits, MatchesReferenceEngine) {
   const OracleCase& c = GetParam();
   const auto reference = LogitsFile::read((oracle_dir() / "logits" / c.logits).string());
-  const auto ours = teacher_forced_logits((oracle_dir() / "models" / c.model).string(), reference,
-                                          c.kv_type, 2);
+  const auto ours =
+      teacher_forced_logits((oracle_dir() / "models" / c.model).string(), reference, c.kv_type, 2);
   const LogitsComparison r = compare_logits(reference, ours);
-  std::printf("%-36s rows %2d  nmse %.2e  first row %.2e  worst row %.2e  max abs %.4f  "
-              "argmax %d/%d\n", c.logits.c_str(), r.rows, r.nmse, r.first_row_nmse,
-              r.worst_row_nmse, r.max_abs_error, r.argmax_agree, r.clear_rows);
+  std::printf(
+      "%-36s rows %2d  nmse %.2e  first row %.2e  worst row %.2e  max abs %.4f  "
+      "argmax %d/%d\n",
+      c.logits.c_str(), r.rows, r.nmse, r.first_row_nmse, r.worst_row_nmse, r.max_abs_error,
+      r.argmax_agree, r.clear_rows);
   const bool q8_cache = c.kv_type == "q8_0";
   const bool f16_weights = c.model.find("-F16") != std::string::npos;
   const bool moe = c.model.find("moe") != std::string::npos;
@@ -72,14 +77,17 @@ TEST_P(OracleLogits, MatchesReferenceEngine) {
 
 INSTANTIATE_TEST_SUITE_P(AllModels, OracleLogits, testing::ValuesIn(all_cases()),
                          [](const testing::TestParamInfo<OracleCase>& info) {
-                           std::string n = info.param.logits.substr(0, info.param.logits.size() - 5);
+                           std::string n =
+                               info.param.logits.substr(0, info.param.logits.size() - 5);
                            for (char& ch : n) {
                              if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            }
                            return n;
                          });
 
-TEST(OracleLogits, AllReferenceFilesFound) { EXPECT_GE(all_cases().size(), 23u); }
+TEST(OracleLogits, AllReferenceFilesFound) {
+  EXPECT_GE(all_cases().size(), 23u);
+}
 
 }  // namespace
 }  // namespace strata::test

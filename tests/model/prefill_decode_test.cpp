@@ -76,7 +76,8 @@ TEST(PrefillDecode, ContextOverflowIsAnError) {
     session.eval(tokens, false, logits);
     FAIL() << "expected a context overflow error";
   } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("exceed the context size 8"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("exceed the context size 8"), std::string::npos)
+        << e.what();
   }
   const int32_t bad = 512;
   EXPECT_THROW(session.eval(std::span<const int32_t>(&bad, 1), false, logits), std::exception);

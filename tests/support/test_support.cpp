@@ -2,10 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cstdlib>
 #include <mutex>
 #include <system_error>
-#include <unistd.h>
 
 namespace strata::test {
 
@@ -19,7 +19,9 @@ std::filesystem::path oracle_dir() {
   return dir;
 }
 
-std::filesystem::path test_data_dir() { return STRATA_TEST_DATA_DIR; }
+std::filesystem::path test_data_dir() {
+  return STRATA_TEST_DATA_DIR;
+}
 
 std::filesystem::path temp_dir() {
   static std::filesystem::path root = [] {

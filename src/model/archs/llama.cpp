@@ -9,8 +9,8 @@ namespace strata::archs {
 std::unique_ptr<Model> make_llama(GgufFile file) {
   ModelHParams hp = read_common_hparams(file, "llama");
   hp.rope_style = ops::RopeStyle::norm;
-  return std::make_unique<StandardDecoder>(std::move(file), std::move(hp),
-                                           StandardDecoder::Options{.qk_norm = false, .moe = false});
+  return std::make_unique<StandardDecoder>(
+      std::move(file), std::move(hp), StandardDecoder::Options{.qk_norm = false, .moe = false});
 }
 
 }  // namespace strata::archs

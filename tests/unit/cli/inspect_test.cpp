@@ -19,10 +19,10 @@ std::string model(const std::string& name) {
 TEST(InspectCommand, TextShowsHyperParametersRolesAndTensors) {
   const auto r = run_strata("inspect " + model("tiny-qwen3moe-Q4_K_M.gguf"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const char* needle : {"architecture: qwen3moe", "experts used per token:    2",
-                             "Bytes by role", "routed experts", "Bytes by type", "Q6_K",
-                             "blk.1.ffn_down_exps.weight", "[256, 256, 8]", "Metadata",
-                             "general.file_type"}) {
+  for (const char* needle :
+       {"architecture: qwen3moe", "experts used per token:    2", "Bytes by role", "routed experts",
+        "Bytes by type", "Q6_K", "blk.1.ffn_down_exps.weight", "[256, 256, 8]", "Metadata",
+        "general.file_type"}) {
     EXPECT_NE(r.output.find(needle), std::string::npos) << needle << "\n" << r.output;
   }
 }

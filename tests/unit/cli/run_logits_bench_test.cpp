@@ -26,10 +26,12 @@ std::string join(const std::vector<int32_t>& v) {
 TEST(RunCommand, GreedyTokensMatchTheReferenceOnF16Models) {
   for (const char* m : {"tiny-qwen3moe-F16", "tiny-qwen3-F16", "tiny-llama-F16"}) {
     SCOPED_TRACE(m);
-    const auto ref = LogitsFile::read((test::oracle_dir() / "logits" / (std::string(m) + ".f16kv.orcl")).string());
-    const auto r = run_strata("run -m " + (test::oracle_dir() / "models" / (std::string(m) + ".gguf")).string() +
-                              " --tokens " + join(ref.prompt) + " -n " + std::to_string(ref.gen.size()),
-                              false);
+    const auto ref = LogitsFile::read(
+        (test::oracle_dir() / "logits" / (std::string(m) + ".f16kv.orcl")).string());
+    const auto r = run_strata(
+        "run -m " + (test::oracle_dir() / "models" / (std::string(m) + ".gguf")).string() +
+            " --tokens " + join(ref.prompt) + " -n " + std::to_string(ref.gen.size()),
+        false);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_EQ(r.output, join(ref.gen) + "\n");
   }
@@ -52,12 +54,13 @@ TEST(RunCommand, ClearErrors) {
 
 TEST(RunCommand, TextPromptOnAModelWithAVocabulary) {
   // A small random model carrying the Qwen3 tokenizer, made by the generator next to strata.
-  const std::string generator = std::filesystem::path(STRATA_EXE).parent_path() / "make-synthetic-model";
+  const std::string generator =
+      std::filesystem::path(STRATA_EXE).parent_path() / "make-synthetic-model";
   const auto model = (test::temp_dir() / "vocab-model.gguf").string();
-  const std::string make = generator + " --ftype Q8_0 --embd 64 --heads 1 --kv-heads 1 --layers 1 " +
-                           "--vocab 151936 --vocab-from " +
-                           (test::oracle_dir() / "tokenizer" / "qwen3-vocab.gguf").string() + " -o " +
-                           model + " 2>&1";
+  const std::string make =
+      generator + " --ftype Q8_0 --embd 64 --heads 1 --kv-heads 1 --layers 1 " +
+      "--vocab 151936 --vocab-from " +
+      (test::oracle_dir() / "tokenizer" / "qwen3-vocab.gguf").string() + " -o " + model + " 2>&1";
   ASSERT_EQ(std::system(make.c_str()), 0);
   auto r = run_strata("run -m " + model + " -p 'Hello there' -n 6 --ignore-eos", false);
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -76,9 +79,10 @@ TEST(LogitsCommand, WritesOrclThatMatchesTheReference) {
   const auto ref = LogitsFile::read((test::oracle_dir() / "logits" / (m + ".f16kv.orcl")).string());
   const auto out = (test::temp_dir() / "ours.orcl").string();
   for (const std::string load : {"mmap", "ram"}) {
-    const auto r = run_strata("logits -m " + (test::oracle_dir() / "models" / (m + ".gguf")).string() +
-                              " --load " + load + " --tokens " + join(ref.prompt) + " -n " +
-                              std::to_string(ref.gen.size()) + " -o " + out);
+    const auto r =
+        run_strata("logits -m " + (test::oracle_dir() / "models" / (m + ".gguf")).string() +
+                   " --load " + load + " --tokens " + join(ref.prompt) + " -n " +
+                   std::to_string(ref.gen.size()) + " -o " + out);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const auto ours = LogitsFile::read(out);
     EXPECT_EQ(ours.prompt, ref.prompt);
@@ -89,8 +93,10 @@ TEST(LogitsCommand, WritesOrclThatMatchesTheReference) {
 }
 
 TEST(BenchCommand, JsonReportsSpeedsBytesAndRoofline) {
-  const auto r = run_strata("bench -m " + (test::oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string() +
-                            " -p 32 -n 8 -r 2 -t 2 --json", false);
+  const auto r = run_strata(
+      "bench -m " + (test::oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string() +
+          " -p 32 -n 8 -r 2 -t 2 --json",
+      false);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto j = nlohmann::json::parse(r.output);
   EXPECT_GT(j["pp"]["tok_per_s"].get<double>(), 0);

@@ -28,7 +28,8 @@ TEST(TemplateCommand, RendersTheOracleCases) {
     if (c.contains("add_generation_prompt") && !c["add_generation_prompt"].get<bool>()) {
       args += " --no-generation-prompt";
     }
-    if (c.contains("enable_thinking") && !c["enable_thinking"].get<bool>()) args += " --no-thinking";
+    if (c.contains("enable_thinking") && !c["enable_thinking"].get<bool>())
+      args += " --no-thinking";
     const auto r = run_strata(args, false);
     ASSERT_EQ(r.exit_code, 0);
     EXPECT_EQ(r.output, c["rendered"].get<std::string>());
@@ -51,7 +52,8 @@ TEST(TemplateCommand, ClearErrors) {
                  " --messages " + msgs);
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.output.find("no chat template"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"), std::string::npos)
+  EXPECT_NE(r.output.find("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"),
+            std::string::npos)
       << r.output;
 }
 

@@ -28,7 +28,8 @@ TEST(TokenizeCommand, PromptWithPiecesAndErrors) {
   auto r = run_strata("tokenize -m " + vocab + " -p 'Hello world' --pieces", false);
   ASSERT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.output, "9707(\"Hello\") 1879(\" world\")\n");
-  r = run_strata("tokenize -m " + (test::oracle_dir() / "models" / "tiny-llama-F16.gguf").string() + " -p hi");
+  r = run_strata("tokenize -m " + (test::oracle_dir() / "models" / "tiny-llama-F16.gguf").string() +
+                 " -p hi");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("has no vocabulary"), std::string::npos) << r.output;
   r = run_strata("tokenize -m " + vocab);

@@ -59,7 +59,8 @@ TEST(GgufOracleFiles, Qwen3MoeDeclaresDocumentedShapes) {
 }
 
 TEST(GgufOracleFiles, VocabOnlyTokenizerFile) {
-  const GgufFile f = GgufFile::open((test::oracle_dir() / "tokenizer" / "qwen3-vocab.gguf").string());
+  const GgufFile f =
+      GgufFile::open((test::oracle_dir() / "tokenizer" / "qwen3-vocab.gguf").string());
   EXPECT_EQ(f.get_string("tokenizer.ggml.pre"), "qwen2");
   EXPECT_EQ(f.get_array("tokenizer.ggml.tokens").items.size(), 151669u);
   EXPECT_EQ(f.get_array("tokenizer.ggml.merges").items.size(), 151387u);

@@ -29,7 +29,10 @@ struct Raw {
     return *this;
   }
   Raw& header(uint64_t tensors, uint64_t kvs, uint32_t version = 3) {
-    return put<uint32_t>(kGgufMagic).put<uint32_t>(version).put<uint64_t>(tensors).put<uint64_t>(kvs);
+    return put<uint32_t>(kGgufMagic)
+        .put<uint32_t>(version)
+        .put<uint64_t>(tensors)
+        .put<uint64_t>(kvs);
   }
   Raw& pad(size_t alignment = 32) {
     while (b.size() % alignment) b.push_back(0);
@@ -89,8 +92,13 @@ TEST(GgufValidation, BogusCountsDoNotAllocate) {
   expect_error(Raw().header(0, 1).str("k").put<uint32_t>(8).put<uint64_t>(uint64_t{1} << 40).b,
                "string length");
   // An array claiming 2^60 u32 items.
-  expect_error(Raw().header(0, 1).str("k").put<uint32_t>(9).put<uint32_t>(4).put<uint64_t>(
-                   uint64_t{1} << 60).b,
+  expect_error(Raw()
+                   .header(0, 1)
+                   .str("k")
+                   .put<uint32_t>(9)
+                   .put<uint32_t>(4)
+                   .put<uint64_t>(uint64_t{1} << 60)
+                   .b,
                "cannot fit");
   // A key whose length exceeds the file.
   expect_error(Raw().header(0, 1).put<uint64_t>(~uint64_t{0}).put<uint64_t>(0).put<uint64_t>(0).b,
@@ -106,7 +114,13 @@ TEST(GgufValidation, BadValues) {
   for (int i = 0; i < 20; ++i) deep.put<uint32_t>(9).put<uint64_t>(1);
   expect_error(deep.b, "nested deeper");
   Raw dup;
-  dup.header(0, 2).str("k").put<uint32_t>(4).put<uint32_t>(1).str("k").put<uint32_t>(4).put<uint32_t>(2);
+  dup.header(0, 2)
+      .str("k")
+      .put<uint32_t>(4)
+      .put<uint32_t>(1)
+      .str("k")
+      .put<uint32_t>(4)
+      .put<uint32_t>(2);
   expect_error(dup.b, "'k' appears twice");
 }
 
@@ -143,7 +157,8 @@ TEST(GgufValidation, BadTensorInfos) {
   expect_error(tensor_file(1, {8}, 0, ~uint64_t{31}, 32).b, "runs past the end");
   Raw dup;
   dup.header(2, 0);
-  for (int i = 0; i < 2; ++i) dup.str("t").put<uint32_t>(1).put<uint64_t>(8).put<uint32_t>(0).put<uint64_t>(0);
+  for (int i = 0; i < 2; ++i)
+    dup.str("t").put<uint32_t>(1).put<uint64_t>(8).put<uint32_t>(0).put<uint64_t>(0);
   dup.pad().b.resize(dup.b.size() + 32);
   expect_error(dup.b, "'t' appears twice");
 }

@@ -58,12 +58,14 @@ TEST(ModelLoad, MissingTensorIsNamed) {
 TEST(ModelLoad, WrongShapeNamesExpectedAndActual) {
   const auto bytes = modified_model([](const GgufTensorInfo& t, GgufWriter& w) {
     if (t.name != "blk.0.attn_q.weight") return true;
-    w.add_tensor(t.name, t.type, {256, 128}, std::vector<uint8_t>(t.data.begin(), t.data.begin() + t.data.size() / 2));
+    w.add_tensor(t.name, t.type, {256, 128},
+                 std::vector<uint8_t>(t.data.begin(), t.data.begin() + t.data.size() / 2));
     return false;
   });
   const std::string e = load_error(bytes);
   EXPECT_NE(e.find("'blk.0.attn_q.weight' has shape [256, 128], expected [256, 256]"),
-            std::string::npos) << e;
+            std::string::npos)
+      << e;
 }
 
 TEST(ModelLoad, UnsupportedTypeIsNamed) {
@@ -79,11 +81,13 @@ TEST(ModelLoad, UnsupportedTypeIsNamed) {
 }
 
 TEST(ModelLoad, UnknownArchitectureListsSupported) {
-  const auto bytes = modified_model([](const GgufTensorInfo&, GgufWriter&) { return true; },
-                                    [](GgufWriter& w) { w.set_string("general.architecture", "mamba"); });
+  const auto bytes =
+      modified_model([](const GgufTensorInfo&, GgufWriter&) { return true; },
+                     [](GgufWriter& w) { w.set_string("general.architecture", "mamba"); });
   const std::string e = load_error(bytes);
   EXPECT_NE(e.find("architecture 'mamba' is not supported (supported: qwen3moe, qwen3, llama"),
-            std::string::npos) << e;
+            std::string::npos)
+      << e;
 }
 
 TEST(ModelLoad, BadHyperParameters) {

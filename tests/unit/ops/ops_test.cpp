@@ -25,7 +25,8 @@ TEST(RmsNorm, MatchesDefinition) {
   double ms = 0;
   for (float v : x) ms += double(v) * v;
   const double scale = 1.0 / std::sqrt(ms / 300 + 1e-6);
-  for (int i = 0; i < 300; ++i) EXPECT_NEAR(out[i], x[i] * scale * w[i], 1e-5 * std::fabs(x[i] * scale * w[i]) + 1e-6);
+  for (int i = 0; i < 300; ++i)
+    EXPECT_NEAR(out[i], x[i] * scale * w[i], 1e-5 * std::fabs(x[i] * scale * w[i]) + 1e-6);
   // In place, without weights: unit root-mean-square.
   std::vector<float> y = x;
   rms_norm(y.data(), nullptr, y.data(), 300, 0.0f);
@@ -99,7 +100,8 @@ TEST(MoeRouting, TopKWithRenormalizedWeights) {
 
 TEST(Matmul, EqualsDotOfDequantizedRows) {
   ThreadPool pool(2);
-  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+  for (GgmlType type :
+       {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
     SCOPED_TRACE(std::string(ggml_type_name(type)));
     const quant::TypeTraits& t = quant::traits(type);
     const int64_t cols = 512, rows = 37, tokens = 19;
@@ -151,7 +153,8 @@ void check_attention(GgmlType kv_type) {
   const KvLayerView kv{kv_type, k.data(), v.data(), heads, d, row_bytes};
   const auto keys = test::random_floats(n * heads * d, 11);
   const auto values = test::random_floats(n * heads * d, 12);
-  for (int64_t pos = 0; pos < n; ++pos) kv_store(kv, pos, &keys[pos * heads * d], &values[pos * heads * d]);
+  for (int64_t pos = 0; pos < n; ++pos)
+    kv_store(kv, pos, &keys[pos * heads * d], &values[pos * heads * d]);
   const quant::TypeTraits& t = quant::traits(kv_type);
   const quant::TypeTraits& qt = quant::traits(t.activation_type);
   auto q = test::random_floats(d, 13, 2.0f);
@@ -185,7 +188,9 @@ void check_attention(GgmlType kv_type) {
   }
 }
 
-TEST(Attention, F16CacheMatchesExactSoftmax) { check_attention(GgmlType::F16); }
+TEST(Attention, F16CacheMatchesExactSoftmax) {
+  check_attention(GgmlType::F16);
+}
 
 // A group of query heads sharing one KV head gives each head what attending alone gives, over
 // more positions than one scoring chunk.
@@ -197,7 +202,8 @@ TEST(Attention, GroupEqualsHeadByHead) {
     const KvLayerView kv{kv_type, k.data(), v.data(), heads, d, row_bytes};
     const auto keys = test::random_floats(n * heads * d, 21);
     const auto values = test::random_floats(n * heads * d, 22);
-    for (int64_t pos = 0; pos < n; ++pos) kv_store(kv, pos, &keys[pos * heads * d], &values[pos * heads * d]);
+    for (int64_t pos = 0; pos < n; ++pos)
+      kv_store(kv, pos, &keys[pos * heads * d], &values[pos * heads * d]);
     const auto q = test::random_floats(group * d, 23, 1.5f);
     for (int64_t len : {1, 63, 64, 65, 300}) {
       std::vector<float> together(static_cast<size_t>(group * d)), alone(static_cast<size_t>(d));
@@ -209,7 +215,9 @@ TEST(Attention, GroupEqualsHeadByHead) {
     }
   }
 }
-TEST(Attention, Q8CacheMatchesExactSoftmax) { check_attention(GgmlType::Q8_0); }
+TEST(Attention, Q8CacheMatchesExactSoftmax) {
+  check_attention(GgmlType::Q8_0);
+}
 
 }  // namespace
 }  // namespace strata::ops

@@ -45,7 +45,8 @@ class DequantizeAgreement : public testing::TestWithParam<Case> {};
 class QuantizeAgreement : public testing::TestWithParam<Case> {};
 
 std::vector<uint8_t> quantize(GgmlType type, const std::vector<float>& values) {
-  std::vector<uint8_t> bytes(static_cast<size_t>(row_bytes(type, static_cast<int64_t>(values.size()))));
+  std::vector<uint8_t> bytes(
+      static_cast<size_t>(row_bytes(type, static_cast<int64_t>(values.size()))));
   const TypeKernels ref = kernels_exact(type, Isa::scalar);
   ref.quantize_row(values.data(), bytes.data(), static_cast<int64_t>(values.size()));
   return bytes;

@@ -68,21 +68,30 @@ TEST(OracleDequantize, EveryTensorOfEveryModelDecodes) {
 // wrong layout (nibble order, scale packing, high bits) lands orders of magnitude above them.
 double nmse_bound(GgmlType type) {
   switch (type) {
-    case GgmlType::F32: return 1e-12;
-    case GgmlType::F16: return 1e-12;
-    case GgmlType::Q8_0: return 2e-4;
-    case GgmlType::Q6_K: return 2e-3;
+    case GgmlType::F32:
+      return 1e-12;
+    case GgmlType::F16:
+      return 1e-12;
+    case GgmlType::Q8_0:
+      return 2e-4;
+    case GgmlType::Q6_K:
+      return 2e-3;
     case GgmlType::Q5_0:
     case GgmlType::Q5_1:
-    case GgmlType::Q5_K: return 6e-3;
+    case GgmlType::Q5_K:
+      return 6e-3;
     case GgmlType::Q4_0:
     case GgmlType::Q4_1:
     case GgmlType::Q4_K:
     case GgmlType::IQ4_NL:
-    case GgmlType::IQ4_XS: return 2e-2;
-    case GgmlType::Q3_K: return 8e-2;
-    case GgmlType::Q2_K: return 2.5e-1;
-    default: return 0;
+    case GgmlType::IQ4_XS:
+      return 2e-2;
+    case GgmlType::Q3_K:
+      return 8e-2;
+    case GgmlType::Q2_K:
+      return 2.5e-1;
+    default:
+      return 0;
   }
 }
 
@@ -92,7 +101,8 @@ TEST(OracleDequantize, QuantizedTensorsDecodeCloseToTheF16Model) {
     const GgufFile f16 = GgufFile::open((dir / (std::string(family) + "-F16.gguf")).string());
     for (const auto& path : models_in(dir)) {
       const std::string file = path.filename().string();
-      if (file.rfind(std::string(family) + "-", 0) != 0 || file.find("-F16") != std::string::npos) continue;
+      if (file.rfind(std::string(family) + "-", 0) != 0 || file.find("-F16") != std::string::npos)
+        continue;
       if (std::string(family) == "tiny-qwen3" && file.rfind("tiny-qwen3moe", 0) == 0) continue;
       const GgufFile q = GgufFile::open(path.string());
       for (const auto& t : q.tensors()) {

@@ -24,7 +24,8 @@ TEST(LogitsFile, RoundTrip) {
 }
 
 TEST(LogitsFile, ReadsOracleFiles) {
-  const LogitsFile f = LogitsFile::read((test::oracle_dir() / "logits" / "tiny-qwen3moe-F16.f16kv.orcl").string());
+  const LogitsFile f =
+      LogitsFile::read((test::oracle_dir() / "logits" / "tiny-qwen3moe-F16.f16kv.orcl").string());
   EXPECT_EQ(f.n_vocab, 512u);
   EXPECT_EQ(f.rows(), static_cast<int64_t>(f.prompt.size() + f.gen.size() - 1));
 }
@@ -35,7 +36,8 @@ TEST(LogitsFile, RejectsWrongSizes) {
   f.prompt = {1};
   f.logits = {1, 2, 3};  // n_prompt + n_gen - 1 = 0 rows expected
   EXPECT_ANY_THROW(f.write((test::temp_dir() / "bad.orcl").string()));
-  EXPECT_ANY_THROW(LogitsFile::read((test::oracle_dir() / "models" / "tiny-llama-F16.gguf").string()));
+  EXPECT_ANY_THROW(
+      LogitsFile::read((test::oracle_dir() / "models" / "tiny-llama-F16.gguf").string()));
 }
 
 }  // namespace

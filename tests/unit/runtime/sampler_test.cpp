@@ -28,7 +28,8 @@ TEST(Sampler, FrequenciesFollowTheSoftmax) {
 }
 
 TEST(Sampler, TopPAndMinPCutTheTail) {
-  const std::vector<float> logits = {std::log(0.5f), std::log(0.3f), std::log(0.15f), std::log(0.05f)};
+  const std::vector<float> logits = {std::log(0.5f), std::log(0.3f), std::log(0.15f),
+                                     std::log(0.05f)};
   Sampler top_p({.temperature = 1.0f, .top_p = 0.75f, .seed = 1});
   Sampler min_p({.temperature = 1.0f, .min_p = 0.4f, .seed = 1});
   for (int i = 0; i < 2000; ++i) {

@@ -11,9 +11,20 @@ namespace {
 
 // A small SPM vocabulary written through the GGUF writer, as llama-family files store it.
 std::vector<uint8_t> spm_vocab_file() {
-  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>", "\xe2\x96\x81", "\xe2\x96\x81h",
-                                     "\xe2\x96\x81he", "ll", "llo", "\xe2\x96\x81hello", "he",
-                                     "h", "e", "l", "o"};
+  std::vector<std::string> tokens = {"<unk>",
+                                     "<s>",
+                                     "</s>",
+                                     "\xe2\x96\x81",
+                                     "\xe2\x96\x81h",
+                                     "\xe2\x96\x81he",
+                                     "ll",
+                                     "llo",
+                                     "\xe2\x96\x81hello",
+                                     "he",
+                                     "h",
+                                     "e",
+                                     "l",
+                                     "o"};
   std::vector<float> scores = {0, 0, 0, -10, -1, -2, -3, -4, -5, -6, -20, -20, -20, -20};
   std::vector<int32_t> types = {2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
   for (int b = 0; b < 256; ++b) {

@@ -53,7 +53,8 @@ std::vector<std::vector<int32_t>> read_ids(const std::filesystem::path& p) {
 class Qwen3Tokenizer : public testing::Test {
  protected:
   static void SetUpTestSuite() {
-    file_ = new GgufFile(GgufFile::open((test::oracle_dir() / "tokenizer" / "qwen3-vocab.gguf").string()));
+    file_ = new GgufFile(
+        GgufFile::open((test::oracle_dir() / "tokenizer" / "qwen3-vocab.gguf").string()));
     tokenizer_ = Tokenizer::from_gguf(*file_).release();
   }
   static void TearDownTestSuite() {
@@ -130,7 +131,8 @@ TEST_F(Qwen3Tokenizer, EncodesAHundredKilobytesQuickly) {
   }
   const auto start = std::chrono::steady_clock::now();
   const auto ids = tokenizer_->encode(text, true);
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   EXPECT_GT(ids.size(), 10000u);
   EXPECT_LT(ms, 2000.0);
 }

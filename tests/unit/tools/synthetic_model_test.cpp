@@ -18,9 +18,12 @@ namespace {
 std::vector<float> run_tokens(Model& model, int n, ForwardStats* stats = nullptr) {
   ThreadPool pool(2);
   Session session(model, n, GgmlType::F16, pool);
-  if (stats) session.stats().expert_counts.assign(static_cast<size_t>(model.hparams().n_layer * model.hparams().n_expert), 0);
+  if (stats)
+    session.stats().expert_counts.assign(
+        static_cast<size_t>(model.hparams().n_layer * model.hparams().n_expert), 0);
   std::vector<int32_t> tokens(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) tokens[static_cast<size_t>(i)] = (i * 37 + 11) % static_cast<int32_t>(model.hparams().n_vocab);
+  for (int i = 0; i < n; ++i)
+    tokens[static_cast<size_t>(i)] = (i * 37 + 11) % static_cast<int32_t>(model.hparams().n_vocab);
   std::vector<float> logits;
   session.eval(tokens, true, logits);
   if (stats) *stats = session.stats();

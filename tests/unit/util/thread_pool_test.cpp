@@ -44,9 +44,11 @@ TEST(ThreadPool, RunOnAllReachesEveryThreadOnce) {
 
 TEST(ThreadPool, ExceptionsReachTheCaller) {
   ThreadPool pool(3);
-  EXPECT_THROW(pool.run(100, [](int64_t task, int) {
-    if (task == 37) throw std::runtime_error("task 37 failed");
-  }), std::runtime_error);
+  EXPECT_THROW(pool.run(100,
+                        [](int64_t task, int) {
+                          if (task == 37) throw std::runtime_error("task 37 failed");
+                        }),
+               std::runtime_error);
   // The pool stays usable.
   std::atomic<int> count{0};
   pool.run(10, [&](int64_t, int) { count++; });
@@ -69,7 +71,9 @@ TEST(ThreadPool, SplitRangeCoversEverythingOnce) {
   }
 }
 
-TEST(ThreadPool, RejectsBadSize) { EXPECT_ANY_THROW(ThreadPool(0)); }
+TEST(ThreadPool, RejectsBadSize) {
+  EXPECT_ANY_THROW(ThreadPool(0));
+}
 
 }  // namespace
 }  // namespace strata
