@@ -13,54 +13,17 @@
 
 #include "quant/blocks.h"
 #include "quant/quant.h"
+#include "quant_test_helpers.h"
 #include "support/test_support.h"
 
 namespace strata::quant {
 namespace {
 
+using test_helpers::dequantize_all;
+using test_helpers::quantize_ref;
+
 uint8_t pattern(int i, int salt) {
   return static_cast<uint8_t>((i * 53 + salt * 71 + 5) ^ (i >> 2));
-}
-
-std::vector<float> dequantize_all(GgmlType type, const void* data, int64_t n, Isa isa) {
-  std::vector<float> out(static_cast<size_t>(n));
-  kernels_exact(type, isa).dequantize_row(data, out.data(), n);
-  return out;
-}
-
-// Q8_0 activations: through the registry's reference quantizer when present, else a local one
-// (d = max|x| / 127, q = round(x / d)).
-std::vector<uint8_t> quantize_ref(GgmlType type, const std::vector<float>& x) {
-  const auto n = static_cast<int64_t>(x.size());
-  std::vector<uint8_t> out(static_cast<size_t>(row_bytes(type, n)));
-  const QuantizeRowFn q = kernels_exact(type, Isa::scalar).quantize_row;
-  if (q) {
-    q(x.data(), out.data(), n);
-    return out;
-  }
-  EXPECT_EQ(type, GgmlType::Q8_0) << "no reference quantizer";
-  auto* blocks = reinterpret_cast<BlockQ8_0*>(out.data());
-  for (int64_t b = 0; b < n / kQK; ++b) {
-    float amax = 0;
-    for (int i = 0; i < kQK; ++i) amax = std::max(amax, std::fabs(x[b * kQK + i]));
-    const float d = amax / 127.0f;
-    blocks[b].d = f32_to_f16(d);
-    for (int i = 0; i < kQK; ++i) {
-      blocks[b].qs[i] = static_cast<int8_t>(d > 0 ? std::nearbyint(x[b * kQK + i] / d) : 0);
-    }
-  }
-  return out;
-}
-
-// Dequantized Q8_0 (local, for the same reason).
-std::vector<float> dequantize_activations(GgmlType type, const std::vector<uint8_t>& q, int64_t n) {
-  if (kernels_exact(type, Isa::scalar).dequantize_row)
-    return dequantize_all(type, q.data(), n, Isa::scalar);
-  std::vector<float> out(static_cast<size_t>(n));
-  const auto* blocks = reinterpret_cast<const BlockQ8_0*>(q.data());
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = f16_to_f32(blocks[i / kQK].d) * blocks[i / kQK].qs[i % kQK];
-  return out;
 }
 
 void expect_decodes(GgmlType type, const void* block, const std::vector<float>& expected) {
@@ -171,7 +134,7 @@ TEST(IQuantDot, MatchesDequantizedDot) {
       const auto wq = quantize_ref(type, w);
       const auto aq = quantize_ref(act_type, a);
       const auto wd = dequantize_all(type, wq.data(), n, Isa::scalar);
-      const auto ad = dequantize_activations(act_type, aq, n);
+      const auto ad = dequantize_all(act_type, aq.data(), n, Isa::scalar);
       double expected = 0, magnitude = 0;
       for (int64_t i = 0; i < n; ++i) {
         expected += static_cast<double>(wd[i]) * ad[i];

@@ -15,29 +15,20 @@
 #include "quant/blocks.h"
 #include "quant/kquants_common.h"
 #include "quant/quant.h"
+#include "quant_test_helpers.h"
 #include "support/test_support.h"
 
 namespace strata::quant {
 namespace {
+
+using test_helpers::dequantize_all;
+using test_helpers::quantize_ref;
 
 constexpr int kN = 256;
 
 // Deterministic byte pattern for filling quant fields.
 uint8_t pattern(int i, int salt) {
   return static_cast<uint8_t>((i * 37 + salt * 101 + 11) ^ (i >> 3));
-}
-
-std::vector<float> dequantize_all(GgmlType type, const void* data, int64_t n, Isa isa) {
-  std::vector<float> out(static_cast<size_t>(n));
-  kernels_exact(type, isa).dequantize_row(data, out.data(), n);
-  return out;
-}
-
-std::vector<uint8_t> quantize_ref(GgmlType type, const std::vector<float>& x) {
-  const auto n = static_cast<int64_t>(x.size());
-  std::vector<uint8_t> out(static_cast<size_t>(row_bytes(type, n)));
-  kernels_exact(type, Isa::scalar).quantize_row(x.data(), out.data(), n);
-  return out;
 }
 
 // ---------------------------------------------------------------------------------------------

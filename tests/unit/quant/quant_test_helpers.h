@@ -1,0 +1,26 @@
+#pragma once
+// Helpers shared by the quant-format tests.
+
+#include <cstdint>
+#include <vector>
+
+#include "quant/quant.h"
+
+namespace strata::quant::test_helpers {
+
+// n values decoded by exactly this level's kernel.
+inline std::vector<float> dequantize_all(GgmlType type, const void* data, int64_t n, Isa isa) {
+  std::vector<float> out(static_cast<size_t>(n));
+  kernels_exact(type, isa).dequantize_row(data, out.data(), n);
+  return out;
+}
+
+// x quantized by the scalar reference quantizer of `type`.
+inline std::vector<uint8_t> quantize_ref(GgmlType type, const std::vector<float>& x) {
+  const auto n = static_cast<int64_t>(x.size());
+  std::vector<uint8_t> out(static_cast<size_t>(row_bytes(type, n)));
+  kernels_exact(type, Isa::scalar).quantize_row(x.data(), out.data(), n);
+  return out;
+}
+
+}  // namespace strata::quant::test_helpers
