@@ -122,7 +122,8 @@ void add_bench_command(CLI::App& app) {
       const auto start = std::chrono::steady_clock::now();
       for (int i = 0; i < o->n_gen; ++i) {
         session.eval(std::span<const int32_t>(&next, 1), false, logits);
-        next = static_cast<int32_t>((next * 7919 + 13) % hp.n_vocab);  // cheap, deterministic
+        next =
+            static_cast<int32_t>((int64_t{next} * 7919 + 13) % hp.n_vocab);  // cheap, deterministic
       }
       return seconds_since(start);
     };

@@ -50,7 +50,7 @@ void add_run_command(CLI::App& app) {
     auto model = load_model(o->model);
     // Text in and out when the file carries a vocabulary; token ids otherwise.
     std::unique_ptr<Tokenizer> tokenizer;
-    if (!o->prompt.empty() || !o->ids) {
+    {
       const auto kind = model->file().find_string("tokenizer.ggml.model").value_or("no_vocab");
       if (kind != "no_vocab" && kind != "none") tokenizer = Tokenizer::from_gguf(model->file());
     }

@@ -11,6 +11,9 @@ namespace strata {
 namespace {
 
 constexpr int kMaxArrayNesting = 8;  // real files nest at most 2 levels; deeper is hostile
+// Every array item becomes a GgufValue (tens of bytes), so a u8 array could cost far more memory
+// than the file's bytes: cap the count at 16x the largest vocabularies (~260k tokens).
+constexpr uint64_t kMaxArrayItems = uint64_t{1} << 22;
 
 // Smallest number of bytes one encoded value of this type can occupy; bounds counts before any
 // allocation so a bogus count cannot make us reserve memory the file cannot back.
@@ -132,6 +135,10 @@ GgufValue read_value(Cursor& in, const std::string& file, GgufValueType type,
       if (count > in.remaining() / min_size) {
         fail("{}: {} at offset {}: array of {} {} values cannot fit in the {} bytes left", file,
              what, at, count, gguf_value_type_name(element), in.remaining());
+      }
+      if (count > kMaxArrayItems) {
+        fail("{}: {} at offset {}: array of {} items exceeds the limit of {}", file, what, at,
+             count, kMaxArrayItems);
       }
       std::vector<GgufValue> items;
       items.reserve(static_cast<size_t>(count));

@@ -69,10 +69,14 @@ uint64_t align_up(uint64_t n, uint64_t alignment) {
 GgufWriter::GgufWriter(uint32_t alignment) : alignment_(alignment) {
   STRATA_CHECK(alignment > 0 && (alignment & (alignment - 1)) == 0,
                "GGUF writer: alignment {} is not a power of two", alignment);
-  if (alignment != kGgufDefaultAlignment) set_u32("general.alignment", alignment);
+  if (alignment != kGgufDefaultAlignment)
+    metadata_.push_back({"general.alignment", GgufValue(alignment)});
 }
 
 void GgufWriter::set(const std::string& key, GgufValue value) {
+  // The alignment decides the data layout: it is fixed by the constructor, not a free key.
+  STRATA_CHECK(key != "general.alignment" || value == GgufValue(alignment_),
+               "GGUF writer: set the alignment through the constructor ({} here)", alignment_);
   for (auto& kv : metadata_) {
     if (kv.key == key) {
       kv.value = std::move(value);

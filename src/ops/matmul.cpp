@@ -35,7 +35,7 @@ void matmul_rows_impl(const WeightMatrix& w, const QuantizedRows& a, TokenOf tok
                       int64_t n_out, bool contiguous, float* out, int64_t out_stride,
                       int64_t row_begin, int64_t row_end) {
   const quant::TypeKernels& k = quant::traits(w.type).kernels;
-  const int64_t a_bytes = a.rows() > 1 ? a.row(1) - a.row(0) : 0;
+  const int64_t a_bytes = a.row_bytes();
   if (k.vec_dot_multi && n_out > 1) {
     constexpr int kGroup = quant::kMaxMultiDot;
     std::vector<uint8_t> gathered;

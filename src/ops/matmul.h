@@ -38,6 +38,7 @@ class QuantizedRows {
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }
   const uint8_t* row(int64_t i) const { return data_.data() + i * row_bytes_; }
+  int64_t row_bytes() const { return row_bytes_; }
 
  private:
   GgmlType type_ = GgmlType::F32;

@@ -20,6 +20,20 @@ void Session::eval(std::span<const int32_t> tokens, bool all_logits, std::vector
          position_, n, kv_.capacity());
   }
   logits.resize(static_cast<size_t>((all_logits ? n : 1) * n_vocab));
+  // All or nothing: a failing batch leaves the sequence where it was before this call.
+  const int64_t start = position_;
+  try {
+    eval_batches(tokens, all_logits, logits, max_batch);
+  } catch (...) {
+    position_ = start;
+    throw;
+  }
+}
+
+void Session::eval_batches(std::span<const int32_t> tokens, bool all_logits,
+                           std::vector<float>& logits, int64_t max_batch) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  const int64_t n_vocab = model_.hparams().n_vocab;
   for (int64_t done = 0; done < n;) {
     const int64_t count = std::min(max_batch, n - done);
     const bool last_batch = done + count == n;

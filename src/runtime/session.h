@@ -22,6 +22,7 @@ class Session {
             int64_t max_batch = 512);
 
   int64_t position() const { return position_; }
+
   int64_t capacity() const { return kv_.capacity(); }
   void reset() { position_ = 0; }
   // Forgets every token from `position` on (their cache rows are overwritten by what follows).
@@ -31,6 +32,9 @@ class Session {
   ForwardStats& stats() { return stats_; }
 
  private:
+  void eval_batches(std::span<const int32_t> tokens, bool all_logits, std::vector<float>& logits,
+                    int64_t max_batch);
+
   Model& model_;
   KvCache kv_;
   ThreadPool& pool_;

@@ -113,7 +113,9 @@ std::vector<int32_t> Tokenizer::encode(std::string_view raw, bool parse_special,
     } else {
       encode_plain(segment.text, at_start, out);
     }
-    at_start = false;
+    // SentencePiece text after a special token starts a new "word" (dummy prefix again), as
+    // the reference tokenizers do; byte-level BPE ignores the flag.
+    at_start = segment.token >= 0;
   }
   if (add_bos && vocab_.add_eos && vocab_.eos >= 0) out.push_back(vocab_.eos);
   return out;
@@ -171,7 +173,9 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool render_special)
 std::string StreamingDetokenizer::push(int32_t id) {
   pending_ += tokenizer_.token_bytes(id, render_special_);
   const size_t ready = complete_utf8_prefix(pending_);
-  std::string out = pending_.substr(0, ready);
+  // Stray bytes (a lone continuation byte from a byte token) become U+FFFD: what leaves here is
+  // always valid UTF-8.
+  std::string out = sanitize_utf8(std::string_view(pending_).substr(0, ready));
   pending_.erase(0, ready);
   return out;
 }

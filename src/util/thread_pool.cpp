@@ -6,6 +6,7 @@
 #include <sched.h>
 
 #include <chrono>
+#include <system_error>
 
 #include "util/error.h"
 
@@ -20,7 +21,20 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads) {
   STRATA_CHECK(n_threads >= 1 && n_threads <= 1024, "thread count must be 1..1024, got {}",
                n_threads);
   workers_.reserve(static_cast<size_t>(n_threads - 1));
-  for (int t = 1; t < n_threads; ++t) workers_.emplace_back([this, t] { worker_loop(t); });
+  try {
+    for (int t = 1; t < n_threads; ++t) workers_.emplace_back([this, t] { worker_loop(t); });
+  } catch (const std::system_error& e) {
+    // Stop and join the workers already started, then report (a joinable thread left in
+    // workers_ would terminate the process).
+    {
+      std::lock_guard lock(mutex_);
+      stop_.store(true);
+      generation_.fetch_add(1);
+    }
+    wake_.notify_all();
+    for (auto& w : workers_) w.join();
+    fail("cannot start {} threads: {} (try fewer with -t)", n_threads, e.what());
+  }
   pin_workers();
 }
 

@@ -65,6 +65,20 @@ TEST(PrefillDecode, TruncateThenContinueEqualsAFreshRun) {
   EXPECT_THROW(session.truncate(99), std::exception);
 }
 
+TEST(PrefillDecode, AFailingBatchLeavesTheSequenceUnchanged) {
+  auto model = Model::load((test::oracle_dir() / "models" / "tiny-qwen3-Q8_0.gguf").string());
+  ThreadPool pool(2);
+  Session session(*model, 64, GgmlType::F16, pool);
+  std::vector<int32_t> tokens(40, 3);
+  tokens[30] = 100000;  // outside the vocabulary, in the second batch of 16
+  std::vector<float> logits;
+  EXPECT_THROW(session.eval(tokens, false, logits, 16), std::exception);
+  EXPECT_EQ(session.position(), 0);
+  tokens[30] = 3;
+  session.eval(tokens, false, logits, 16);
+  EXPECT_EQ(session.position(), 40);
+}
+
 TEST(PrefillDecode, ContextOverflowIsAnError) {
   auto model = Model::load((test::oracle_dir() / "models" / "tiny-qwen3-Q8_0.gguf").string());
   ThreadPool pool(1);

@@ -151,6 +151,8 @@ TEST(GgufWriterChecks, RejectsBadTensors) {
   w.add_tensor("c", GgmlType::F32, {4}, std::vector<uint8_t>(16));
   EXPECT_THROW(w.add_tensor("c", GgmlType::F32, {4}, std::vector<uint8_t>(16)), Error);
   EXPECT_THROW(GgufWriter(48), Error);
+  // The alignment is the constructor's: setting the key to another value is refused.
+  EXPECT_THROW(w.set("general.alignment", GgufValue(uint32_t{64})), Error);
 }
 
 TEST(GgufWriterChecks, FailedFillerLeavesNoFile) {

@@ -100,6 +100,15 @@ TEST(GgufValidation, BogusCountsDoNotAllocate) {
                    .put<uint64_t>(uint64_t{1} << 60)
                    .b,
                "cannot fit");
+  // An array of more items than any real file holds, each backed by a byte of data: refused
+  // before it becomes millions of in-memory values.
+  {
+    Raw big;
+    big.header(0, 1).str("k").put<uint32_t>(9).put<uint32_t>(0).put<uint64_t>((uint64_t{1} << 22) +
+                                                                              1);
+    big.b.resize(big.b.size() + (size_t{1} << 22) + 1, 0);
+    expect_error(big.b, "exceeds the limit");
+  }
   // A key whose length exceeds the file.
   expect_error(Raw().header(0, 1).put<uint64_t>(~uint64_t{0}).put<uint64_t>(0).put<uint64_t>(0).b,
                "key of metadata entry 0");

@@ -63,6 +63,8 @@ TEST(SpmTokenizer, MergesByScoreAndFallsBackToBytes) {
   EXPECT_EQ(tok->decode(ids), "hi€");
   EXPECT_EQ(tok->decode(tok->encode("hello hello", false)), "hello hello");
   EXPECT_TRUE(tok->vocab().is_end_of_generation(2));
+  // Text after a special token starts a new word: the dummy prefix applies again.
+  EXPECT_EQ(tok->encode("<s>hello", true), (std::vector<int32_t>{1, 8}));
 }
 
 TEST(SpmTokenizer, NoVocabularyIsAClearError) {

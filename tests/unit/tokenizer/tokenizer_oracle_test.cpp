@@ -9,6 +9,7 @@
 
 #include "gguf/gguf_file.h"
 #include "support/test_support.h"
+#include "tokenizer/byte_unicode.h"
 #include "tokenizer/tokenizer.h"
 
 namespace strata {
@@ -119,6 +120,21 @@ TEST_F(Qwen3Tokenizer, StreamingNeverSplitsACharacter) {
   }
   joined += stream.flush();
   EXPECT_EQ(joined, text);
+}
+
+TEST_F(Qwen3Tokenizer, StreamingOutputIsAlwaysValidUtf8) {
+  // A lone continuation byte (a model can sample any byte token) becomes U+FFFD.
+  const Vocab& v = tokenizer_->vocab();
+  const int32_t a = *v.find("a");
+  const int32_t stray = *v.find(byte_to_token_char(0x80));
+  StreamingDetokenizer stream(*tokenizer_, true);
+  std::string out = stream.push(a);
+  out += stream.push(stray);
+  out += stream.push(a);
+  out += stream.flush();
+  EXPECT_EQ(out,
+            "a\xef\xbf\xbd"
+            "a");
 }
 
 TEST_F(Qwen3Tokenizer, EncodesAHundredKilobytesQuickly) {
