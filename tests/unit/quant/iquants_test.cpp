@@ -20,22 +20,11 @@ namespace strata::quant {
 namespace {
 
 using test_helpers::dequantize_all;
+using test_helpers::expect_decodes;
 using test_helpers::quantize_ref;
 
 uint8_t pattern(int i, int salt) {
   return static_cast<uint8_t>((i * 53 + salt * 71 + 5) ^ (i >> 2));
-}
-
-void expect_decodes(GgmlType type, const void* block, const std::vector<float>& expected) {
-  const auto n = static_cast<int64_t>(expected.size());
-  for (Isa isa : available_isas()) {
-    if (!kernels_exact(type, isa).dequantize_row) continue;
-    const auto got = dequantize_all(type, block, n, isa);
-    for (int64_t i = 0; i < n; ++i) {
-      ASSERT_FLOAT_EQ(got[i], expected[i])
-          << ggml_type_name(type) << " " << isa_name(isa) << " element " << i;
-    }
-  }
 }
 
 // ---------------------------------------------------------------------------------------------

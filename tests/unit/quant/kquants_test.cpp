@@ -22,6 +22,7 @@ namespace strata::quant {
 namespace {
 
 using test_helpers::dequantize_all;
+using test_helpers::expect_decodes;
 using test_helpers::quantize_ref;
 
 constexpr int kN = 256;
@@ -33,17 +34,6 @@ uint8_t pattern(int i, int salt) {
 
 // ---------------------------------------------------------------------------------------------
 // Layout: every type decoded at every level from bytes written by hand.
-
-void expect_decodes(GgmlType type, const void* block, const std::vector<float>& expected) {
-  for (Isa isa : available_isas()) {
-    if (!kernels_exact(type, isa).dequantize_row) continue;
-    const auto got = dequantize_all(type, block, kN, isa);
-    for (int i = 0; i < kN; ++i) {
-      ASSERT_FLOAT_EQ(got[i], expected[i])
-          << ggml_type_name(type) << " " << isa_name(isa) << " element " << i;
-    }
-  }
-}
 
 TEST(KQuantLayout, Q2K) {
   BlockQ2_K b{};

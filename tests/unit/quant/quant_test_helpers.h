@@ -1,6 +1,8 @@
 #pragma once
 // Helpers shared by the quant-format tests.
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <vector>
 
@@ -21,6 +23,19 @@ inline std::vector<uint8_t> quantize_ref(GgmlType type, const std::vector<float>
   std::vector<uint8_t> out(static_cast<size_t>(row_bytes(type, n)));
   kernels_exact(type, Isa::scalar).quantize_row(x.data(), out.data(), n);
   return out;
+}
+
+// Every level that has its own dequantize kernel decodes `block` to exactly `expected`.
+inline void expect_decodes(GgmlType type, const void* block, const std::vector<float>& expected) {
+  const auto n = static_cast<int64_t>(expected.size());
+  for (Isa isa : available_isas()) {
+    if (!kernels_exact(type, isa).dequantize_row) continue;
+    const auto got = dequantize_all(type, block, n, isa);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_FLOAT_EQ(got[i], expected[i])
+          << ggml_type_name(type) << " " << isa_name(isa) << " element " << i;
+    }
+  }
 }
 
 }  // namespace strata::quant::test_helpers
