@@ -40,6 +40,50 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// Per-op wall time of one untimed run of `run` (which returns its own seconds), over n_tokens.
+struct OpProfile {
+  std::vector<profile::Entry> ops;
+  double seconds = 0;
+  int n_tokens = 0;
+};
+
+template <typename Run>
+OpProfile profile_of(Run&& run, int n_tokens) {
+  OpProfile p;
+  p.n_tokens = n_tokens;
+  profile::reset();
+  profile::set_enabled(true);
+  p.seconds = run();
+  profile::set_enabled(false);
+  for (const auto& e : profile::snapshot()) {
+    if (e.calls > 0) p.ops.push_back(e);
+  }
+  return p;
+}
+
+nlohmann::json profile_json(const OpProfile& p) {
+  nlohmann::json ops = nlohmann::json::array();
+  for (const auto& e : p.ops) {
+    ops.push_back({{"op", e.name},
+                   {"ms_per_token", 1e3 * e.seconds / p.n_tokens},
+                   {"share", e.seconds / p.seconds}});
+  }
+  return ops;
+}
+
+void print_profile(const char* title, const OpProfile& p) {
+  fmt::print("{} profile ({} tokens, {:.3f} ms/token):\n", title, p.n_tokens,
+             1e3 * p.seconds / p.n_tokens);
+  double accounted = 0;
+  for (const auto& e : p.ops) {
+    fmt::print("  {:<40} {:8.3f} ms  {:5.1f}%\n", e.name, 1e3 * e.seconds / p.n_tokens,
+               100 * e.seconds / p.seconds);
+    accounted += e.seconds;
+  }
+  fmt::print("  {:<40} {:8.3f} ms  {:5.1f}%\n", "(other)",
+             1e3 * (p.seconds - accounted) / p.n_tokens, 100 * (p.seconds - accounted) / p.seconds);
+}
+
 }  // namespace
 
 void add_bench_command(CLI::App& app) {
@@ -77,9 +121,8 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 16));
   cmd->add_flag("--json", o->json, "Machine-readable output");
   cmd->add_flag("--no-bandwidth", o->skip_bandwidth, "Skip the RAM bandwidth measurement");
-  cmd->add_flag(
-      "--profile", o->profile,
-      "After the timed runs, one more tg run with a per-op time profile of a decode step");
+  cmd->add_flag("--profile", o->profile,
+                "After the timed runs, one more pp and tg run each with a per-op time profile");
   cmd->callback([o] {
     STRATA_CHECK(o->n_prompt > 0 || o->n_gen > 0, "nothing to measure: -p and -n are both 0");
     auto model = load_model(o->model);
@@ -100,14 +143,19 @@ void add_bench_command(CLI::App& app) {
                  false, logits, o->batch);
     session.reset();
 
-    std::vector<double> pp, tg;
-    for (int r = 0; r < o->repetitions && o->n_prompt > 0; ++r) {
+    auto run_pp = [&] {
       session.reset();
       const auto start = std::chrono::steady_clock::now();
       session.eval(prompt, false, logits, o->batch);
-      pp.push_back(o->n_prompt / seconds_since(start));
+      return seconds_since(start);
+    };
+    std::vector<double> pp, tg;
+    for (int r = 0; r < o->repetitions && o->n_prompt > 0; ++r) {
+      pp.push_back(o->n_prompt / run_pp());
       log::info("pp{} run {}: {:.2f} tok/s", o->n_prompt, r + 1, pp.back());
     }
+    OpProfile pp_profile;
+    if (o->profile && o->n_prompt > 0) pp_profile = profile_of(run_pp, o->n_prompt);
     // tg: single-token steps starting at position `depth` (filled once, untimed).
     if (o->n_gen > 0 && o->depth > 0) {
       log::info("filling the context to depth {}", o->depth);
@@ -136,17 +184,8 @@ void add_bench_command(CLI::App& app) {
     }
 
     // Where a decode step goes: one more (untimed) tg run with the per-op profile on.
-    std::vector<profile::Entry> per_op;
-    double profiled_seconds = 0;
-    if (o->profile && o->n_gen > 0) {
-      profile::reset();
-      profile::set_enabled(true);
-      profiled_seconds = run_tg();
-      profile::set_enabled(false);
-      for (const auto& e : profile::snapshot()) {
-        if (e.calls > 0) per_op.push_back(e);
-      }
-    }
+    OpProfile tg_profile;
+    if (o->profile && o->n_gen > 0) tg_profile = profile_of(run_tg, o->n_gen);
 
     // Bytes one generated token reads: dense weights, the experts that ran, and the KV cache at
     // the average position of the tg run.
@@ -196,15 +235,8 @@ void add_bench_command(CLI::App& app) {
           {"ram_read_gbps", bw.read_gbps},
           {"roofline_fraction", roofline},
       };
-      if (!per_op.empty()) {
-        nlohmann::json ops = nlohmann::json::array();
-        for (const auto& e : per_op) {
-          ops.push_back({{"op", e.name},
-                         {"ms_per_token", 1e3 * e.seconds / o->n_gen},
-                         {"share", e.seconds / profiled_seconds}});
-        }
-        j["decode_profile"] = ops;
-      }
+      if (!pp_profile.ops.empty()) j["prefill_profile"] = profile_json(pp_profile);
+      if (!tg_profile.ops.empty()) j["decode_profile"] = profile_json(tg_profile);
       fmt::print("{}\n", j.dump(2));
       return;
     }
@@ -232,19 +264,8 @@ void add_bench_command(CLI::App& app) {
       fmt::print("roofline   {:.1f}% (tg x bytes/tok = {:.1f} GB/s of {:.1f} GB/s)\n",
                  100 * roofline, tg_stat.mean * bytes_per_token / 1e9, bw.read_gbps);
     }
-    if (!per_op.empty()) {
-      fmt::print("decode step profile ({} tokens, {:.3f} ms/token):\n", o->n_gen,
-                 1e3 * profiled_seconds / o->n_gen);
-      double accounted = 0;
-      for (const auto& e : per_op) {
-        fmt::print("  {:<40} {:8.3f} ms  {:5.1f}%\n", e.name, 1e3 * e.seconds / o->n_gen,
-                   100 * e.seconds / profiled_seconds);
-        accounted += e.seconds;
-      }
-      fmt::print("  {:<40} {:8.3f} ms  {:5.1f}%\n", "(other)",
-                 1e3 * (profiled_seconds - accounted) / o->n_gen,
-                 100 * (profiled_seconds - accounted) / profiled_seconds);
-    }
+    if (!pp_profile.ops.empty()) print_profile("prefill", pp_profile);
+    if (!tg_profile.ops.empty()) print_profile("decode step", tg_profile);
   });
 }
 

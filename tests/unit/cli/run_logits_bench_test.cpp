@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "cli_test_support.h"
 #include "runtime/logits_file.h"
@@ -108,6 +109,29 @@ TEST(BenchCommand, JsonReportsSpeedsBytesAndRoofline) {
   EXPECT_GE(j["experts_per_token"].get<double>(), 2.0);
   EXPECT_LE(j["experts_per_token"].get<double>(), 4.0);
   EXPECT_GT(j["bytes_per_token"].get<double>(), j["dense_bytes_per_token"].get<double>());
+}
+
+TEST(BenchCommand, ProfileSplitsPrefillAndDecodeByOp) {
+  const auto r = run_strata(
+      "bench -m " + (test::oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string() +
+          " -p 16 -n 4 -r 1 -t 1 --json --no-bandwidth --profile",
+      false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  for (const char* key : {"prefill_profile", "decode_profile"}) {
+    ASSERT_TRUE(j.contains(key)) << key;
+    std::set<std::string> ops;
+    double share = 0;
+    for (const auto& op : j[key]) {
+      ops.insert(op["op"].get<std::string>());
+      EXPECT_GE(op["ms_per_token"].get<double>(), 0);
+      share += op["share"].get<double>();
+    }
+    // The timed scopes do not overlap, so together they cannot exceed the run.
+    EXPECT_LE(share, 1.0 + 1e-6) << key;
+    for (const char* op : {"attention: over the kv cache", "moe: experts gate+up", "output head"})
+      EXPECT_TRUE(ops.count(op)) << key << " lacks " << op;
+  }
 }
 
 }  // namespace
