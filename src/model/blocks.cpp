@@ -39,6 +39,10 @@ void for_each_expert_block(const std::vector<int32_t>& active, int64_t rows, int
   });
 }
 
+const ops::KvLayerView& cache_of(const TokenPlacement& at, int64_t token) {
+  return at.caches[static_cast<size_t>(at.sequence[static_cast<size_t>(token)])];
+}
+
 }  // namespace
 
 const ops::QuantizedRows& ActivationCache::get(GgmlType type) {
@@ -57,7 +61,7 @@ const ops::QuantizedRows& ActivationCache::get(GgmlType type) {
 }
 
 void attention_block(const AttentionWeights& w, const AttentionParams& p, const float* x, int64_t n,
-                     int64_t pos0, const ops::KvLayerView& kv, float* out, ThreadPool& pool) {
+                     const TokenPlacement& at, float* out, ThreadPool& pool) {
   const int64_t hd = p.head_dim;
   const int64_t q_dim = p.n_head * hd, kv_dim = p.n_head_kv * hd;
   float* q = scratch(0, static_cast<size_t>(n * q_dim)).data();
@@ -88,9 +92,10 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
         for (int64_t h = 0; h < p.n_head_kv; ++h)
           ops::rms_norm(kt + h * hd, w.k_norm, kt + h * hd, hd, p.rms_eps);
       }
-      p.rope->apply_heads(qt, p.n_head, pos0 + t);
-      p.rope->apply_heads(kt, p.n_head_kv, pos0 + t);
-      ops::kv_store(kv, pos0 + t, kt, v + t * kv_dim);
+      const int64_t pos = at.position[static_cast<size_t>(t)];
+      p.rope->apply_heads(qt, p.n_head, pos);
+      p.rope->apply_heads(kt, p.n_head_kv, pos);
+      ops::kv_store(cache_of(at, t), pos, kt, v + t * kv_dim);
     });
   }
 
@@ -102,7 +107,8 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
     // values once.
     pool.run(n * p.n_head_kv, [&](int64_t task, int) {
       const int64_t t = task / p.n_head_kv, kvh = task % p.n_head_kv;
-      ops::attend_group(kv, kvh, q + t * q_dim + kvh * group * hd, group, pos0 + t + 1, scale,
+      ops::attend_group(cache_of(at, t), kvh, q + t * q_dim + kvh * group * hd, group,
+                        at.position[static_cast<size_t>(t)] + 1, scale,
                         attn + t * q_dim + kvh * group * hd);
     });
   }

@@ -53,10 +53,19 @@ struct AttentionParams {
   const ops::Rope* rope = nullptr;
 };
 
-// out[n][n_embd] = attention(x) for tokens at positions pos0 .. pos0+n-1 of one sequence; their
-// keys and values are appended to `kv` first (causal: token i sees positions <= pos0 + i).
+// Where each token of a batch lives: token t is at position[t] of sequence sequence[t], whose
+// cache for this layer is caches[sequence[t]].
+struct TokenPlacement {
+  std::span<const int32_t> sequence;  // [n]
+  std::span<const int64_t> position;  // [n]
+  std::span<const ops::KvLayerView> caches;
+};
+
+// out[n][n_embd] = attention(x) for a batch of tokens from one or several sequences. Every
+// token's key and value are stored in its sequence's cache first; then each token attends over
+// positions [0, position] of its own sequence (causal, and blind to the other sequences).
 void attention_block(const AttentionWeights& w, const AttentionParams& p, const float* x, int64_t n,
-                     int64_t pos0, const ops::KvLayerView& kv, float* out, ThreadPool& pool);
+                     const TokenPlacement& at, float* out, ThreadPool& pool);
 
 // ---- feed-forward -----------------------------------------------------------------------
 

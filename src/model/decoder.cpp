@@ -29,15 +29,18 @@ void rms_norm_rows(const float* x, const float* weight, float* out, int64_t n, i
 }
 
 void output_head(const ops::WeightMatrix& output, const float* output_norm, float rms_eps,
-                 const float* x, int64_t n, bool all_rows, float* logits, ThreadPool& pool) {
+                 const float* x, std::span<const int32_t> rows, float* logits, ThreadPool& pool) {
+  if (rows.empty()) return;
   const int64_t cols = output.cols;
-  const int64_t first = all_rows ? 0 : n - 1;
-  const int64_t rows = n - first;
   static thread_local std::vector<float> normed;
-  normed.resize(static_cast<size_t>(rows * cols));
-  rms_norm_rows(x + first * cols, output_norm, normed.data(), rows, cols, rms_eps);
+  normed.resize(rows.size() * static_cast<size_t>(cols));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    ops::rms_norm(x + rows[i] * cols, output_norm, normed.data() + static_cast<int64_t>(i) * cols,
+                  cols, rms_eps);
+  }
   static thread_local ops::QuantizedRows activations;
-  activations.quantize(normed.data(), rows, cols, cols, quant::traits(output.type).activation_type);
+  activations.quantize(normed.data(), static_cast<int64_t>(rows.size()), cols, cols,
+                       quant::traits(output.type).activation_type);
   ops::matmul(output, activations, logits, output.rows, pool);
 }
 

@@ -16,9 +16,10 @@ void embed_tokens(const ops::WeightMatrix& token_embd, std::span<const int32_t> 
 // x += y over n values.
 void add_residual(float* x, const float* y, int64_t n);
 
-// logits = output(rms_norm(x) * norm) for the last row of x, or for every row when all_rows.
+// logits[i] = output(rms_norm(x[rows[i]]) * norm): only the rows someone samples from pay for
+// the (large) output matrix.
 void output_head(const ops::WeightMatrix& output, const float* output_norm, float rms_eps,
-                 const float* x, int64_t n, bool all_rows, float* logits, ThreadPool& pool);
+                 const float* x, std::span<const int32_t> rows, float* logits, ThreadPool& pool);
 
 // Applies rms_norm(row) * weight to each of n rows of `cols` values (out may be x).
 void rms_norm_rows(const float* x, const float* weight, float* out, int64_t n, int64_t cols,

@@ -22,10 +22,22 @@ struct ForwardStats {
   std::vector<uint64_t> expert_counts;  // [n_layer * n_expert] selections, when sized by caller
 };
 
+// One sequence's KV cache: a view per layer.
+using SequenceKv = std::span<const ops::KvLayerView>;
+
+// The tokens of one forward call. Two forms:
+// - single sequence (`sequences` empty): token i sits at pos0 + i of sequence 0;
+// - several sequences: token i belongs to sequence sequences[i] (an index into the caches) at
+//   positions[i]. A sequence's tokens are consecutive positions in row order, so a later token
+//   sees the keys and values its predecessors wrote in the same call. Logits are produced for
+//   the rows in logit_rows, in that order (none when it is empty: a prefill chunk).
 struct ForwardBatch {
   std::span<const int32_t> tokens;
-  int64_t pos0 = 0;         // position of tokens[0] in the sequence
-  bool all_logits = false;  // logits for every token, else only the last
+  int64_t pos0 = 0;         // single sequence: position of tokens[0]
+  bool all_logits = false;  // single sequence: logits for every token, else only the last
+  std::span<const int32_t> sequences;
+  std::span<const int64_t> positions;
+  std::span<const int32_t> logit_rows;
 };
 
 class Model {
@@ -41,10 +53,12 @@ class Model {
   const GgufFile& file() const { return file_; }
   const ModelHParams& hparams() const { return hparams_; }
 
-  // Runs the batch through the model. kv holds one view per layer with room for
-  // pos0 + tokens.size() positions. logits: [tokens][n_vocab] or [n_vocab].
-  virtual void forward(const ForwardBatch& batch, std::span<const ops::KvLayerView> kv,
-                       float* logits, ThreadPool& pool, ForwardStats* stats = nullptr) = 0;
+  // Runs the batch through the model: every weight matrix streams once for all its tokens.
+  // kv[s] is sequence s's cache, one view per layer, with storage for every position the batch
+  // writes. logits: [rows][n_vocab] for the requested rows (single-sequence form: every token,
+  // or only the last). Throws strata::Error for an inconsistent batch.
+  virtual void forward(const ForwardBatch& batch, std::span<const SequenceKv> kv, float* logits,
+                       ThreadPool& pool, ForwardStats* stats = nullptr) = 0;
 
   // Weight bytes a single-token step reads outside the routed experts (attention, router,
   // shared/dense FFN, norms, output head, one embedding row).

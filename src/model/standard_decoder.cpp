@@ -35,13 +35,11 @@ StandardDecoder::StandardDecoder(GgufFile file, ModelHParams hparams, Options op
   }
 }
 
-void StandardDecoder::forward(const ForwardBatch& batch, std::span<const ops::KvLayerView> kv,
+void StandardDecoder::forward(const ForwardBatch& batch, std::span<const SequenceKv> kv,
                               float* logits, ThreadPool& pool, ForwardStats* stats) {
   const ModelHParams& hp = hparams_;
+  layout_.build(batch, kv, hp.n_layer);
   const int64_t n = static_cast<int64_t>(batch.tokens.size());
-  STRATA_CHECK(n > 0, "forward needs at least one token");
-  STRATA_CHECK(static_cast<int64_t>(kv.size()) == hp.n_layer, "KV cache has {} layers, model {}",
-               kv.size(), hp.n_layer);
   const size_t size = static_cast<size_t>(n * hp.n_embd);
   x_.resize(size);
   normed_.resize(size);
@@ -60,8 +58,10 @@ void StandardDecoder::forward(const ForwardBatch& batch, std::span<const ops::Kv
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const Layer& l = layers_[static_cast<size_t>(il)];
     norm_rows(x_.data(), l.attn_norm, n);
-    attention_block(l.attn, attn_params, normed_.data(), n, batch.pos0, kv[static_cast<size_t>(il)],
-                    delta_.data(), pool);
+    layer_caches_.clear();
+    for (const SequenceKv& sequence_kv : kv) layer_caches_.push_back(sequence_kv[il]);
+    const TokenPlacement at{layout_.sequence, layout_.position, layer_caches_};
+    attention_block(l.attn, attn_params, normed_.data(), n, at, delta_.data(), pool);
     add_residual(x_.data(), delta_.data(), static_cast<int64_t>(size));
 
     norm_rows(x_.data(), l.ffn_norm, n);
@@ -74,7 +74,7 @@ void StandardDecoder::forward(const ForwardBatch& batch, std::span<const ops::Kv
     add_residual(x_.data(), delta_.data(), static_cast<int64_t>(size));
   }
   STRATA_PROFILE("output head");
-  output_head(output_, output_norm_, hp.rms_eps, x_.data(), n, batch.all_logits, logits, pool);
+  output_head(output_, output_norm_, hp.rms_eps, x_.data(), layout_.logit_rows, logits, pool);
 }
 
 void StandardDecoder::norm_rows(const float* x, const float* weight, int64_t n) {

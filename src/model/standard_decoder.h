@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "model/batch_layout.h"
 #include "model/blocks.h"
 #include "model/model.h"
 #include "ops/rope.h"
@@ -20,7 +21,7 @@ class StandardDecoder : public Model {
 
   StandardDecoder(GgufFile file, ModelHParams hparams, Options options);
 
-  void forward(const ForwardBatch& batch, std::span<const ops::KvLayerView> kv, float* logits,
+  void forward(const ForwardBatch& batch, std::span<const SequenceKv> kv, float* logits,
                ThreadPool& pool, ForwardStats* stats) override;
   int64_t dense_bytes_per_token() const override;
   int64_t expert_bytes() const override;
@@ -44,6 +45,8 @@ class StandardDecoder : public Model {
   ops::WeightMatrix output_;  // [n_vocab][n_embd]; token_embd when tied
   std::vector<Layer> layers_;
   std::vector<float> x_, normed_, delta_;  // [n][n_embd] work buffers
+  BatchLayout layout_;
+  std::vector<ops::KvLayerView> layer_caches_;  // [sequences] one layer's view of each cache
 };
 
 }  // namespace strata

@@ -192,17 +192,28 @@ void attend_group(const KvLayerView& kv, int64_t kv_head, const float* q, int64_
     for (int64_t i = 0; i < d; ++i) out[g * d + i] = 0.0f;
   }
   const ChunkKernels& k = chunk_kernels();
+  const bool f16_fast = kv.type == GgmlType::F16 && k.f16_rows && d % 16 == 0;
+  const int64_t stride = kv.n_kv_heads * kv.head_row_bytes;  // next slot, same head
+  STRATA_CHECK(!kv.pages || kv.page_size > 0, "paged KV view without a page size");
   for (int64_t p0 = 0; p0 < n_positions; p0 += kChunk) {
     const int64_t count = std::min(kChunk, n_positions - p0);
-    const int64_t stride = kv.n_kv_heads * kv.head_row_bytes;  // next position, same head
-    if (kv.type == GgmlType::F16 && k.f16_rows && d % 16 == 0) {
-      k.f16_rows(kv.k_row(p0, kv_head), stride, count, d, keys.data());
-      k.f16_rows(kv.v_row(p0, kv_head), stride, count, d, values.data());
-    } else {
-      for (int64_t j = 0; j < count; ++j) {
-        t.kernels.dequantize_row(kv.k_row(p0 + j, kv_head), keys.data() + j * d, d);
-        t.kernels.dequantize_row(kv.v_row(p0 + j, kv_head), values.data() + j * d, d);
+    // Decode the chunk run by run, a run being positions in consecutive slots (one page).
+    for (int64_t j0 = 0; j0 < count;) {
+      const int64_t run = std::min(count - j0, kv.contiguous_from(p0 + j0));
+      const uint8_t* k_rows = kv.k_row(p0 + j0, kv_head);
+      const uint8_t* v_rows = kv.v_row(p0 + j0, kv_head);
+      float* k_out = keys.data() + j0 * d;
+      float* v_out = values.data() + j0 * d;
+      if (f16_fast) {
+        k.f16_rows(k_rows, stride, run, d, k_out);
+        k.f16_rows(v_rows, stride, run, d, v_out);
+      } else {
+        for (int64_t j = 0; j < run; ++j) {
+          t.kernels.dequantize_row(k_rows + j * stride, k_out + j * d, d);
+          t.kernels.dequantize_row(v_rows + j * stride, v_out + j * d, d);
+        }
       }
+      j0 += run;
     }
     for (int64_t g = 0; g < n_group; ++g) {
       k.scores(queries[g], keys.data(), count, d, scale, scores[g]);

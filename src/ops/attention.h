@@ -11,8 +11,12 @@ namespace strata::ops {
 constexpr int64_t kMaxHeadDim = 1024;
 constexpr int64_t kMaxGroup = 64;  // query heads per KV head
 
-// One layer's keys and values: the vector of (position, kv head) lives at
-// base + (position * n_kv_heads + kv_head) * head_row_bytes. Types: F16 or Q8_0.
+// One layer's keys and values. Position p lives in storage slot
+//   pages[p / page_size] * page_size + p % page_size   when `pages` is set (a paged cache whose
+//                                                      sequences share one pool of pages),
+//   p                                                  otherwise (one contiguous sequence),
+// and the vector of (position, kv head) at base + (slot * n_kv_heads + kv_head) * head_row_bytes.
+// Types: F16 or Q8_0.
 struct KvLayerView {
   GgmlType type = GgmlType::F16;
   uint8_t* k = nullptr;
@@ -20,12 +24,22 @@ struct KvLayerView {
   int64_t n_kv_heads = 0;
   int64_t head_dim = 0;
   int64_t head_row_bytes = 0;
+  int64_t page_size = 0;
+  const int32_t* pages = nullptr;  // [capacity / page_size] page of each block of positions
+  int64_t capacity = INT64_MAX;    // positions that have storage (unbounded: owner did not say)
 
+  int64_t slot(int64_t pos) const {
+    return pages ? pages[pos / page_size] * page_size + pos % page_size : pos;
+  }
+  // Positions from `pos` on that lie in consecutive slots (to the end of pos's page).
+  int64_t contiguous_from(int64_t pos) const {
+    return pages ? page_size - pos % page_size : INT64_MAX;
+  }
   uint8_t* k_row(int64_t pos, int64_t head) const {
-    return k + (pos * n_kv_heads + head) * head_row_bytes;
+    return k + (slot(pos) * n_kv_heads + head) * head_row_bytes;
   }
   uint8_t* v_row(int64_t pos, int64_t head) const {
-    return v + (pos * n_kv_heads + head) * head_row_bytes;
+    return v + (slot(pos) * n_kv_heads + head) * head_row_bytes;
   }
 };
 
@@ -36,7 +50,9 @@ void kv_store(const KvLayerView& kv, int64_t pos, const float* keys, const float
 // out_g = softmax(q_g . K[0..n_positions) * scale) V, written at out + g * head_dim.
 // Each key and value row is read once for the whole group, which divides the KV-cache traffic of
 // a decode step by the group size (8 for Qwen3-30B-A3B), and scores are computed a chunk of
-// positions at a time so the softmax bookkeeping vectorizes.
+// positions at a time so the softmax bookkeeping vectorizes. A chunk is decoded in runs that
+// never cross a page boundary, while the chunks themselves stay 64 positions from position 0
+// whatever the page size: paged and contiguous caches give bit-identical results.
 void attend_group(const KvLayerView& kv, int64_t kv_head, const float* q, int64_t n_group,
                   int64_t n_positions, float scale, float* out);
 

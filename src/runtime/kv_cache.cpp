@@ -24,7 +24,9 @@ KvCache::KvCache(const ModelHParams& hp, int64_t n_ctx, GgmlType type)
   storage_.resize(static_cast<size_t>(2 * per_layer * hp.n_layer));
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     uint8_t* base = storage_.data() + 2 * per_layer * il;
-    views_.push_back({type, base, base + per_layer, hp.n_head_kv, hp.head_dim, row});
+    ops::KvLayerView view{type, base, base + per_layer, hp.n_head_kv, hp.head_dim, row};
+    view.capacity = n_ctx;
+    views_.push_back(view);
   }
 }
 

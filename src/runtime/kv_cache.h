@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "model/hparams.h"
+#include "model/model.h"
 #include "ops/attention.h"
 
 namespace strata {
@@ -14,7 +15,7 @@ class KvCache {
  public:
   KvCache(const ModelHParams& hp, int64_t n_ctx, GgmlType type);
 
-  std::span<const ops::KvLayerView> layers() const { return views_; }
+  SequenceKv layers() const { return views_; }
   int64_t capacity() const { return n_ctx_; }
   GgmlType type() const { return type_; }
   int64_t bytes() const { return static_cast<int64_t>(storage_.size()); }

@@ -38,14 +38,17 @@ void Session::eval_batches(std::span<const int32_t> tokens, bool all_logits,
     const int64_t count = std::min(max_batch, n - done);
     const bool last_batch = done + count == n;
     float* out = all_logits ? logits.data() + done * n_vocab : logits.data();
-    ForwardBatch batch{tokens.subspan(static_cast<size_t>(done), static_cast<size_t>(count)),
-                       position_, all_logits};
+    ForwardBatch batch;
+    batch.tokens = tokens.subspan(static_cast<size_t>(done), static_cast<size_t>(count));
+    batch.pos0 = position_;
+    batch.all_logits = all_logits;
+    const SequenceKv kv = kv_.layers();
     if (all_logits || last_batch) {
-      model_.forward(batch, kv_.layers(), out, pool_, &stats_);
+      model_.forward(batch, std::span(&kv, 1), out, pool_, &stats_);
     } else {
       // Intermediate batches only fill the cache; their last-token logits are discarded.
       std::vector<float> discard(static_cast<size_t>(n_vocab));
-      model_.forward(batch, kv_.layers(), discard.data(), pool_, &stats_);
+      model_.forward(batch, std::span(&kv, 1), discard.data(), pool_, &stats_);
     }
     position_ += count;
     done += count;
