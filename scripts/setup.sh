@@ -9,6 +9,7 @@ packages=(
   clang-format
   libfmt-dev libcli11-dev nlohmann-json3-dev
   libpcre2-dev libutf8proc-dev   # tokenizer: pre-tokenizer regexes (lookahead), NFC
+  libcpp-httplib-dev            # server: HTTP/1.1 (a shared library in Debian)
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 

@@ -36,6 +36,11 @@ int main(int argc, char** argv) {
   std::string vocab_from;
   app.add_option("--vocab-from", vocab_from,
                  "Copy the tokenizer and chat template from this GGUF file");
+  app.add_flag(
+         "--byte-vocab", s.byte_vocab,
+         "Built-in byte-level vocabulary and ChatML template (a demo chat model that needs no "
+         "other file)")
+      ->excludes("--vocab-from");
   CLI11_PARSE(app, argc, argv);
   try {
     if (preset == "qwen3-30b-a3b") {
@@ -43,12 +48,14 @@ int main(int argc, char** argv) {
       const std::string ftype = s.ftype;
       const double hot = s.hot_fraction, skew = s.skew;
       const uint64_t seed = s.seed;
+      const bool byte_vocab_flag = s.byte_vocab;
       s = base;
       s.vocab_from = vocab_from;
       s.ftype = ftype;
       s.hot_fraction = hot;
       s.skew = skew;
       s.seed = seed;
+      s.byte_vocab = byte_vocab_flag;
     } else if (!preset.empty()) {
       strata::fail("unknown preset '{}' (known: qwen3-30b-a3b)", preset);
     } else if (layers > 0) {

@@ -175,6 +175,57 @@ void copy_vocabulary(const std::string& path, int64_t n_vocab, GgufWriter& w) {
   }
 }
 
+// The built-in byte-level vocabulary (see SyntheticModelSpec::byte_vocab). Byte b is the token
+// GPT-2's byte-to-unicode mapping gives it: printable Latin-1 bytes stand for themselves, the
+// others for code points from U+0100 on.
+void write_byte_vocabulary(int64_t n_vocab, GgufWriter& w) {
+  static const char* const kSpecial[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>",
+                                         "<think>",       "</think>",     "<tool_call>",
+                                         "</tool_call>",  "<|fim_pad|>"};
+  constexpr int64_t kSpecials = sizeof kSpecial / sizeof kSpecial[0];
+  if (n_vocab < 256 + kSpecials)
+    fail("a byte vocabulary needs at least {} tokens, the model has {}", 256 + kSpecials, n_vocab);
+  std::vector<std::string> tokens;
+  std::vector<GgufValue> types;
+  int next_extra = 256;
+  for (int b = 0; b < 256; ++b) {
+    const bool printable = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || b >= 0xae;
+    const uint32_t cp = printable ? static_cast<uint32_t>(b) : static_cast<uint32_t>(next_extra++);
+    std::string utf8;
+    if (cp < 0x80) {
+      utf8 += static_cast<char>(cp);
+    } else {
+      utf8 += static_cast<char>(0xc0 | (cp >> 6));
+      utf8 += static_cast<char>(0x80 | (cp & 0x3f));
+    }
+    tokens.push_back(utf8);
+    types.push_back(GgufValue(int32_t{1}));  // normal
+  }
+  for (int64_t i = 0; i < kSpecials; ++i) {
+    tokens.push_back(kSpecial[i]);
+    // <think> and <tool_call> tags are plain text to clients (user-defined), the rest control.
+    types.push_back(GgufValue(int32_t{i >= 3 && i <= 6 ? 4 : 3}));
+  }
+  for (int64_t i = 256 + kSpecials; i < n_vocab; ++i) {
+    tokens.push_back(fmt::format("[PAD{}]", i));
+    types.push_back(GgufValue(int32_t{5}));  // unused
+  }
+  w.set_string("tokenizer.ggml.model", "gpt2");
+  w.set_string("tokenizer.ggml.pre", "qwen2");
+  w.set("tokenizer.ggml.tokens", GgufValue::string_array(tokens));
+  w.set("tokenizer.ggml.token_type", GgufValue::array(GgufValueType::i32, std::move(types)));
+  w.set("tokenizer.ggml.merges", GgufValue::string_array({}));
+  w.set_u32("tokenizer.ggml.bos_token_id", 256);
+  w.set_u32("tokenizer.ggml.eos_token_id", 258);
+  w.set_u32("tokenizer.ggml.padding_token_id", 256);
+  w.set_bool("tokenizer.ggml.add_bos_token", false);
+  w.set_string("tokenizer.chat_template",
+               "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + "
+               "(message.content if message.content is string else '') + '<|im_end|>\\n' }}"
+               "{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}"
+               "{%- endif %}");
+}
+
 // general.file_type as GGUF tools number it (so other engines label the file correctly).
 uint32_t file_type(const std::string& ftype) {
   static const std::pair<const char*, uint32_t> kTypes[] = {
@@ -234,7 +285,9 @@ void write_synthetic_model(const SyntheticModelSpec& s, const std::string& path)
     w.set_u32(a + ".expert_used_count", static_cast<uint32_t>(s.n_expert_used));
     w.set_u32(a + ".expert_feed_forward_length", static_cast<uint32_t>(s.n_ff_exp));
   }
-  if (s.vocab_from.empty()) {
+  if (s.byte_vocab) {
+    write_byte_vocabulary(s.n_vocab, w);
+  } else if (s.vocab_from.empty()) {
     w.set_string("tokenizer.ggml.model", "no_vocab");
   } else {
     copy_vocabulary(s.vocab_from, s.n_vocab, w);

@@ -16,7 +16,7 @@ struct SyntheticModelSpec {
   int64_t n_head = 4;
   int64_t n_head_kv = 2;
   int64_t head_dim = 64;
-  int64_t n_ff = 512;        // dense FFN (qwen3, llama)
+  int64_t n_ff = 512;  // dense FFN (qwen3, llama)
   int64_t n_expert = 8;
   int64_t n_expert_used = 2;
   int64_t n_ff_exp = 256;
@@ -29,6 +29,10 @@ struct SyntheticModelSpec {
   // Copy the tokenizer (tokenizer.* keys: vocabulary, merges, chat template) from this GGUF
   // file; the token list is padded with unused tokens up to n_vocab. Empty: no vocabulary.
   std::string vocab_from;
+  // Instead: a small built-in byte-level BPE vocabulary (the 256 bytes, no merges, ChatML
+  // control tokens, Qwen3's <think> and <tool_call> tags) with a ChatML chat template, so a
+  // demo model serves text without any other file. Needs n_vocab >= 264.
+  bool byte_vocab = false;
 };
 
 // The shape of Qwen3-30B-A3B / Qwen3-Coder-30B-A3B (48 layers) with `layers` layers.

@@ -17,10 +17,63 @@ Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.se
   STRATA_CHECK(params.min_p >= 0.0f && params.min_p < 1.0f, "min-p must be in [0, 1), got {}",
                params.min_p);
   STRATA_CHECK(std::isfinite(params.temperature), "temperature must be finite");
+  STRATA_CHECK(params.repetition_penalty > 0.0f && std::isfinite(params.repetition_penalty),
+               "repetition penalty must be positive, got {}", params.repetition_penalty);
+  STRATA_CHECK(params.penalty_last_n >= -1, "penalty window must be >= -1, got {}",
+               params.penalty_last_n);
+  STRATA_CHECK(std::isfinite(params.presence_penalty) && std::isfinite(params.frequency_penalty),
+               "presence and frequency penalties must be finite");
+  for (const auto& [token, bias] : params.logit_bias) {
+    STRATA_CHECK(token >= 0, "logit bias for a negative token id {}", token);
+    STRATA_CHECK(std::isfinite(bias), "logit bias of token {} is not finite", token);
+  }
 }
 
-int32_t Sampler::sample(std::span<const float> logits) {
-  STRATA_CHECK(!logits.empty(), "no logits to sample from");
+void Sampler::accept(int32_t token, bool generated) {
+  if (generated) ++generated_[token];
+  if (params_.repetition_penalty == 1.0f || params_.penalty_last_n == 0) return;
+  if (params_.penalty_last_n < 0 || recent_.size() < static_cast<size_t>(params_.penalty_last_n)) {
+    recent_.push_back(token);
+  } else {
+    recent_[recent_next_] = token;
+    recent_next_ = (recent_next_ + 1) % recent_.size();
+  }
+}
+
+std::span<const float> Sampler::adjust(std::span<const float> logits) {
+  const bool penalize = !recent_.empty() || !generated_.empty();
+  if (params_.logit_bias.empty() && !penalize) return logits;
+  adjusted_.assign(logits.begin(), logits.end());
+  const auto in_range = [&](int32_t t) {
+    return t >= 0 && static_cast<size_t>(t) < adjusted_.size();
+  };
+  for (const auto& [token, bias] : params_.logit_bias) {
+    if (in_range(token)) adjusted_[static_cast<size_t>(token)] += bias;
+  }
+  if (params_.repetition_penalty != 1.0f) {
+    // A token seen several times in the window is penalized once.
+    std::vector<int32_t> seen(recent_);
+    std::sort(seen.begin(), seen.end());
+    seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+    for (const int32_t t : seen) {
+      if (!in_range(t)) continue;
+      float& l = adjusted_[static_cast<size_t>(t)];
+      l = l > 0 ? l / params_.repetition_penalty : l * params_.repetition_penalty;
+    }
+  }
+  if (params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f) {
+    for (const auto& [t, count] : generated_) {
+      if (in_range(t))
+        adjusted_[static_cast<size_t>(t)] -=
+            params_.presence_penalty + params_.frequency_penalty * static_cast<float>(count);
+    }
+  }
+  return adjusted_;
+}
+
+int32_t Sampler::sample(std::span<const float> raw_logits) {
+  STRATA_CHECK(!raw_logits.empty(), "no logits to sample from");
+  const std::span<const float> logits = adjust(raw_logits);
   if (params_.temperature <= 0.0f) return argmax(logits);
 
   candidates_.clear();

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 
 namespace strata {
@@ -47,6 +48,55 @@ TEST(Sampler, SameSeedSameSequence) {
 TEST(Sampler, RejectsBadParameters) {
   EXPECT_ANY_THROW(Sampler({.temperature = 1.0f, .top_p = 0.0f}));
   EXPECT_ANY_THROW(Sampler({.temperature = 1.0f, .min_p = 1.5f}));
+  EXPECT_ANY_THROW(Sampler({.repetition_penalty = 0.0f}));
+  EXPECT_ANY_THROW(Sampler({.penalty_last_n = -2}));
+  EXPECT_ANY_THROW(Sampler({.logit_bias = {{-1, 1.0f}}}));
+  EXPECT_ANY_THROW(Sampler({.presence_penalty = NAN}));
+}
+
+TEST(Sampler, LogitBiasMovesTheChoice) {
+  const std::vector<float> logits = {1.0f, 2.0f, 0.5f};
+  Sampler up({.logit_bias = {{2, 5.0f}}});
+  EXPECT_EQ(up.sample(logits), 2);
+  // -100 bans a token even under sampling; ids past the vocabulary are ignored.
+  Sampler ban({.temperature = 1.0f, .seed = 3, .logit_bias = {{1, -100.0f}, {99, 1.0f}}});
+  for (int i = 0; i < 500; ++i) EXPECT_NE(ban.sample(logits), 1);
+}
+
+TEST(Sampler, RepetitionPenaltyDividesPositiveAndMultipliesNegative) {
+  // 2.0 / 2.5 = 0.8 < 1.0 and -0.2 * 2.5 = -0.5 < -0.4: both seen tokens lose to unseen ones.
+  const std::vector<float> pos = {2.0f, 1.0f}, neg = {-0.2f, -0.4f};
+  Sampler s({.repetition_penalty = 2.5f});
+  EXPECT_EQ(s.sample(pos), 0);
+  s.accept(0, /*generated=*/false);  // prompt tokens count for the repetition penalty
+  EXPECT_EQ(s.sample(pos), 1);
+  EXPECT_EQ(s.sample(neg), 1);
+}
+
+TEST(Sampler, RepetitionPenaltyWindowForgetsOldTokens) {
+  const std::vector<float> logits = {2.0f, 1.0f, 0.0f, 0.0f};
+  Sampler s({.repetition_penalty = 4.0f, .penalty_last_n = 2});
+  s.accept(0);
+  EXPECT_EQ(s.sample(logits), 1);
+  s.accept(2);
+  s.accept(3);  // token 0 has left the window of 2
+  EXPECT_EQ(s.sample(logits), 0);
+}
+
+TEST(Sampler, PresenceAndFrequencyPenalizeGeneratedTokensOnly) {
+  const std::vector<float> logits = {3.0f, 2.0f};
+  Sampler presence({.presence_penalty = 1.5f});
+  presence.accept(0, /*generated=*/false);
+  EXPECT_EQ(presence.sample(logits), 0);  // prompt tokens are not penalized
+  presence.accept(0);
+  EXPECT_EQ(presence.sample(logits), 1);  // 3 - 1.5 < 2
+
+  Sampler frequency({.frequency_penalty = 0.4f});
+  frequency.accept(0);
+  frequency.accept(0);
+  EXPECT_EQ(frequency.sample(logits), 0);  // 3 - 0.8 > 2
+  frequency.accept(0);
+  EXPECT_EQ(frequency.sample(logits), 1);  // 3 - 1.2 < 2
 }
 
 }  // namespace

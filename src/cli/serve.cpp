@@ -1,0 +1,156 @@
+// `strata serve`: load a model and serve the OpenAI-compatible API until SIGINT / SIGTERM.
+
+#include <fmt/format.h>
+#include <pthread.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/model_options.h"
+#include "runtime/scheduler.h"
+#include "server/server.h"
+#include "util/error.h"
+#include "util/log.h"
+
+namespace strata::cli {
+namespace {
+
+// Optional command-line sampling values (unset ones keep the model's recommendations).
+void add_sampling_flags(CLI::App* cmd, server::SamplingOverrides& s) {
+  auto opt = [&](const char* name, auto& field, const char* help) {
+    cmd->add_option_function<std::decay_t<decltype(*field)>>(
+        name, [&field](const auto& v) { field = v; }, help);
+  };
+  opt("--temp", s.temperature, "Default temperature (else the model's recommendation)");
+  opt("--top-k", s.top_k, "Default top-k");
+  opt("--top-p", s.top_p, "Default top-p");
+  opt("--min-p", s.min_p, "Default min-p");
+  opt("--repeat-penalty", s.repetition_penalty, "Default repetition penalty (1: off)");
+  opt("--repeat-last-n", s.penalty_last_n, "Tokens the repetition penalty looks back (-1: all)");
+  opt("--presence-penalty", s.presence_penalty, "Default presence penalty");
+  opt("--frequency-penalty", s.frequency_penalty, "Default frequency penalty");
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+  struct Options {
+    ModelOptions model;
+    std::string host = "127.0.0.1";
+    int port = 8080;
+    std::string api_key;
+    std::string alias;
+    int parallel = 4;
+    int64_t kv_size = 0;
+    int64_t batch = 512;
+    int64_t prefill_chunk = 128;
+    int64_t max_queue = 64;
+    int shutdown_grace = 10;
+    server::SamplingOverrides sampling;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve", "Serve the model over an OpenAI-compatible HTTP API (chat, completions, models)");
+  add_model_options(cmd, o->model);
+  cmd->add_option("--host", o->host, "Address to listen on (0.0.0.0: every interface)")
+      ->capture_default_str();
+  cmd->add_option("--port", o->port, "Port (0: any free port)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option("--api-key", o->api_key,
+                  "Require 'Authorization: Bearer KEY' (default: $STRATA_API_KEY, else none)");
+  cmd->add_option("--alias", o->alias, "Model id clients use (default: the file name)");
+  cmd->add_option("--parallel", o->parallel, "Sequences generated at once (continuous batching)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  cmd->add_option("--kv-size", o->kv_size,
+                  "Positions in the shared, paged KV cache (default: --ctx x --parallel)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 32));
+  cmd->add_option("-b,--batch", o->batch, "Tokens per forward step (decode tokens + prompt chunks)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+  cmd->add_option("--prefill-chunk", o->prefill_chunk,
+                  "Prompt tokens per step while other streams decode (smaller: smoother streams)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+  cmd->add_option("--max-queue", o->max_queue, "Waiting requests before answering 503")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  cmd->add_option("--shutdown-grace", o->shutdown_grace,
+                  "Seconds running generations may finish after SIGINT/SIGTERM")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 3600));
+  add_sampling_flags(cmd, o->sampling);
+  cmd->callback([o] {
+    // Signals go to one waiting thread (blocked everywhere else, before any thread starts).
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+    if (o->api_key.empty()) {
+      if (const char* env = std::getenv("STRATA_API_KEY")) o->api_key = env;
+    }
+    auto model = load_model(o->model);
+    const std::string kind = model->file().find_string("tokenizer.ggml.model").value_or("no_vocab");
+    if (kind == "no_vocab" || kind == "none")
+      fail("{} has no vocabulary (tokenizer.ggml.model = {}): it cannot be served as a chat model",
+           o->model.path, kind);
+    const auto tokenizer = Tokenizer::from_gguf(model->file());
+    ThreadPool pool(o->model.thread_count());
+
+    SchedulerOptions so;
+    so.n_slots = o->parallel;
+    so.n_ctx = o->model.ctx;
+    so.kv_positions = o->kv_size > 0 ? o->kv_size : o->model.ctx * o->parallel;
+    so.kv_type = o->model.kv_cache_type();
+    so.batch_tokens = std::max<int64_t>(o->batch, o->parallel);
+    so.max_queue = o->max_queue;
+    so.prefill_chunk = o->prefill_chunk;
+    Scheduler scheduler(*model, pool, so);
+
+    server::ServerOptions opts;
+    opts.host = o->host;
+    opts.port = o->port;
+    opts.api_key = o->api_key;
+    opts.model_id =
+        o->alias.empty() ? std::filesystem::path(o->model.path).stem().string() : o->alias;
+    opts.sampling = o->sampling;
+    server::Server server(*model, *tokenizer, scheduler, opts);
+    server.bind();
+
+    std::thread waiter([&] {
+      int sig = 0;
+      sigwait(&signals, &sig);
+      if (sig == 0) return;  // woken by the exit path below
+      log::info("{}: finishing running requests (up to {} s), then exiting", strsignal(sig),
+                o->shutdown_grace);
+      scheduler.shutdown(std::chrono::seconds(o->shutdown_grace));
+      server.stop();
+    });
+    const std::string base =
+        fmt::format("http://{}:{}/v1", o->host == "0.0.0.0" ? "127.0.0.1" : o->host, server.port());
+    const SamplingParams& s = server.default_sampling();
+    fmt::print(stderr,
+               "strata serve: model '{}' ({} context, {} parallel, KV {} positions {})\n"
+               "  sampling defaults: temperature {} top_k {} top_p {} min_p {} repetition {}\n"
+               "  listening on {}  (OpenAI base URL{})\n"
+               "  try: curl {}/chat/completions -H 'Content-Type: application/json'{} -d "
+               "'{{\"messages\":[{{\"role\":\"user\",\"content\":\"Hello\"}}]}}'\n",
+               opts.model_id, so.n_ctx, so.n_slots, so.kv_positions, o->model.kv_type,
+               s.temperature, s.top_k, s.top_p, s.min_p, s.repetition_penalty, base,
+               opts.api_key.empty() ? "" : ", API key required", base,
+               opts.api_key.empty() ? "" : " -H 'Authorization: Bearer $STRATA_API_KEY'");
+    server.listen();
+    scheduler.shutdown(std::chrono::seconds(0));
+    pthread_kill(waiter.native_handle(), SIGTERM);  // release the waiter if no signal came
+    waiter.join();
+    log::info("stopped");
+  });
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,125 @@
+#pragma once
+// Continuous batching: many generations share one model and one paged KV pool. Each step runs
+// one forward over every running sequence's next token plus chunks of new prompts (so streams
+// keep flowing while a long prompt is read), samples, and reports tokens through callbacks.
+// A new prompt reuses the KV of the longest prefix any slot holds (finished conversations stay
+// cached until their pages are needed): agents resend the whole conversation every turn.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "model/model.h"
+#include "runtime/kv_pool.h"
+#include "runtime/sampler.h"
+#include "util/thread_pool.h"
+
+namespace strata {
+
+enum class FinishReason { stop, length, cancelled, error };
+const char* finish_reason_name(FinishReason r);
+
+struct JobResult {
+  FinishReason reason = FinishReason::stop;
+  std::string error;  // when reason == error
+  int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;  // prompt tokens whose KV was reused
+  int64_t generated_tokens = 0;
+  double queue_seconds = 0, prefill_seconds = 0, decode_seconds = 0;
+};
+
+struct GenerationJob {
+  std::vector<int32_t> prompt;  // at least one token
+  int64_t max_tokens = 1;       // > 0
+  SamplingParams sampling;
+  std::vector<int32_t> end_tokens;  // a generated end token finishes with `stop` (not reported)
+  // Called on the scheduler thread with each generated token; return false to end the
+  // generation there (stop string found, client gone): the job finishes with `stop`.
+  std::function<bool(int32_t token)> on_token;
+  // Called exactly once, on the scheduler thread (or in submit/shutdown for jobs never run).
+  std::function<void(const JobResult&)> on_done;
+};
+
+struct SchedulerOptions {
+  int n_slots = 4;           // sequences generating at once
+  int64_t n_ctx = 4096;      // positions one sequence may use
+  int64_t kv_positions = 0;  // positions in the shared pool (0: n_ctx, shared by all slots)
+  int64_t page_size = 64;    // positions per KV page
+  GgmlType kv_type = GgmlType::F16;
+  int64_t batch_tokens = 512;  // tokens per forward step (decode tokens + prompt chunks)
+  // Prompt tokens per step while other streams are decoding: smaller chunks keep their tokens
+  // flowing (a step's time grows with its tokens); alone, a prompt gets batch_tokens.
+  int64_t prefill_chunk = 128;
+  int64_t max_queue = 64;  // waiting jobs before submit refuses
+};
+
+struct SchedulerStats {
+  int64_t slots_total = 0, slots_busy = 0, queue_depth = 0;
+  int64_t kv_pages_total = 0, kv_page_size = 0;
+  int64_t kv_pages_used = 0;    // held by any sequence
+  int64_t kv_pages_active = 0;  // held by running generations (the rest is cached prefixes)
+  uint64_t jobs_started = 0, jobs_finished = 0, prompt_tokens = 0, cached_prompt_tokens = 0,
+           generated_tokens = 0, steps = 0;
+  double busy_seconds = 0;  // time spent in forward steps
+};
+
+class Scheduler {
+ public:
+  Scheduler(Model& model, ThreadPool& pool, SchedulerOptions options);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Thread-safe. Returns the job id, or nullopt when the queue is full or the scheduler is
+  // shutting down (on_done is then not called). Throws strata::Error for an invalid job.
+  std::optional<uint64_t> submit(GenerationJob job);
+  // Thread-safe; the job ends (cancelled) at the next step. Unknown ids are ignored.
+  void cancel(uint64_t id);
+  // Stops accepting jobs, cancels queued ones, lets running ones finish for up to `grace`, then
+  // cancels them; returns when the worker has stopped.
+  void shutdown(std::chrono::milliseconds grace);
+
+  SchedulerStats stats() const;
+  const SchedulerOptions& options() const { return options_; }
+
+ private:
+  struct Slot;
+  struct Queued {
+    uint64_t id;
+    GenerationJob job;
+    std::chrono::steady_clock::time_point submitted;
+  };
+
+  void run();
+  void admit(Queued q);
+  bool step();
+  bool make_room(int64_t pages_needed, const Slot* keep);
+  void finish(Slot& slot, FinishReason reason, std::string error = {});
+  void update_kv_stats();
+
+  Model& model_;
+  ThreadPool& pool_;
+  SchedulerOptions options_;
+  KvPool kv_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<Queued> queue_;
+  std::vector<uint64_t> cancelled_;
+  uint64_t next_id_ = 1;
+  bool accepting_ = true, stopping_ = false;
+  std::chrono::steady_clock::time_point deadline_;
+  SchedulerStats stats_;  // counters (guarded by mutex_)
+  std::thread worker_;
+};
+
+}  // namespace strata

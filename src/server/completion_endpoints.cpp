@@ -1,0 +1,261 @@
+// POST /v1/chat/completions and /v1/completions: request -> prompt tokens -> scheduler job ->
+// a whole JSON response or an SSE stream of chunks ending with "data: [DONE]".
+
+#include <httplib.h>
+
+#include <chrono>
+
+#include "server/api_error.h"
+#include "server/generation.h"
+#include "server/openai_json.h"
+#include "server/request.h"
+#include "server/server.h"
+#include "util/error.h"
+
+namespace strata::server {
+namespace {
+
+using Json = nlohmann::ordered_json;
+constexpr std::chrono::milliseconds kPoll{100};  // how often a waiting response checks the client
+
+int64_t now_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+bool write(httplib::DataSink& sink, const std::string& s) {
+  return sink.is_writable() && sink.write(s.data(), s.size());
+}
+
+}  // namespace
+
+std::vector<int32_t> Server::chat_prompt(const GenerationRequest& r, bool& starts_in_reasoning) {
+  ChatTemplateInputs in;
+  in.messages = normalize_messages(r.messages);
+  in.tools = r.tools;
+  in.add_generation_prompt = true;
+  in.enable_thinking = r.enable_thinking;
+  in.extra = r.template_kwargs;
+  const Vocab& v = tokenizer_.vocab();
+  if (v.bos >= 0) in.bos_token = tokenizer_.token_bytes(v.bos, true);
+  if (v.eos >= 0) in.eos_token = tokenizer_.token_bytes(v.eos, true);
+  std::string text;
+  try {
+    text = chat_template_->render(in);
+  } catch (const Error& e) {
+    throw ApiError(400, "invalid_request_error",
+                   fmt::format("the chat template rejected the messages: {}", e.what()),
+                   "messages");
+  }
+  // Thinking templates open the block in the prompt; the model's output then starts inside it.
+  const std::string_view trimmed =
+      std::string_view(text).substr(0, text.find_last_not_of("\n ") + 1);
+  starts_in_reasoning = trimmed.ends_with("<think>");
+  const bool has_bos = !in.bos_token.empty() && text.starts_with(in.bos_token);
+  return tokenizer_.encode(text, /*parse_special=*/true, /*add_bos=*/!has_bos);
+}
+
+void Server::handle_generation(const httplib::Request& req, httplib::Response& res, bool chat) {
+  const Json body = Json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded())
+    throw ApiError(400, "invalid_request_error", "the request body is not valid JSON");
+  GenerationRequest r = chat ? parse_chat_request(body) : parse_completion_request(body);
+  if (!r.model.empty() && r.model != options_.model_id) {
+    throw ApiError(404, "invalid_request_error",
+                   fmt::format("the model '{}' does not exist; this server serves '{}'", r.model,
+                               options_.model_id),
+                   "model", "model_not_found");
+  }
+
+  // Prompt tokens.
+  bool starts_in_reasoning = false;
+  std::vector<int32_t> prompt;
+  if (chat) {
+    prompt = chat_prompt(r, starts_in_reasoning);
+  } else if (r.prompt_is_tokens) {
+    prompt = r.prompt_tokens;
+    for (int32_t t : prompt) {
+      if (t >= tokenizer_.vocab().size())
+        bad_request("prompt", "token id {} is outside the vocabulary (0..{})", t,
+                    tokenizer_.vocab().size() - 1);
+    }
+  } else {
+    prompt = tokenizer_.encode(r.prompt_text, /*parse_special=*/true, /*add_bos=*/true);
+  }
+  if (prompt.empty()) bad_request(chat ? "messages" : "prompt", "the prompt is empty");
+
+  // The context: never truncate silently.
+  const int64_t n_ctx = scheduler_.options().n_ctx;
+  const int64_t n_prompt = static_cast<int64_t>(prompt.size());
+  if (n_prompt >= n_ctx || (r.max_tokens && n_prompt + *r.max_tokens > n_ctx)) {
+    throw ApiError(
+        400, "invalid_request_error",
+        r.max_tokens
+            ? fmt::format("This model's maximum context length is {} tokens. However, you "
+                          "requested {} tokens ({} in the prompt, {} for the completion). Please "
+                          "reduce the length of the messages or the completion.",
+                          n_ctx, n_prompt + *r.max_tokens, n_prompt, *r.max_tokens)
+            : fmt::format("This model's maximum context length is {} tokens. However, your "
+                          "prompt is {} tokens, which leaves no room for a completion. Please "
+                          "reduce the length of the messages.",
+                          n_ctx, n_prompt),
+        chat ? "messages" : "prompt", "context_length_exceeded");
+  }
+
+  GenerationJob job;
+  job.prompt = std::move(prompt);
+  job.max_tokens = r.max_tokens.value_or(n_ctx - n_prompt);
+  job.sampling = default_sampling_;
+  r.sampling.apply_to(job.sampling);
+  job.sampling.logit_bias = r.logit_bias;
+  if (!r.sampling.seed) job.sampling.seed = std::random_device{}();
+  if (!r.ignore_eos) job.end_tokens = tokenizer_.vocab().end_of_generation;
+
+  std::optional<OutputParserOptions> parse;
+  if (chat) {
+    parse = OutputParserOptions{.parse_reasoning = true,
+                                .starts_in_reasoning = starts_in_reasoning,
+                                .parse_tool_calls = !r.tools.is_null(),
+                                .tools = r.tools};
+  }
+  auto run = std::make_shared<GenerationRun>(scheduler_, tokenizer_, std::move(job), r.stop, parse);
+
+  const std::string id = response_id(chat ? "chatcmpl-" : "cmpl-");
+  const int64_t created = now_seconds();
+  const std::string model_id = options_.model_id;
+  const std::string object = chat ? "chat.completion.chunk" : "text_completion";
+
+  if (r.stream) {
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Accel-Buffering", "no");
+    const bool include_usage = r.include_usage;
+    res.set_chunked_content_provider("text/event-stream", [run, chat, id, created, model_id, object,
+                                                           include_usage](size_t,
+                                                                          httplib::DataSink& sink) {
+      auto chunk = [&](Json choice) {
+        Json c = {{"id", id}, {"object", object}, {"created", created}, {"model", model_id}};
+        c["choices"] = Json::array({std::move(choice)});
+        return c;
+      };
+      if (chat && !write(sink, sse_event(chunk({{"index", 0},
+                                                {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                                {"logprobs", nullptr},
+                                                {"finish_reason", nullptr}})))) {
+        run->cancel();
+        return false;
+      }
+      int tool_index = 0;
+      for (;;) {
+        TextEvents ev = run->next(kPoll);
+        std::vector<Json> out;
+        if (chat) {
+          if (!ev.delta.reasoning.empty())
+            out.push_back(chunk({{"index", 0},
+                                 {"delta", {{"reasoning_content", ev.delta.reasoning}}},
+                                 {"logprobs", nullptr},
+                                 {"finish_reason", nullptr}}));
+          if (!ev.delta.content.empty())
+            out.push_back(chunk({{"index", 0},
+                                 {"delta", {{"content", ev.delta.content}}},
+                                 {"logprobs", nullptr},
+                                 {"finish_reason", nullptr}}));
+          if (!ev.delta.tool_calls.empty()) {
+            out.push_back(chunk(
+                {{"index", 0},
+                 {"delta", {{"tool_calls", tool_calls_json(ev.delta.tool_calls, tool_index)}}},
+                 {"logprobs", nullptr},
+                 {"finish_reason", nullptr}}));
+            tool_index += static_cast<int>(ev.delta.tool_calls.size());
+          }
+        } else if (!ev.delta.content.empty()) {
+          out.push_back(chunk({{"text", ev.delta.content},
+                               {"index", 0},
+                               {"logprobs", nullptr},
+                               {"finish_reason", nullptr}}));
+        }
+        if (ev.finished) {
+          if (ev.error) {
+            // Headers are gone already: the error travels as an event, as OpenAI does.
+            out.push_back(error_body(ApiError(500, "server_error", *ev.error)));
+          } else {
+            out.push_back(chat ? chunk({{"index", 0},
+                                        {"delta", Json::object()},
+                                        {"logprobs", nullptr},
+                                        {"finish_reason", ev.finish_reason}})
+                               : chunk({{"text", ""},
+                                        {"index", 0},
+                                        {"logprobs", nullptr},
+                                        {"finish_reason", ev.finish_reason}}));
+            if (include_usage) {
+              Json u = {{"id", id}, {"object", object}, {"created", created}, {"model", model_id}};
+              u["choices"] = Json::array();
+              u["usage"] = usage_json(ev.result);
+              out.push_back(u);
+            }
+          }
+        }
+        for (const Json& j : out) {
+          if (!write(sink, sse_event(j))) {
+            run->cancel();  // the client went away: free the slot
+            return false;
+          }
+        }
+        if (ev.finished) {
+          write(sink, "data: [DONE]\n\n");
+          sink.done();
+          return true;
+        }
+        if (out.empty() && !sink.is_writable()) {
+          run->cancel();
+          return false;
+        }
+      }
+    });
+    return;
+  }
+
+  // Whole response: collect every event. (cpp-httplib 0.11 gives a handler no way to see the
+  // client leave; max_tokens bounds the work. Streaming responses do cancel on disconnect.)
+  ParsedDelta all;
+  TextEvents ev;
+  for (;;) {
+    ev = run->next(kPoll);
+    all.content += ev.delta.content;
+    all.reasoning += ev.delta.reasoning;
+    for (auto& c : ev.delta.tool_calls) all.tool_calls.push_back(std::move(c));
+    if (ev.finished) break;
+  }
+  if (ev.error) throw ApiError(500, "server_error", *ev.error);
+  Json choice;
+  if (chat) {
+    Json message = {{"role", "assistant"}};
+    message["content"] =
+        all.content.empty() && !all.tool_calls.empty() ? Json(nullptr) : Json(all.content);
+    if (!all.reasoning.empty()) message["reasoning_content"] = all.reasoning;
+    if (!all.tool_calls.empty()) {
+      message["tool_calls"] = tool_calls_json(all.tool_calls, 0);
+      for (auto& c : message["tool_calls"]) c.erase("index");  // only stream deltas carry it
+    }
+    choice = {{"index", 0},
+              {"message", message},
+              {"logprobs", nullptr},
+              {"finish_reason", ev.finish_reason}};
+  } else {
+    choice = {{"text", all.content},
+              {"index", 0},
+              {"logprobs", nullptr},
+              {"finish_reason", ev.finish_reason}};
+  }
+  Json response = {{"id", id},
+                   {"object", chat ? "chat.completion" : "text_completion"},
+                   {"created", created},
+                   {"model", model_id}};
+  response["choices"] = Json::array({choice});
+  response["usage"] = usage_json(ev.result);
+  res.status = 200;
+  res.set_content(response.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                  "application/json");
+}
+
+}  // namespace strata::server

@@ -1,0 +1,122 @@
+#include "server/generation.h"
+
+#include "server/api_error.h"
+
+namespace strata::server {
+
+GenerationRun::GenerationRun(Scheduler& scheduler, const Tokenizer& tokenizer, GenerationJob job,
+                             std::vector<std::string> stops,
+                             std::optional<OutputParserOptions> chat)
+    : scheduler_(scheduler),
+      channel_(std::make_shared<TokenChannel>()),
+      detok_(tokenizer, /*render_special=*/false),
+      stop_(std::move(stops)) {
+  if (chat) parser_.emplace(std::move(*chat));
+  job.on_token = [ch = channel_](int32_t token) {
+    std::lock_guard lock(ch->mutex);
+    ch->tokens.push_back(token);
+    ch->ready.notify_one();
+    return !ch->stop_requested;
+  };
+  job.on_done = [ch = channel_](const JobResult& r) {
+    std::lock_guard lock(ch->mutex);
+    ch->done = r;
+    ch->ready.notify_one();
+  };
+  const auto id = scheduler_.submit(std::move(job));
+  if (!id) {
+    throw ApiError(503, "server_busy",
+                   "the server is busy: all slots are in use and the queue is full; retry later");
+  }
+  id_ = *id;
+}
+
+GenerationRun::~GenerationRun() {
+  if (!finished_) cancel();
+}
+
+void GenerationRun::cancel() {
+  {
+    std::lock_guard lock(channel_->mutex);
+    channel_->stop_requested = true;
+  }
+  scheduler_.cancel(id_);
+}
+
+void GenerationRun::add_text(const std::string& text, TextEvents& ev) {
+  if (stopped_on_string_ || text.empty()) return;
+  StopMatcher::Result r = stop_.push(text);
+  stopped_on_string_ = r.stopped;
+  if (r.text.empty()) return;
+  if (parser_) {
+    ParsedDelta d = parser_->push(r.text);
+    ev.delta.content += d.content;
+    ev.delta.reasoning += d.reasoning;
+    for (auto& c : d.tool_calls) ev.delta.tool_calls.push_back(std::move(c));
+  } else {
+    ev.delta.content += r.text;
+  }
+}
+
+TextEvents GenerationRun::next(std::chrono::milliseconds wait) {
+  TextEvents ev;
+  std::vector<int32_t> tokens;
+  std::optional<JobResult> done;
+  {
+    std::unique_lock lock(channel_->mutex);
+    channel_->ready.wait_for(
+        lock, wait, [&] { return !channel_->tokens.empty() || channel_->done.has_value(); });
+    tokens.swap(channel_->tokens);
+    done = channel_->done;
+  }
+  for (int32_t t : tokens) {
+    if (stopped_on_string_) break;
+    ++tokens_used_;
+    add_text(detok_.push(t), ev);
+  }
+  if (stopped_on_string_) {
+    // The rest is not wanted: the job ends at its next token (tokens after this are dropped).
+    std::lock_guard lock(channel_->mutex);
+    channel_->stop_requested = true;
+  }
+  if (!done) return ev;
+
+  // Finished: release what the detokenizer, the stop matcher and the parser still hold.
+  add_text(detok_.flush(), ev);
+  if (!stopped_on_string_) {
+    const std::string rest = stop_.flush();
+    if (parser_) {
+      ParsedDelta d = parser_->push(rest);
+      ev.delta.content += d.content;
+      ev.delta.reasoning += d.reasoning;
+      for (auto& c : d.tool_calls) ev.delta.tool_calls.push_back(std::move(c));
+    } else {
+      ev.delta.content += rest;
+    }
+  }
+  if (parser_) {
+    ParsedDelta d = parser_->finish();
+    ev.delta.content += d.content;
+    ev.delta.reasoning += d.reasoning;
+    for (auto& c : d.tool_calls) ev.delta.tool_calls.push_back(std::move(c));
+  }
+  ev.finished = true;
+  finished_ = true;
+  ev.result = *done;
+  ev.result.generated_tokens = tokens_used_;
+  if (stopped_on_string_) {
+    ev.finish_reason = "stop";
+  } else if (done->reason == FinishReason::length) {
+    ev.finish_reason = "length";
+  } else if (done->reason == FinishReason::stop) {
+    ev.finish_reason = "stop";
+  } else {
+    ev.error = done->reason == FinishReason::cancelled ? std::string("the generation was cancelled")
+                                                       : done->error;
+  }
+  if (ev.finish_reason == "stop" && parser_ && parser_->tool_calls_seen() > 0)
+    ev.finish_reason = "tool_calls";
+  return ev;
+}
+
+}  // namespace strata::server

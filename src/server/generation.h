@@ -1,0 +1,66 @@
+#pragma once
+// One request's generation as the HTTP side sees it: submits the job to the scheduler, receives
+// its tokens through a channel, and turns them into text events (detokenized, stop strings cut,
+// and for chat: reasoning and tool calls split out). The same events build a streamed (SSE) or
+// a whole response, so both carry the same text.
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/scheduler.h"
+#include "server/output_parser.h"
+#include "server/stop_matcher.h"
+#include "tokenizer/tokenizer.h"
+
+namespace strata::server {
+
+// Tokens from the scheduler thread to the HTTP thread. Shared: either side may leave first.
+struct TokenChannel {
+  std::mutex mutex;
+  std::condition_variable ready;
+  std::vector<int32_t> tokens;
+  std::optional<JobResult> done;
+  bool stop_requested = false;  // the HTTP side wants no more tokens
+};
+
+struct TextEvents {
+  ParsedDelta delta;                 // new text (content / reasoning / tool calls)
+  bool finished = false;             // the generation is over (no more events)
+  std::string finish_reason;         // "stop", "length", "tool_calls" when finished
+  std::optional<std::string> error;  // the generation failed (cancelled or error)
+  JobResult result;                  // counts, when finished (generated: tokens in the text)
+};
+
+class GenerationRun {
+ public:
+  // Submits the job (its callbacks are set here). Throws ApiError 503 when the queue is full.
+  GenerationRun(Scheduler& scheduler, const Tokenizer& tokenizer, GenerationJob job,
+                std::vector<std::string> stops, std::optional<OutputParserOptions> chat);
+  ~GenerationRun();  // cancels the job if it is still running
+
+  // Waits up to `wait` for tokens; returns what they add. After `finished`, do not call again.
+  TextEvents next(std::chrono::milliseconds wait);
+  void cancel();
+  uint64_t id() const { return id_; }
+
+ private:
+  void add_text(const std::string& text, TextEvents& ev);
+
+  Scheduler& scheduler_;
+  std::shared_ptr<TokenChannel> channel_;
+  StreamingDetokenizer detok_;
+  StopMatcher stop_;
+  std::optional<OutputParser> parser_;
+  uint64_t id_ = 0;
+  int64_t tokens_used_ = 0;  // generated tokens that made it into the text
+  bool stopped_on_string_ = false;
+  bool finished_ = false;
+};
+
+}  // namespace strata::server

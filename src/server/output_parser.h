@@ -1,0 +1,53 @@
+#pragma once
+// Splits a chat model's streamed output into what OpenAI clients expect: `content`,
+// `reasoning_content` (the text inside <think>...</think>) and `tool_calls` (each
+// <tool_call>...</tool_call> block, parsed). Works on text deltas: a tag split across deltas is
+// held back until it is known, so streamed and non-streamed responses carry the same text.
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/tool_calls.h"
+
+namespace strata::server {
+
+struct OutputParserOptions {
+  bool parse_reasoning = true;       // <think> blocks become reasoning_content
+  bool starts_in_reasoning = false;  // the prompt already opened <think> (thinking templates)
+  bool parse_tool_calls = false;     // only when the request offered tools
+  nlohmann::json tools{};            // the request's tools, for parameter types
+};
+
+struct ParsedDelta {
+  std::string content;
+  std::string reasoning;
+  std::vector<ToolCall> tool_calls;
+  bool empty() const { return content.empty() && reasoning.empty() && tool_calls.empty(); }
+};
+
+class OutputParser {
+ public:
+  explicit OutputParser(OutputParserOptions options);
+
+  ParsedDelta push(std::string_view text);
+  // End of the output: releases held text; an unterminated tool call block stays content.
+  ParsedDelta finish();
+
+  int tool_calls_seen() const { return tool_calls_seen_; }
+
+ private:
+  enum class Mode { content, reasoning, tool_call };
+  void emit(ParsedDelta& out, std::string_view text) const;
+  void run(ParsedDelta& out, bool at_end);
+
+  OutputParserOptions options_;
+  Mode mode_;
+  std::string buffer_;      // text not yet classified
+  std::string tool_body_;   // inside <tool_call>
+  bool trim_next_ = false;  // drop whitespace that opens a reasoning or content section
+  int tool_calls_seen_ = 0;
+};
+
+}  // namespace strata::server

@@ -1,0 +1,42 @@
+#pragma once
+// OpenAI request bodies (chat completions and legacy completions) read into one generation
+// request, with every field type- and range-checked: a bad field is an ApiError naming it.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/sampling_config.h"
+
+namespace strata::server {
+
+struct GenerationRequest {
+  bool chat = true;
+  std::string model;  // as sent ("" when absent)
+  // Chat: messages and tools for the chat template. tool_choice "none" drops the tools.
+  nlohmann::ordered_json messages;
+  nlohmann::ordered_json tools;  // null when none
+  std::string tool_choice = "auto";
+  std::optional<bool> enable_thinking;     // chat_template_kwargs.enable_thinking
+  nlohmann::ordered_json template_kwargs;  // other chat_template_kwargs (object or null)
+  // Completions: the prompt as text or token ids.
+  std::string prompt_text;
+  std::vector<int32_t> prompt_tokens;
+  bool prompt_is_tokens = false;
+
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  std::optional<int64_t> max_tokens;
+  SamplingOverrides sampling;
+  std::vector<std::pair<int32_t, float>> logit_bias;
+  std::vector<std::string> stop;
+  bool ignore_eos = false;  // non-standard (llama.cpp): keep going past end-of-generation
+};
+
+// Both throw ApiError (400) naming the offending field.
+GenerationRequest parse_chat_request(const nlohmann::ordered_json& body);
+GenerationRequest parse_completion_request(const nlohmann::ordered_json& body);
+
+}  // namespace strata::server

@@ -1,0 +1,219 @@
+#include "server/server.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <map>
+
+#include "server/api_error.h"
+#include "server/openai_json.h"
+#include "util/error.h"
+#include "util/log.h"
+
+namespace strata::server {
+namespace {
+
+void send_json(httplib::Response& res, int status, const nlohmann::ordered_json& body) {
+  res.status = status;
+  res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                  "application/json");
+}
+
+void send_error(httplib::Response& res, const ApiError& e) {
+  send_json(res, e.status(), error_body(e));
+  if (e.status() == 503) res.set_header("Retry-After", "1");
+  if (e.status() == 401) res.set_header("WWW-Authenticate", "Bearer");
+}
+
+int64_t parameter_count(const GgufFile& file) {
+  int64_t n = 0;
+  for (const auto& t : file.tensors()) n += t.elements();
+  return n;
+}
+
+}  // namespace
+
+Server::Server(Model& model, const Tokenizer& tokenizer, Scheduler& scheduler,
+               ServerOptions options)
+    : model_(model),
+      tokenizer_(tokenizer),
+      scheduler_(scheduler),
+      options_(std::move(options)),
+      model_defaults_(model_sampling_defaults(model.file())),
+      http_(std::make_unique<httplib::Server>()) {
+  default_sampling_ = model_defaults_.params;
+  options_.sampling.apply_to(default_sampling_);
+  Sampler check(default_sampling_);  // invalid command-line values fail at start-up
+  (void)check;
+  if (auto t = model.file().find_string("tokenizer.chat_template")) {
+    chat_template_source_ = *t;
+  } else {
+    log::warn("{} has no chat template (tokenizer.chat_template); chat requests use ChatML",
+              model.file().name());
+    chat_template_source_ = ChatTemplate::default_chatml_source();
+  }
+  chat_template_ = std::make_unique<ChatTemplate>(chat_template_source_);
+  created_ = std::chrono::duration_cast<std::chrono::seconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+                 .count();
+  routes();
+}
+
+Server::~Server() = default;
+
+void Server::bind() {
+  port_ = options_.port == 0
+              ? http_->bind_to_any_port(options_.host)
+              : (http_->bind_to_port(options_.host, options_.port) ? options_.port : -1);
+  if (port_ <= 0)
+    fail("cannot listen on {}:{} (address in use or not available)", options_.host, options_.port);
+}
+
+void Server::listen() {
+  http_->listen_after_bind();
+}
+
+void Server::stop() {
+  http_->stop();
+}
+
+void Server::routes() {
+  httplib::Server& http = *http_;
+  const int threads = options_.http_threads;
+  http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  http.set_payload_max_length(options_.max_body_bytes);
+  http.set_read_timeout(std::chrono::seconds(60));
+  http.set_write_timeout(std::chrono::seconds(60));
+
+  // Authentication and counting, before any route.
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    Endpoint e = Endpoint::other;
+    if (req.path == "/v1/chat/completions" || req.path == "/chat/completions")
+      e = Endpoint::chat;
+    else if (req.path == "/v1/completions" || req.path == "/completions")
+      e = Endpoint::completions;
+    else if (req.path == "/v1/models" || req.path == "/models")
+      e = Endpoint::models;
+    else if (req.path == "/health")
+      e = Endpoint::health;
+    else if (req.path == "/metrics")
+      e = Endpoint::metrics;
+    else if (req.path == "/props")
+      e = Endpoint::props;
+    metrics_.count_request(e);
+    if (options_.api_key.empty() || e == Endpoint::health)
+      return httplib::Server::HandlerResponse::Unhandled;
+    const std::string auth = req.get_header_value("Authorization");
+    if (auth != "Bearer " + options_.api_key) {
+      send_error(res, ApiError(401, "invalid_request_error",
+                               auth.empty() ? "missing API key: send 'Authorization: Bearer <key>'"
+                                            : "incorrect API key",
+                               "", "invalid_api_key"));
+      metrics_.count_status(401);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  http.set_post_routing_handler([this](const httplib::Request&, httplib::Response& res) {
+    metrics_.count_status(res.status);
+  });
+  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;  // a handler already wrote an error object
+    if (res.status == 404) {
+      send_error(res, ApiError(404, "invalid_request_error",
+                               fmt::format("no route for {} {}", req.method, req.path)));
+    } else if (res.status == 413) {
+      send_error(res, ApiError(413, "invalid_request_error", "the request body is too large"));
+    } else {
+      send_error(res, ApiError(res.status, "invalid_request_error", "bad request"));
+    }
+  });
+  http.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        try {
+          std::rethrow_exception(ep);
+        } catch (const ApiError& e) {
+          send_error(res, e);
+        } catch (const std::exception& e) {
+          send_error(res, ApiError(500, "server_error", e.what()));
+        } catch (...) {
+          send_error(res, ApiError(500, "server_error", "unknown error"));
+        }
+      });
+
+  auto generation = [this](bool chat) {
+    return [this, chat](const httplib::Request& req, httplib::Response& res) {
+      try {
+        handle_generation(req, res, chat);
+      } catch (const ApiError& e) {
+        send_error(res, e);
+      } catch (const Error& e) {
+        send_error(res, ApiError(400, "invalid_request_error", e.what()));
+      } catch (const std::exception& e) {
+        send_error(res, ApiError(500, "server_error", e.what()));
+      }
+    };
+  };
+  for (const char* path : {"/v1/chat/completions", "/chat/completions"})
+    http.Post(path, generation(true));
+  for (const char* path : {"/v1/completions", "/completions"}) http.Post(path, generation(false));
+
+  auto models = [this](const httplib::Request&, httplib::Response& res) {
+    const ModelHParams& hp = model_.hparams();
+    std::map<std::string, int64_t> types;
+    for (const auto& t : model_.file().tensors()) types[std::string(ggml_type_name(t.type))]++;
+    const int64_t n_ctx = scheduler_.options().n_ctx;
+    nlohmann::ordered_json m = {{"id", options_.model_id},
+                                {"object", "model"},
+                                {"created", created_},
+                                {"owned_by", "strata"},
+                                {"context_length", n_ctx},
+                                {"max_model_len", n_ctx},
+                                {"meta",
+                                 {{"n_ctx", n_ctx},
+                                  {"n_ctx_train", hp.n_ctx_train},
+                                  {"n_params", parameter_count(model_.file())},
+                                  {"n_vocab", hp.n_vocab},
+                                  {"architecture", hp.arch},
+                                  {"quant_types", types}}}};
+    send_json(res, 200, {{"object", "list"}, {"data", {m}}});
+  };
+  http.Get("/v1/models", models);
+  http.Get("/models", models);
+
+  http.Get("/health", [](const httplib::Request&, httplib::Response& res) {
+    send_json(res, 200, {{"status", "ok"}});
+  });
+  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics_.render(scheduler_.stats()), "text/plain; version=0.0.4");
+  });
+  http.Get("/props", [this](const httplib::Request&, httplib::Response& res) {
+    const SchedulerOptions& so = scheduler_.options();
+    const SamplingParams& s = default_sampling_;
+    const SchedulerStats st = scheduler_.stats();
+    send_json(res, 200,
+              {{"model", options_.model_id},
+               {"model_path", model_.file().name()},
+               {"n_ctx", so.n_ctx},
+               {"parallel", so.n_slots},
+               {"batch_tokens", so.batch_tokens},
+               {"max_queue", so.max_queue},
+               {"kv_type", ggml_type_name(so.kv_type)},
+               {"kv_page_size", st.kv_page_size},
+               {"kv_pages", st.kv_pages_total},
+               {"api_key_required", !options_.api_key.empty()},
+               {"default_generation_settings",
+                {{"temperature", s.temperature},
+                 {"top_k", s.top_k},
+                 {"top_p", s.top_p},
+                 {"min_p", s.min_p},
+                 {"repetition_penalty", s.repetition_penalty},
+                 {"repeat_last_n", s.penalty_last_n},
+                 {"presence_penalty", s.presence_penalty},
+                 {"frequency_penalty", s.frequency_penalty},
+                 {"model_defaults_source", model_defaults_.source}}},
+               {"chat_template", chat_template_source_}});
+  });
+}
+
+}  // namespace strata::server

@@ -1,0 +1,73 @@
+#pragma once
+// `strata serve`: the OpenAI-compatible HTTP API over one loaded model.
+//   POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health,
+//   GET /metrics (Prometheus), GET /props (effective settings).
+// Handlers never throw: every failure becomes an OpenAI-style error object with a 4xx/5xx status.
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "model/model.h"
+#include "runtime/scheduler.h"
+#include "server/metrics.h"
+#include "server/sampling_config.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace strata::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;                   // 0: any free port (see Server::port)
+  std::string api_key;               // empty: no authentication
+  std::string model_id{};            // the id clients send and /v1/models lists
+  size_t max_body_bytes = 32 << 20;  // larger request bodies get 413
+  int http_threads = 32;             // concurrent connections served
+  SamplingOverrides sampling{};      // from the command line, over the model's defaults
+};
+
+class Server {
+ public:
+  Server(Model& model, const Tokenizer& tokenizer, Scheduler& scheduler, ServerOptions options);
+  ~Server();
+
+  // Binds the socket; throws strata::Error when it cannot (port in use, bad host).
+  void bind();
+  int port() const { return port_; }
+  // Serves until stop() (from another thread or a signal handler thread).
+  void listen();
+  void stop();
+
+  // The sampling settings a request starts from (model defaults, then the command line).
+  const SamplingParams& default_sampling() const { return default_sampling_; }
+
+ private:
+  void routes();
+  // POST /v1/chat/completions (chat) and /v1/completions (defined in completion_endpoints.cpp).
+  void handle_generation(const httplib::Request& req, httplib::Response& res, bool chat);
+  // The chat template rendered and tokenized; sets starts_in_reasoning when the prompt ends
+  // inside an opened <think> block.
+  std::vector<int32_t> chat_prompt(const struct GenerationRequest& r, bool& starts_in_reasoning);
+
+  Model& model_;
+  const Tokenizer& tokenizer_;
+  Scheduler& scheduler_;
+  ServerOptions options_;
+  ModelSamplingDefaults model_defaults_;
+  SamplingParams default_sampling_;
+  std::unique_ptr<ChatTemplate> chat_template_;
+  std::string chat_template_source_;
+  std::unique_ptr<httplib::Server> http_;
+  HttpMetrics metrics_;
+  int64_t created_ = 0;
+  int port_ = 0;
+};
+
+}  // namespace strata::server

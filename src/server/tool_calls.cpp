@@ -1,0 +1,103 @@
+#include "server/tool_calls.h"
+
+#include <atomic>
+
+#include <fmt/format.h>
+
+namespace strata::server {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  const auto space = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
+  while (!s.empty() && space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+std::string next_call_id() {
+  static std::atomic<uint64_t> counter{0};
+  return fmt::format("call_{:016x}", 0x9e3779b97f4a7c15ull * ++counter);
+}
+
+// The JSON-schema type of a tool's parameter, or "" when not declared.
+std::string parameter_type(const nlohmann::json& tools, const std::string& function,
+                           const std::string& parameter) {
+  if (!tools.is_array()) return "";
+  for (const auto& tool : tools) {
+    const auto fn = tool.find("function");
+    if (fn == tool.end() || !fn->is_object() || fn->value("name", "") != function) continue;
+    const auto params = fn->find("parameters");
+    if (params == fn->end() || !params->is_object()) return "";
+    const auto props = params->find("properties");
+    if (props == params->end() || !props->is_object()) return "";
+    const auto p = props->find(parameter);
+    if (p == props->end() || !p->is_object()) return "";
+    const auto type = p->find("type");
+    return type != p->end() && type->is_string() ? type->get<std::string>() : "";
+  }
+  return "";
+}
+
+std::optional<ToolCall> parse_json_form(std::string_view body) {
+  const auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) return std::nullopt;
+  ToolCall call{next_call_id(), j["name"].get<std::string>(), "{}"};
+  if (const auto args = j.find("arguments"); args != j.end()) {
+    if (args->is_object()) {
+      call.arguments = args->dump();
+    } else if (args->is_string()) {
+      call.arguments = args->get<std::string>();  // already serialized by the model
+    } else if (!args->is_null()) {
+      return std::nullopt;
+    }
+  }
+  return call;
+}
+
+// <tag=NAME>VALUE</tag>: returns NAME and VALUE and advances `rest` past the closing tag.
+bool take_element(std::string_view& rest, std::string_view tag, std::string_view& name,
+                  std::string_view& value) {
+  rest = trim(rest);
+  const std::string open = fmt::format("<{}=", tag), close = fmt::format("</{}>", tag);
+  if (!rest.starts_with(open)) return false;
+  const size_t name_end = rest.find('>');
+  if (name_end == std::string_view::npos) return false;
+  name = trim(rest.substr(open.size(), name_end - open.size()));
+  const size_t value_end = rest.find(close, name_end + 1);
+  if (value_end == std::string_view::npos) return false;
+  value = rest.substr(name_end + 1, value_end - name_end - 1);
+  rest.remove_prefix(value_end + close.size());
+  return !name.empty();
+}
+
+std::optional<ToolCall> parse_xml_form(std::string_view body, const nlohmann::json& tools) {
+  std::string_view rest = body, function, params;
+  if (!take_element(rest, "function", function, params) || !trim(rest).empty()) return std::nullopt;
+  nlohmann::ordered_json arguments = nlohmann::ordered_json::object();
+  std::string_view name, value;
+  while (!trim(params).empty()) {
+    if (!take_element(params, "parameter", name, value)) return std::nullopt;
+    // The template writes each value between newlines.
+    if (value.starts_with('\n')) value.remove_prefix(1);
+    if (value.ends_with('\n')) value.remove_suffix(1);
+    const std::string type = parameter_type(tools, std::string(function), std::string(name));
+    nlohmann::ordered_json parsed = value;
+    if (!type.empty() && type != "string") {
+      auto j = nlohmann::ordered_json::parse(value, nullptr, false);
+      if (!j.is_discarded()) parsed = std::move(j);
+    }
+    arguments[std::string(name)] = std::move(parsed);
+  }
+  return ToolCall{next_call_id(), std::string(function), arguments.dump()};
+}
+
+}  // namespace
+
+std::optional<ToolCall> parse_tool_call(std::string_view body, const nlohmann::json& tools) {
+  body = trim(body);
+  if (body.starts_with('{')) return parse_json_form(body);
+  if (body.starts_with("<function=")) return parse_xml_form(body, tools);
+  return std::nullopt;
+}
+
+}  // namespace strata::server

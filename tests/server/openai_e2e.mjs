@@ -1,0 +1,118 @@
+// The official OpenAI client library (npm `openai`) against a running `strata serve`.
+//   node openai_e2e.mjs NODE_PREFIX BASE_URL API_KEY N_CTX
+// Exits non-zero with a message on the first failed check.
+import { createRequire } from 'node:module';
+import assert from 'node:assert/strict';
+
+const [prefix, baseURL, apiKey, nCtxText] = process.argv.slice(2);
+const require = createRequire(prefix + '/');
+const OpenAI = require('openai');
+const nCtx = Number(nCtxText);
+const client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 120_000 });
+const messages = [{ role: 'user', content: 'Say hello.' }];
+const checks = [];
+const check = (name, fn) => checks.push([name, fn]);
+
+check('models list the id and the context size', async () => {
+  const list = await client.models.list();
+  assert.equal(list.data.length, 1);
+  const m = list.data[0];
+  assert.equal(m.object, 'model');
+  assert.equal(m.context_length, nCtx);
+  assert.equal(m.max_model_len, nCtx);
+  const one = await client.models.retrieve(m.id).catch((e) => e);
+  // Retrieving one model is optional in the API; a 404 error object is acceptable, a crash is not.
+  assert.ok(one.id === m.id || one.status === 404, String(one));
+});
+
+check('chat completion', async () => {
+  const r = await client.chat.completions.create({ model: 'strata-test', messages, max_tokens: 6, temperature: 0 });
+  assert.equal(r.object, 'chat.completion');
+  assert.equal(r.choices.length, 1);
+  assert.equal(r.choices[0].message.role, 'assistant');
+  assert.ok(['stop', 'length'].includes(r.choices[0].finish_reason));
+  assert.ok(r.usage.prompt_tokens > 0);
+  assert.ok(r.usage.completion_tokens <= 6);
+  assert.equal(r.usage.total_tokens, r.usage.prompt_tokens + r.usage.completion_tokens);
+});
+
+check('streamed chat completion with usage', async () => {
+  const stream = await client.chat.completions.create({
+    model: 'strata-test', messages, max_tokens: 6, temperature: 0, stream: true,
+    stream_options: { include_usage: true },
+  });
+  let text = '', finish = null, usage = null, chunks = 0;
+  for await (const chunk of stream) {
+    chunks++;
+    assert.equal(chunk.object, 'chat.completion.chunk');
+    if (chunk.usage) usage = chunk.usage;
+    for (const c of chunk.choices) {
+      text += c.delta.content ?? '';
+      text += c.delta.reasoning_content ?? '';
+      if (c.finish_reason) finish = c.finish_reason;
+    }
+  }
+  assert.ok(chunks >= 2);
+  assert.ok(['stop', 'length'].includes(finish));
+  assert.ok(usage && usage.completion_tokens <= 6);
+  // The helper that accumulates a stream accepts it too.
+  const runner = client.chat.completions.stream({ model: 'strata-test', messages, max_tokens: 4, temperature: 0 });
+  const final = await runner.finalChatCompletion();
+  assert.equal(final.choices[0].message.role, 'assistant');
+});
+
+check('legacy completions with text and token prompts', async () => {
+  const r = await client.completions.create({ model: 'strata-test', prompt: 'Once upon a time', max_tokens: 5, temperature: 0 });
+  assert.equal(r.object, 'text_completion');
+  assert.equal(typeof r.choices[0].text, 'string');
+  const t = await client.completions.create({ model: 'strata-test', prompt: [9707, 11, 1879], max_tokens: 3 });
+  assert.equal(t.usage.prompt_tokens, 3);
+});
+
+check('tools round trip: tools offered, a tool result sent back', async () => {
+  const tools = [{ type: 'function', function: { name: 'get_weather', description: 'Weather of a city',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
+  const first = await client.chat.completions.create({ model: 'strata-test', messages, tools, max_tokens: 8, temperature: 0 });
+  assert.ok(['stop', 'length', 'tool_calls'].includes(first.choices[0].finish_reason));
+  const followUp = [
+    ...messages,
+    { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+    { role: 'tool', tool_call_id: 'call_1', content: '{"temperature": 21}' },
+  ];
+  const second = await client.chat.completions.create({ model: 'strata-test', messages: followUp, tools, max_tokens: 4, tool_choice: 'auto' });
+  assert.equal(second.choices[0].message.role, 'assistant');
+});
+
+check('context overflow is a 400 that names both numbers', async () => {
+  const e = await client.chat.completions.create({ model: 'strata-test', messages, max_tokens: nCtx }).catch((e) => e);
+  assert.ok(e instanceof OpenAI.BadRequestError, String(e));
+  assert.equal(e.status, 400);
+  assert.equal(e.code, 'context_length_exceeded');
+  assert.match(e.message, new RegExp(`${nCtx} tokens`));
+});
+
+check('bad values and unknown models are 4xx errors', async () => {
+  const bad = await client.chat.completions.create({ model: 'strata-test', messages, temperature: 7 }).catch((e) => e);
+  assert.ok(bad instanceof OpenAI.BadRequestError, String(bad));
+  assert.equal(bad.param, 'temperature');
+  const unknown = await client.chat.completions.create({ model: 'no-such-model', messages }).catch((e) => e);
+  assert.ok(unknown instanceof OpenAI.NotFoundError, String(unknown));
+});
+
+check('the API key is enforced', async () => {
+  const anonymous = new OpenAI({ baseURL, apiKey: 'wrong-key', maxRetries: 0 });
+  const e = await anonymous.models.list().catch((e) => e);
+  assert.ok(e instanceof OpenAI.AuthenticationError, String(e));
+});
+
+let failed = 0;
+for (const [name, fn] of checks) {
+  try {
+    await fn();
+    console.log(`ok   ${name}`);
+  } catch (e) {
+    failed++;
+    console.log(`FAIL ${name}: ${e.stack ?? e}`);
+  }
+}
+process.exit(failed ? 1 : 0);

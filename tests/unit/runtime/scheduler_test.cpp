@@ -1,0 +1,175 @@
+// The continuous-batching scheduler against plain one-sequence generation: the same greedy tokens
+// whether a prompt runs alone through a Session or batched with others, with prefix reuse, under
+// page pressure; plus cancellation, limits and accounting.
+
+#include "runtime/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "runtime/session.h"
+#include "support/test_support.h"
+
+namespace strata {
+namespace {
+
+std::unique_ptr<Model> tiny_model() {
+  return Model::load((test::oracle_dir() / "models" / "tiny-qwen3moe-Q8_0.gguf").string());
+}
+
+// Greedy continuation of `prompt` by a Session (the reference).
+std::vector<int32_t> session_greedy(Model& model, const std::vector<int32_t>& prompt, int n,
+                                    ThreadPool& pool) {
+  Session session(model, 512, GgmlType::F16, pool);
+  std::vector<float> logits;
+  session.eval(prompt, false, logits);
+  std::vector<int32_t> out;
+  for (int i = 0; i < n; ++i) {
+    out.push_back(argmax(logits));
+    session.eval(std::span<const int32_t>(&out.back(), 1), false, logits);
+  }
+  return out;
+}
+
+struct Collected {
+  std::vector<int32_t> tokens;
+  std::promise<JobResult> done;
+};
+
+GenerationJob greedy_job(const std::vector<int32_t>& prompt, int n, Collected& c) {
+  GenerationJob job;
+  job.prompt = prompt;
+  job.max_tokens = n;
+  job.on_token = [&c](int32_t t) {
+    c.tokens.push_back(t);
+    return true;
+  };
+  job.on_done = [&c](const JobResult& r) { c.done.set_value(r); };
+  return job;
+}
+
+std::vector<int32_t> prompt_of(int seed, int n) {
+  std::vector<int32_t> p;
+  for (int i = 0; i < n; ++i) p.push_back((seed * 37 + i * 11) % 500 + 1);
+  return p;
+}
+
+TEST(Scheduler, ConcurrentGreedyGenerationsMatchSessions) {
+  auto model = tiny_model();
+  ThreadPool pool(2);
+  const std::vector<std::vector<int32_t>> prompts = {prompt_of(1, 5), prompt_of(2, 40),
+                                                     prompt_of(3, 130), prompt_of(4, 1)};
+  std::vector<std::vector<int32_t>> expected;
+  for (const auto& p : prompts) expected.push_back(session_greedy(*model, p, 12, pool));
+
+  // Small pages and prompt chunks so prompts are split across steps and pages.
+  Scheduler scheduler(*model, pool,
+                      {.n_slots = 3,
+                       .n_ctx = 256,
+                       .kv_positions = 1024,
+                       .page_size = 16,
+                       .batch_tokens = 48,
+                       .prefill_chunk = 16});
+  std::vector<Collected> got(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i)
+    ASSERT_TRUE(scheduler.submit(greedy_job(prompts[i], 12, got[i])));
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const JobResult r = got[i].done.get_future().get();
+    EXPECT_EQ(r.reason, FinishReason::length);
+    EXPECT_EQ(r.generated_tokens, 12);
+    EXPECT_EQ(got[i].tokens, expected[i]) << "prompt " << i;
+  }
+  const SchedulerStats st = scheduler.stats();
+  EXPECT_EQ(st.jobs_finished, prompts.size());
+  EXPECT_EQ(st.slots_busy, 0);
+}
+
+TEST(Scheduler, PrefixReuseGivesTheSameTokens) {
+  auto model = tiny_model();
+  ThreadPool pool(2);
+  const std::vector<int32_t> turn1 = prompt_of(7, 50);
+  std::vector<int32_t> turn2 = turn1;  // the next turn: the conversation so far plus more
+  for (int i = 0; i < 20; ++i) turn2.push_back(300 + i);
+  const auto expected = session_greedy(*model, turn2, 8, pool);
+
+  Scheduler scheduler(*model, pool, {.n_slots = 2, .n_ctx = 256, .page_size = 16});
+  Collected a, b;
+  ASSERT_TRUE(scheduler.submit(greedy_job(turn1, 4, a)));
+  EXPECT_EQ(a.done.get_future().get().cached_tokens, 0);
+  ASSERT_TRUE(scheduler.submit(greedy_job(turn2, 8, b)));
+  const JobResult r = b.done.get_future().get();
+  EXPECT_EQ(r.cached_tokens, 50);  // the whole first turn's prompt
+  EXPECT_EQ(b.tokens, expected);
+}
+
+TEST(Scheduler, CancelEndsARunningJobAndFreesItsSlot) {
+  auto model = tiny_model();
+  ThreadPool pool(2);
+  Scheduler scheduler(*model, pool, {.n_slots = 1, .n_ctx = 4096, .page_size = 16});
+  std::promise<void> first_token;
+  std::atomic<bool> signalled{false};
+  std::promise<JobResult> done;
+  GenerationJob job;
+  job.prompt = prompt_of(9, 8);
+  job.max_tokens = 4000;
+  job.on_token = [&](int32_t) {
+    if (!signalled.exchange(true)) first_token.set_value();
+    return true;
+  };
+  job.on_done = [&](const JobResult& r) { done.set_value(r); };
+  const auto id = scheduler.submit(std::move(job));
+  ASSERT_TRUE(id);
+  first_token.get_future().wait();
+  scheduler.cancel(*id);
+  const JobResult r = done.get_future().get();
+  EXPECT_EQ(r.reason, FinishReason::cancelled);
+  EXPECT_LT(r.generated_tokens, 4000);
+  EXPECT_EQ(scheduler.stats().slots_busy, 0);
+}
+
+TEST(Scheduler, BoundedQueueRefusesWhenFull) {
+  auto model = tiny_model();
+  ThreadPool pool(1);
+  Scheduler scheduler(*model, pool, {.n_slots = 1, .n_ctx = 4096, .max_queue = 1});
+  std::promise<void> running;
+  std::atomic<bool> signalled{false};
+  std::promise<JobResult> long_done;
+  GenerationJob long_job;
+  long_job.prompt = prompt_of(2, 4);
+  long_job.max_tokens = 4000;
+  long_job.on_token = [&](int32_t) {
+    if (!signalled.exchange(true)) running.set_value();
+    return true;
+  };
+  long_job.on_done = [&](const JobResult& r) { long_done.set_value(r); };
+  const auto id = scheduler.submit(std::move(long_job));
+  ASSERT_TRUE(id);
+  running.get_future().wait();  // the only slot is busy
+  Collected queued, refused;
+  ASSERT_TRUE(scheduler.submit(greedy_job(prompt_of(3, 4), 2, queued)));
+  EXPECT_FALSE(scheduler.submit(greedy_job(prompt_of(4, 4), 2, refused)));
+  scheduler.cancel(*id);
+  EXPECT_EQ(long_done.get_future().get().reason, FinishReason::cancelled);
+  EXPECT_EQ(queued.done.get_future().get().reason, FinishReason::length);
+}
+
+TEST(Scheduler, RefusesInvalidJobs) {
+  auto model = tiny_model();
+  ThreadPool pool(1);
+  Scheduler scheduler(*model, pool, {.n_slots = 1, .n_ctx = 64, .max_queue = 1});
+  Collected c;
+  EXPECT_ANY_THROW(scheduler.submit(greedy_job({}, 4, c)));                 // no prompt
+  EXPECT_ANY_THROW(scheduler.submit(greedy_job(prompt_of(1, 60), 10, c)));  // context
+  EXPECT_ANY_THROW(scheduler.submit(greedy_job({100000}, 4, c)));           // vocabulary
+  GenerationJob bad = greedy_job(prompt_of(1, 4), 4, c);
+  bad.sampling.top_p = 0;
+  EXPECT_ANY_THROW(scheduler.submit(std::move(bad)));
+  // Shutdown: queued work is dropped with `cancelled`, nothing is accepted afterwards.
+  scheduler.shutdown(std::chrono::milliseconds(0));
+  Collected after;
+  EXPECT_FALSE(scheduler.submit(greedy_job(prompt_of(1, 4), 4, after)));
+}
+
+}  // namespace
+}  // namespace strata

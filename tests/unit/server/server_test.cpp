@@ -1,0 +1,317 @@
+// The HTTP API end to end in-process: schemas, streaming, errors, limits, prefix reuse and
+// concurrency, against a real model, scheduler and server.
+
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+
+#include "server_fixture.h"
+
+namespace strata::server {
+namespace {
+
+using test_support::ServerStack;
+using test_support::sse_payloads;
+using Json = nlohmann::json;
+
+std::string chat_body(Json extra = Json::object()) {
+  Json body = {{"model", "test-model"},
+               {"messages", {{{"role", "user"}, {"content", "Write a haiku about memory."}}}},
+               {"max_tokens", 8},
+               {"temperature", 0}};
+  body.update(extra);
+  return body.dump();
+}
+
+TEST(Server, InfoEndpoints) {
+  ServerStack s({.n_slots = 2, .n_ctx = 512});
+  auto c = s.client();
+  auto health = c.Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+
+  auto models = c.Get("/v1/models");
+  ASSERT_TRUE(models);
+  const Json m = Json::parse(models->body);
+  ASSERT_EQ(m["data"].size(), 1u);
+  EXPECT_EQ(m["data"][0]["id"], "test-model");
+  EXPECT_EQ(m["data"][0]["context_length"], 512);
+  EXPECT_EQ(m["data"][0]["max_model_len"], 512);
+  EXPECT_EQ(m["data"][0]["meta"]["n_ctx"], 512);
+  EXPECT_GT(m["data"][0]["meta"]["n_params"].get<int64_t>(), 0);
+  EXPECT_TRUE(m["data"][0]["meta"]["quant_types"].contains("Q8_0"));
+
+  auto props = c.Get("/props");
+  ASSERT_TRUE(props);
+  const Json p = Json::parse(props->body);
+  EXPECT_EQ(p["parallel"], 2);
+  // A qwen3moe model without general.sampling.* keys gets the Qwen3 model-card defaults.
+  EXPECT_FLOAT_EQ(p["default_generation_settings"]["temperature"].get<float>(), 0.6f);
+  EXPECT_EQ(p["default_generation_settings"]["top_k"], 20);
+
+  auto metrics = c.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("strata_slots_total 2"), std::string::npos) << metrics->body;
+  EXPECT_NE(metrics->body.find("# TYPE strata_generated_tokens_total counter"), std::string::npos);
+}
+
+TEST(Server, ChatCompletionWholeAndStreamedAgree) {
+  ServerStack s({.n_slots = 2, .n_ctx = 512});
+  auto c = s.client();
+  auto whole = c.Post("/v1/chat/completions", chat_body(), "application/json");
+  ASSERT_TRUE(whole);
+  ASSERT_EQ(whole->status, 200) << whole->body;
+  const Json w = Json::parse(whole->body);
+  EXPECT_EQ(w["object"], "chat.completion");
+  EXPECT_EQ(w["choices"][0]["message"]["role"], "assistant");
+  const std::string finish = w["choices"][0]["finish_reason"];
+  EXPECT_TRUE(finish == "length" || finish == "stop") << finish;
+  const int64_t prompt_tokens = w["usage"]["prompt_tokens"];
+  EXPECT_GT(prompt_tokens, 5);
+  EXPECT_LE(w["usage"]["completion_tokens"].get<int64_t>(), 8);
+
+  auto streamed =
+      c.Post("/v1/chat/completions",
+             chat_body({{"stream", true}, {"stream_options", {{"include_usage", true}}}}),
+             "application/json");
+  ASSERT_TRUE(streamed);
+  ASSERT_EQ(streamed->status, 200);
+  EXPECT_EQ(streamed->get_header_value("Content-Type"), "text/event-stream");
+  bool done = false;
+  const auto chunks = sse_payloads(streamed->body, done);
+  EXPECT_TRUE(done);
+  ASSERT_GE(chunks.size(), 3u);
+  EXPECT_EQ(chunks.front()["choices"][0]["delta"]["role"], "assistant");
+  std::string text;
+  std::string stream_finish;
+  for (const auto& ch : chunks) {
+    EXPECT_EQ(ch["object"], "chat.completion.chunk");
+    EXPECT_EQ(ch["id"], chunks.front()["id"]);
+    if (ch["choices"].empty()) continue;
+    const auto& delta = ch["choices"][0]["delta"];
+    if (delta.contains("content")) text += delta["content"].get<std::string>();
+    if (delta.contains("reasoning_content")) text += delta["reasoning_content"].get<std::string>();
+    if (!ch["choices"][0]["finish_reason"].is_null())
+      stream_finish = ch["choices"][0]["finish_reason"];
+  }
+  EXPECT_EQ(stream_finish, finish);
+  // Usage comes last, with no choices.
+  EXPECT_TRUE(chunks.back()["choices"].empty());
+  EXPECT_EQ(chunks.back()["usage"]["prompt_tokens"], prompt_tokens);
+  // Greedy: the same text both ways (reasoning and content concatenated).
+  const auto& msg = w["choices"][0]["message"];
+  std::string whole_text = msg.value("reasoning_content", "");
+  whole_text += msg["content"].is_string() ? msg["content"].get<std::string>() : "";
+  EXPECT_EQ(text, whole_text);
+}
+
+TEST(Server, RepeatedConversationReusesThePrefixWithTheSameResult) {
+  ServerStack s({.n_slots = 2, .n_ctx = 512});
+  auto c = s.client();
+  auto first = c.Post("/v1/chat/completions", chat_body(), "application/json");
+  auto second = c.Post("/v1/chat/completions", chat_body(), "application/json");
+  ASSERT_TRUE(first && second);
+  const Json a = Json::parse(first->body), b = Json::parse(second->body);
+  EXPECT_EQ(a["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  EXPECT_EQ(b["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>(),
+            b["usage"]["prompt_tokens"].get<int64_t>() - 1);
+  EXPECT_EQ(a["choices"][0]["message"].value("content", Json()).dump(),
+            b["choices"][0]["message"].value("content", Json()).dump());
+}
+
+TEST(Server, CompletionsTakeTextOrTokenIdsAndStopStrings) {
+  ServerStack s({.n_slots = 1, .n_ctx = 256});
+  auto c = s.client();
+  auto ids =
+      c.Post("/v1/completions",
+             Json({{"prompt", {9707, 11, 1879}}, {"max_tokens", 4}, {"temperature", 0}}).dump(),
+             "application/json");
+  ASSERT_TRUE(ids);
+  ASSERT_EQ(ids->status, 200) << ids->body;
+  const Json j = Json::parse(ids->body);
+  EXPECT_EQ(j["object"], "text_completion");
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 3);
+  EXPECT_EQ(j["usage"]["completion_tokens"], 4);
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+
+  // The greedy continuation, then the same request stopped at a piece of it.
+  auto text = c.Post("/v1/completions",
+                     Json({{"prompt", "Once upon a time"},
+                           {"max_tokens", 12},
+                           {"temperature", 0},
+                           {"ignore_eos", true}})
+                         .dump(),
+                     "application/json");
+  ASSERT_TRUE(text);
+  const std::string full = Json::parse(text->body)["choices"][0]["text"];
+  ASSERT_GE(full.size(), 4u);
+  const std::string stop = full.substr(full.size() / 2, 2);
+  auto stopped = c.Post("/v1/completions",
+                        Json({{"prompt", "Once upon a time"},
+                              {"max_tokens", 12},
+                              {"temperature", 0},
+                              {"ignore_eos", true},
+                              {"stop", {stop}}})
+                            .dump(),
+                        "application/json");
+  ASSERT_TRUE(stopped);
+  const Json sj = Json::parse(stopped->body);
+  EXPECT_EQ(sj["choices"][0]["text"], full.substr(0, full.find(stop)));
+  EXPECT_EQ(sj["choices"][0]["finish_reason"], "stop");
+}
+
+TEST(Server, ErrorsAreOpenAiErrorObjects) {
+  ServerStack s({.n_slots = 1, .n_ctx = 64});
+  auto c = s.client();
+  auto expect_error = [&](const std::string& path, const std::string& body, int status,
+                          const std::string& param) {
+    auto r = c.Post(path, body, "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, status) << body << " -> " << r->body;
+    const Json j = Json::parse(r->body, nullptr, false);
+    ASSERT_TRUE(j.contains("error")) << r->body;
+    EXPECT_TRUE(j["error"]["message"].is_string());
+    EXPECT_TRUE(j["error"]["type"].is_string());
+    if (!param.empty()) {
+      EXPECT_EQ(j["error"]["param"], param) << r->body;
+    }
+  };
+  expect_error("/v1/chat/completions", "{not json", 400, "");
+  expect_error("/v1/chat/completions", "[]", 400, "");
+  expect_error("/v1/chat/completions", R"({"messages": "hi"})", 400, "messages");
+  expect_error("/v1/chat/completions", R"({"messages": [{"role": "wizard", "content": "x"}]})", 400,
+               "messages");
+  expect_error("/v1/chat/completions", chat_body({{"temperature", "hot"}}), 400, "temperature");
+  expect_error("/v1/chat/completions", chat_body({{"top_p", 1.5}}), 400, "top_p");
+  expect_error("/v1/chat/completions", chat_body({{"max_tokens", -1}}), 400, "max_tokens");
+  expect_error("/v1/chat/completions", chat_body({{"n", 2}}), 400, "n");
+  expect_error("/v1/chat/completions", chat_body({{"logit_bias", {{"abc", 1}}}}), 400,
+               "logit_bias");
+  expect_error("/v1/chat/completions", chat_body({{"model", "gpt-9"}}), 404, "model");
+  expect_error("/v1/completions", R"({"prompt": [1, -2]})", 400, "prompt");
+  expect_error("/v1/completions", R"({"prompt": [999999999]})", 400, "prompt");
+  expect_error("/v1/nothing", "{}", 404, "");
+
+  // Context overflow: 400 naming both numbers, never a silent truncation.
+  auto r = c.Post("/v1/chat/completions", chat_body({{"max_tokens", 60}}), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  const Json j = Json::parse(r->body);
+  EXPECT_EQ(j["error"]["code"], "context_length_exceeded");
+  const std::string message = j["error"]["message"];
+  EXPECT_NE(message.find("64 tokens"), std::string::npos) << message;
+  EXPECT_NE(message.find("60 for the completion"), std::string::npos) << message;
+
+  // The server still works after all that.
+  auto ok = c.Post("/v1/chat/completions", chat_body({{"max_tokens", 2}}), "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+}
+
+TEST(Server, ApiKeyIsRequiredWhenSet) {
+  ServerStack s({.n_slots = 1, .n_ctx = 128}, {.api_key = "sekret"});
+  auto c = s.client();
+  auto no_key = c.Get("/v1/models");
+  ASSERT_TRUE(no_key);
+  EXPECT_EQ(no_key->status, 401);
+  EXPECT_EQ(Json::parse(no_key->body)["error"]["code"], "invalid_api_key");
+  c.set_bearer_token_auth("wrong");
+  EXPECT_EQ(c.Get("/v1/models")->status, 401);
+  c.set_bearer_token_auth("sekret");
+  EXPECT_EQ(c.Get("/v1/models")->status, 200);
+  auto anonymous_health = s.client().Get("/health");  // load balancers probe without keys
+  EXPECT_EQ(anonymous_health->status, 200);
+}
+
+TEST(Server, FullQueueAnswers503WithRetryAfter) {
+  ServerStack s({.n_slots = 1, .n_ctx = 256, .max_queue = 0});
+  // One long generation holds the only slot; with no queue, the next request is refused.
+  std::thread busy([&] {
+    s.client().Post("/v1/completions",
+                    Json({{"prompt", "a"}, {"max_tokens", 200}, {"ignore_eos", true}}).dump(),
+                    "application/json");
+  });
+  bool refused = false;
+  for (int i = 0; i < 200 && !refused; ++i) {
+    auto r = s.client().Post("/v1/completions", Json({{"prompt", "b"}, {"max_tokens", 1}}).dump(),
+                             "application/json");
+    ASSERT_TRUE(r);
+    if (r->status == 503) {
+      refused = true;
+      EXPECT_EQ(r->get_header_value("Retry-After"), "1");
+    }
+  }
+  EXPECT_TRUE(refused);
+  busy.join();
+}
+
+TEST(Server, EightConcurrentStreamsAllCompleteAndAccountingReturnsToZero) {
+  ServerStack s({.n_slots = 4, .n_ctx = 256, .kv_positions = 4 * 256, .page_size = 16});
+  std::atomic<int> good{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 8; ++i) {
+    clients.emplace_back([&, i] {
+      auto c = s.client();
+      const Json body = {
+          {"messages", {{{"role", "user"}, {"content", "Client " + std::to_string(i)}}}},
+          {"max_tokens", 16 + i},
+          {"ignore_eos", true},
+          {"stream", true}};
+      auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+      if (!r || r->status != 200) return;
+      bool done = false;
+      const auto chunks = sse_payloads(r->body, done);
+      if (done && !chunks.empty() && chunks.back()["choices"][0]["finish_reason"] == "length")
+        ++good;
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(good.load(), 8);
+  const SchedulerStats st = s.scheduler.stats();
+  EXPECT_EQ(st.slots_busy, 0);
+  EXPECT_EQ(st.queue_depth, 0);
+  EXPECT_EQ(st.kv_pages_active, 0);
+  EXPECT_EQ(st.jobs_started, 8u);
+  EXPECT_EQ(st.jobs_finished, 8u);
+  EXPECT_LE(st.kv_pages_used, st.kv_pages_total);
+}
+
+TEST(Server, ClientDisconnectFreesTheSlot) {
+  ServerStack s({.n_slots = 1, .n_ctx = 4096});
+  // A raw connection: send a streaming request for a long generation, read the first bytes of
+  // the answer, hang up.
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(s.server->port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::string body =
+      Json({{"prompt", "x"}, {"max_tokens", 4000}, {"ignore_eos", true}, {"stream", true}}).dump();
+  const std::string request =
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+      "application/json\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
+  ASSERT_EQ(send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
+  char buf[256];
+  ASSERT_GT(recv(fd, buf, sizeof buf, 0), 0);
+  close(fd);
+  // The generation is cancelled well before its 4000 tokens.
+  bool freed = false;
+  for (int i = 0; i < 300 && !freed; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const SchedulerStats st = s.scheduler.stats();
+    freed = st.jobs_finished == 1 && st.slots_busy == 0;
+  }
+  EXPECT_TRUE(freed);
+  EXPECT_LT(s.scheduler.stats().generated_tokens, 4000u);
+}
+
+}  // namespace
+}  // namespace strata::server

@@ -1,0 +1,149 @@
+// Stop strings, reasoning / tool-call splitting and tool-call bodies, fed the way a stream
+// arrives: in pieces cut at every possible place.
+
+#include <gtest/gtest.h>
+
+#include "server/output_parser.h"
+#include "server/stop_matcher.h"
+#include "server/tool_calls.h"
+
+namespace strata::server {
+namespace {
+
+// Feeds `text` to push() in pieces of `piece` bytes, then finish; returns the concatenation.
+template <typename Push, typename Finish>
+void feed(const std::string& text, size_t piece, Push push, Finish finish) {
+  for (size_t i = 0; i < text.size(); i += piece) push(text.substr(i, piece));
+  finish();
+}
+
+TEST(StopMatcher, CutsAtTheFirstStopStringWhateverThePieces) {
+  const std::string text = "alpha beta STOP gamma END";
+  for (size_t piece = 1; piece <= text.size(); ++piece) {
+    StopMatcher m({"END", "STOP"});
+    std::string out;
+    bool stopped = false;
+    feed(
+        text, piece,
+        [&](const std::string& p) {
+          const auto r = m.push(p);
+          out += r.text;
+          stopped |= r.stopped;
+        },
+        [&] { out += m.flush(); });
+    EXPECT_TRUE(stopped) << piece;
+    EXPECT_EQ(out, "alpha beta ") << piece;
+  }
+}
+
+TEST(StopMatcher, HoldsOnlyWhatMayStartAStopString) {
+  StopMatcher m({"</end>"});
+  EXPECT_EQ(m.push("abc</e").text, "abc");  // "</e" may become "</end>"
+  EXPECT_EQ(m.push("x").text, "</ex");
+  EXPECT_EQ(m.push("<").text, "");
+  EXPECT_EQ(m.flush(), "<");  // not a stop string after all: nothing is lost
+  StopMatcher none({});
+  EXPECT_EQ(none.push("<anything").text, "<anything");
+}
+
+TEST(PartialSuffixMatch, LongestProperPrefix) {
+  EXPECT_EQ(partial_suffix_match("abc<thi", "<think>"), 4u);
+  EXPECT_EQ(partial_suffix_match("abc", "<think>"), 0u);
+  EXPECT_EQ(partial_suffix_match("<think>", "<think>"), 0u);  // whole matches are not partial
+}
+
+ParsedDelta parse_in_pieces(const std::string& text, size_t piece, OutputParserOptions opt) {
+  OutputParser p(std::move(opt));
+  ParsedDelta all;
+  auto add = [&](ParsedDelta d) {
+    all.content += d.content;
+    all.reasoning += d.reasoning;
+    for (auto& c : d.tool_calls) all.tool_calls.push_back(std::move(c));
+  };
+  feed(
+      text, piece, [&](const std::string& s) { add(p.push(s)); }, [&] { add(p.finish()); });
+  return all;
+}
+
+TEST(OutputParser, SplitsReasoningFromContent) {
+  const std::string text = "<think>\nLet me see.\n</think>\n\nThe answer is 4.";
+  for (size_t piece = 1; piece <= text.size(); ++piece) {
+    const ParsedDelta d = parse_in_pieces(text, piece, {});
+    EXPECT_EQ(d.reasoning, "Let me see.\n") << piece;
+    EXPECT_EQ(d.content, "The answer is 4.") << piece;
+  }
+}
+
+TEST(OutputParser, ReasoningOpenedByThePrompt) {
+  const ParsedDelta d =
+      parse_in_pieces("thinking...</think>done", 3, {.starts_in_reasoning = true});
+  EXPECT_EQ(d.reasoning, "thinking...");
+  EXPECT_EQ(d.content, "done");
+  // Without reasoning parsing the tags are plain content.
+  const ParsedDelta plain = parse_in_pieces("<think>x</think>y", 2, {.parse_reasoning = false});
+  EXPECT_EQ(plain.content, "<think>x</think>y");
+}
+
+TEST(OutputParser, ParsesQwen3JsonToolCalls) {
+  const std::string text =
+      "Checking.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n"
+      "</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>";
+  for (size_t piece : {1, 2, 5, 7, 1000}) {
+    const ParsedDelta d = parse_in_pieces(text, piece, {.parse_tool_calls = true});
+    EXPECT_EQ(d.content, "Checking.\n") << piece;
+    ASSERT_EQ(d.tool_calls.size(), 2u) << piece;
+    EXPECT_EQ(d.tool_calls[0].name, "get_weather");
+    EXPECT_EQ(nlohmann::json::parse(d.tool_calls[0].arguments),
+              nlohmann::json({{"city", "Paris"}}));
+    EXPECT_EQ(d.tool_calls[1].name, "get_time");
+    EXPECT_EQ(d.tool_calls[1].arguments, "{}");
+    EXPECT_NE(d.tool_calls[0].id, d.tool_calls[1].id);
+  }
+}
+
+TEST(OutputParser, ParsesQwen3CoderXmlToolCallsWithSchemaTypes) {
+  const nlohmann::json tools = nlohmann::json::parse(R"([{"type": "function", "function": {
+      "name": "write_file", "parameters": {"type": "object", "properties": {
+        "path": {"type": "string"}, "lines": {"type": "integer"}, "force": {"type": "boolean"},
+        "text": {"type": "string"}}}}}])");
+  const std::string text =
+      "<tool_call>\n<function=write_file>\n<parameter=path>\n/tmp/a.txt\n</parameter>\n"
+      "<parameter=lines>\n12\n</parameter>\n<parameter=force>\ntrue\n</parameter>\n"
+      "<parameter=text>\n123\nline two\n</parameter>\n</function>\n</tool_call>";
+  for (size_t piece : {1, 3, 1000}) {
+    const ParsedDelta d = parse_in_pieces(text, piece, {.parse_tool_calls = true, .tools = tools});
+    ASSERT_EQ(d.tool_calls.size(), 1u);
+    EXPECT_EQ(d.tool_calls[0].name, "write_file");
+    const auto args = nlohmann::json::parse(d.tool_calls[0].arguments);
+    EXPECT_EQ(args["path"], "/tmp/a.txt");
+    EXPECT_EQ(args["lines"], 12);
+    EXPECT_EQ(args["force"], true);
+    EXPECT_EQ(args["text"], "123\nline two");  // declared a string: stays one
+    EXPECT_EQ(d.content, "");
+  }
+}
+
+TEST(OutputParser, MalformedOrUnterminatedToolCallsStayContent) {
+  const ParsedDelta bad =
+      parse_in_pieces("<tool_call>not a call</tool_call>", 4, {.parse_tool_calls = true});
+  EXPECT_TRUE(bad.tool_calls.empty());
+  EXPECT_EQ(bad.content, "<tool_call>not a call</tool_call>");
+  const ParsedDelta cut =
+      parse_in_pieces("a<tool_call>{\"name\": \"f\"", 4, {.parse_tool_calls = true});
+  EXPECT_TRUE(cut.tool_calls.empty());
+  EXPECT_EQ(cut.content, "a<tool_call>{\"name\": \"f\"");
+  // Without tools in the request, tool-call tags are ordinary text.
+  const ParsedDelta off = parse_in_pieces("<tool_call>{\"name\": \"f\"}</tool_call>", 4, {});
+  EXPECT_EQ(off.content, "<tool_call>{\"name\": \"f\"}</tool_call>");
+}
+
+TEST(ToolCalls, ArgumentsGivenAsAStringAreKept) {
+  const auto call = parse_tool_call(R"({"name": "f", "arguments": "{\"a\": 1}"})", nullptr);
+  ASSERT_TRUE(call);
+  EXPECT_EQ(call->arguments, "{\"a\": 1}");
+  EXPECT_FALSE(parse_tool_call(R"({"arguments": {}})", nullptr));                    // no name
+  EXPECT_FALSE(parse_tool_call("<function=f><parameter=x>1</parameter>", nullptr));  // unclosed
+}
+
+}  // namespace
+}  // namespace strata::server
