@@ -53,7 +53,11 @@ nlohmann::ordered_json normalize_messages(const nlohmann::ordered_json& messages
     auto& message = out[i];
     if (!message.is_object())
       fail("messages[{}] must be an object, got {}", i, message.type_name());
-    if (auto content = message.find("content"); content != message.end() && content->is_array()) {
+    // Null or absent content (an assistant turn that only calls tools) becomes "": templates
+    // such as Qwen3's test `'</think>' in message.content`, which fails on none.
+    if (auto content = message.find("content"); content == message.end() || content->is_null()) {
+      message["content"] = "";
+    } else if (content->is_array()) {
       std::string text;
       bool first = true;
       for (size_t k = 0; k < content->size(); ++k) {

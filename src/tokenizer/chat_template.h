@@ -43,7 +43,8 @@ class ChatTemplate {
 };
 
 // Normalizes OpenAI request messages for templates: content given as a list of parts becomes one
-// string (text parts joined with "\n"; a non-text part is a strata::Error naming its type);
+// string (text parts joined with "\n"; a non-text part is a strata::Error naming its type), null
+// or absent content an empty string;
 // tool_calls[].function.arguments given as a JSON string becomes the parsed object when it parses
 // to an object (otherwise the string is kept).
 nlohmann::ordered_json normalize_messages(const nlohmann::ordered_json& messages);

@@ -150,7 +150,11 @@ TEST(Server, CompletionsTakeTextOrTokenIdsAndStopStrings) {
   ASSERT_TRUE(text);
   const std::string full = Json::parse(text->body)["choices"][0]["text"];
   ASSERT_GE(full.size(), 4u);
-  const std::string stop = full.substr(full.size() / 2, 2);
+  // One whole UTF-8 character from the middle of it (stop strings are text).
+  size_t first = full.size() / 2, last = first + 1;
+  while (first > 0 && (static_cast<unsigned char>(full[first]) & 0xc0) == 0x80) --first;
+  while (last < full.size() && (static_cast<unsigned char>(full[last]) & 0xc0) == 0x80) ++last;
+  const std::string stop = full.substr(first, last - first);
   auto stopped = c.Post("/v1/completions",
                         Json({{"prompt", "Once upon a time"},
                               {"max_tokens", 12},

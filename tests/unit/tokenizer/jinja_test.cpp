@@ -527,7 +527,7 @@ TEST(ChatTemplate, NormalizeMessages) {
     {"role": "tool", "content": "r"}])");
   const json out = normalize_messages(in);
   EXPECT_EQ(out[0]["content"], "a\nb");
-  EXPECT_EQ(out[1]["content"], nullptr);
+  EXPECT_EQ(out[1]["content"], "");  // templates may test `x in message.content`
   EXPECT_EQ(out[1]["tool_calls"][0]["function"]["arguments"].dump(), R"({"x":1,"a":[2]})");
   EXPECT_EQ(out[1]["tool_calls"][1]["function"]["arguments"], "not json");
   EXPECT_EQ(out[1]["tool_calls"][2]["function"]["arguments"], "[1]");
