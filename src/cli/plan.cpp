@@ -1,0 +1,137 @@
+// `strata plan`: where every tensor should live on this (or a hypothetical) machine, and how fast
+// that will run, before anything is loaded.
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <optional>
+
+#include "cli/commands.h"
+#include "gguf/gguf_file.h"
+#include "plan/hardware.h"
+#include "plan/inventory.h"
+#include "plan/placement.h"
+#include "plan/report.h"
+#include "util/error.h"
+
+namespace strata::cli {
+
+void add_plan_command(CLI::App& app) {
+  struct Options {
+    std::string model_path;
+    std::string arch;
+    std::string quant_size;
+    double bpw = 0;
+    std::vector<std::string> gpus;
+    std::string ram;
+    int cores = 0;
+    double hop_ms = -1;
+    std::string ctx = "32768";
+    std::string kv_type = "f16";
+    bool json = false;
+    std::string svg;
+    std::string profile;
+    bool remeasure = false;
+    bool whole_layers = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(
+      "plan", "Predict the fastest placement of a model on this or a hypothetical machine");
+  cmd->add_option("-m,--model", o->model_path, "GGUF model file");
+  cmd->add_option("--arch", o->arch,
+                  "Published architecture instead of a file: qwen3-30b-a3b, qwen3-coder-30b-a3b, "
+                  "qwen3.5-35b-a3b");
+  cmd->add_option("--quant-size", o->quant_size,
+                  "With --arch: the quantized file's size (18.56G = 18.56 GB; GiB also accepted)");
+  cmd->add_option("--bpw", o->bpw, "With --arch: bits per weight of the quantized matrices");
+  cmd->add_option("--gpu", o->gpus,
+                  "Hypothetical GPU VRAM:GB/s[:PCIe GB/s], e.g. 8G:448 (G = GiB); repeat for "
+                  "several; 'none' for a CPU-only plan")
+      ->take_all();
+  cmd->add_option("--ram", o->ram, "Hypothetical RAM SIZE:GB/s, e.g. 32G:29.1 (G = GiB)");
+  cmd->add_option("--cores", o->cores, "Physical cores (instead of the probed count)");
+  cmd->add_option("--hop-ms", o->hop_ms,
+                  "CPU<->GPU latency per hop (one way), ms (default 0.029, from FIELD C2)");
+  cmd->add_option("--ctx", o->ctx, "Context tokens to plan for, or 'max'")->capture_default_str();
+  cmd->add_option("--kv-type", o->kv_type, "KV cache type: f16, q8_0, q4_0")->capture_default_str();
+  cmd->add_flag("--json", o->json, "Machine-readable JSON output");
+  cmd->add_option("--svg", o->svg, "Write the context-vs-speed curve to this SVG file");
+  cmd->add_option("--profile", o->profile,
+                  "Expert popularity profile (JSON: {\"expert_counts\": [[...] per layer]})");
+  cmd->add_flag("--remeasure", o->remeasure, "Measure RAM bandwidth again (ignore the cache)");
+  cmd->add_flag("--whole-layers", o->whole_layers,
+                "Place only whole layers of experts (what llama.cpp can express)");
+  cmd->callback([o] {
+    STRATA_CHECK(o->model_path.empty() != o->arch.empty(),
+                 "plan: give exactly one of -m FILE.gguf or --arch PRESET");
+    plan::ModelInventory inv;
+    if (!o->model_path.empty()) {
+      STRATA_CHECK(o->quant_size.empty() && o->bpw == 0,
+                   "plan: --quant-size and --bpw apply to --arch, not to a GGUF file");
+      const GgufFile file = GgufFile::open(o->model_path);
+      inv = plan::inventory_from_gguf(file);
+    } else {
+      const auto spec = plan::architecture_preset(o->arch);
+      if (!spec) {
+        std::string names;
+        for (const auto& n : plan::architecture_preset_names()) names += " " + n;
+        fail("plan: unknown architecture preset '{}' (expected one of:{})", o->arch, names);
+      }
+      STRATA_CHECK(!o->quant_size.empty() || o->bpw > 0,
+                   "plan: --arch needs --quant-size SIZE or --bpw BITS for the weights' bytes");
+      plan::WeightSize size;
+      if (!o->quant_size.empty())
+        size.file_bytes = plan::parse_size(o->quant_size, 1000);
+      else
+        size.bits_per_weight = o->bpw;
+      inv = plan::inventory_from_architecture(*spec, size);
+    }
+    if (!o->profile.empty()) plan::load_expert_popularity(inv, o->profile);
+
+    plan::HardwareOverrides overrides;
+    overrides.gpus = o->gpus;
+    if (!o->ram.empty()) overrides.ram = o->ram;
+    if (o->cores != 0) overrides.cores = o->cores;
+    if (o->hop_ms >= 0) overrides.hop_latency_ms = o->hop_ms;
+    plan::ProbeOptions probe;
+    probe.remeasure = o->remeasure;
+    const plan::HardwareProfile hw = plan::make_hardware_profile(overrides, probe);
+
+    plan::PlanGoals goals;
+    goals.kv_type = o->kv_type;
+    plan::kv_type_bytes(goals.kv_type);  // validates
+    goals.allow_single_experts = !o->whole_layers;
+    if (o->ctx == "max") {
+      goals.max_context = true;
+    } else {
+      int64_t ctx = 0;
+      try {
+        size_t used = 0;
+        ctx = std::stoll(o->ctx, &used);
+        STRATA_CHECK(used == o->ctx.size(), "");
+      } catch (const std::exception&) {
+        ctx = 0;
+      }
+      STRATA_CHECK(ctx > 0, "--ctx: expected a positive number of tokens or 'max', found '{}'",
+                   o->ctx);
+      goals.context = ctx;
+    }
+    const plan::Plan p = plan::plan_placement(inv, hw, goals);
+    const auto table = plan::context_table(inv, hw, goals);
+    if (!o->svg.empty()) {
+      std::ofstream out(o->svg);
+      STRATA_CHECK(out.good(), "--svg: cannot write {}", o->svg);
+      out << plan::context_svg(
+          fmt::format("{}: predicted decode speed vs context ({} KV)", inv.name, goals.kv_type),
+          table);
+    }
+    if (o->json) {
+      fmt::print("{}\n", plan::plan_json(inv, hw, p, table).dump(2));
+    } else {
+      fmt::print("{}", plan::plan_text(inv, hw, p, table));
+    }
+    STRATA_CHECK(p.fits, "{}", p.fit_error);
+  });
+}
+
+}  // namespace strata::cli

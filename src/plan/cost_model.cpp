@@ -1,0 +1,179 @@
+#include "plan/cost_model.h"
+
+#include <fmt/format.h>
+#include <algorithm>
+
+#include <cmath>
+
+#include "util/error.h"
+
+namespace strata::plan {
+
+const CostConstants& default_cost_constants() {
+  static const CostConstants constants;
+  return constants;
+}
+
+double kv_type_bytes(const std::string& kv_type) {
+  if (kv_type == "f16") return 2.0;
+  if (kv_type == "q8_0") return 34.0 / 32.0;
+  if (kv_type == "q4_0") return 18.0 / 32.0;
+  fail("KV cache type '{}': expected f16, q8_0 or q4_0", kv_type);
+}
+
+double device_bandwidth_gbps(const HardwareProfile& hw, int device, const CostConstants& c) {
+  if (device == kCpuDevice) return hw.ram_bandwidth_gbps * c.cpu_bandwidth_efficiency;
+  return hw.gpus.at(static_cast<size_t>(device - 1)).bandwidth_gbps * c.gpu_bandwidth_efficiency;
+}
+
+std::string device_name(const HardwareProfile& /*hw*/, int device) {
+  if (device == kCpuDevice) return "CPU";
+  return fmt::format("GPU{}", device - 1);
+}
+
+namespace {
+
+// GB/s is bytes per nanosecond: bytes / (GB/s) / 1e6 = milliseconds.
+double ms_for(double bytes, double gbps) {
+  return gbps > 0 ? bytes / gbps / 1e6 : 0.0;
+}
+
+double hop_cost_ms(const ModelInventory& inv, const HardwareProfile& hw, int a, int b) {
+  if (a == b) return 0.0;
+  const int gpu = a != kCpuDevice ? a : b;
+  const double pcie = hw.gpus.at(static_cast<size_t>(gpu - 1)).pcie_gbps;
+  return hw.hop_latency_ms + ms_for(4.0 * inv.n_embd, pcie);  // f32 activations of one token
+}
+
+}  // namespace
+
+DecodeEstimate estimate_decode(const ModelInventory& inv, const HardwareProfile& hw,
+                               const Placement& placement, double kv_bytes_per_element,
+                               int64_t context_tokens, const CostConstants& c) {
+  const size_t n_devices = hw.gpus.size() + 1;
+  DecodeEstimate d;
+  d.weight_ms.assign(n_devices, 0.0);
+  d.kv_ms.assign(n_devices, 0.0);
+  std::vector<double> bw(n_devices);
+  for (size_t i = 0; i < n_devices; ++i) bw[i] = device_bandwidth_gbps(hw, static_cast<int>(i), c);
+
+  int previous = placement.embeddings_device;
+  std::vector<double> mass(n_devices);
+  for (size_t li = 0; li < inv.layers.size(); ++li) {
+    const LayerInventory& layer = inv.layers[li];
+    const LayerPlacement& lp = placement.layers.at(li);
+    const int a = lp.attention_device;
+    d.hop_ms += hop_cost_ms(inv, hw, previous, a);
+    previous = a;
+    d.weight_ms[a] += ms_for(static_cast<double>(layer.dense_bytes()), bw[a]);
+    if (layer.has_kv_cache) {
+      d.kv_ms[a] += ms_for(
+          inv.layer_kv_bytes_per_token(kv_bytes_per_element) * static_cast<double>(context_tokens),
+          bw[a]);
+    } else {
+      d.kv_ms[a] += ms_for(2.0 * static_cast<double>(layer.recurrent_state_bytes), bw[a]);
+    }
+    d.fixed_ms += c.layer_fixed_ms + (layer.has_kv_cache ? 0.0 : c.recurrent_layer_fixed_ms);
+    if (layer.expert_bytes == 0) continue;
+    // Expected bytes per device: popularity mass it holds x experts used x one expert's bytes.
+    std::fill(mass.begin(), mass.end(), 0.0);
+    for (size_t e = 0; e < lp.expert_device.size(); ++e) {
+      mass[static_cast<size_t>(lp.expert_device[e])] += inv.popularity[li][e];
+    }
+    for (size_t dev = 0; dev < n_devices; ++dev) {
+      if (mass[dev] <= 0) continue;
+      double bytes = mass[dev] * inv.n_expert_used * static_cast<double>(layer.expert_slice_bytes);
+      if (dev == kCpuDevice) bytes *= c.cpu_expert_dram_fraction;
+      const double ms = ms_for(bytes, bw[dev]);
+      d.weight_ms[dev] += ms;
+      if (dev == kCpuDevice) d.cpu_expert_ms += ms;
+      if (static_cast<int>(dev) != a) {
+        // A round trip when at least one of the token's experts lives there.
+        const double p_any = 1.0 - std::pow(std::max(0.0, 1.0 - mass[dev]), inv.n_expert_used);
+        d.hop_ms += 2.0 * p_any * hop_cost_ms(inv, hw, a, static_cast<int>(dev));
+      }
+    }
+  }
+  d.hop_ms += hop_cost_ms(inv, hw, previous, placement.output_device);
+  d.weight_ms[placement.output_device] +=
+      ms_for(static_cast<double>(inv.output_bytes), bw[placement.output_device]);
+  d.total_ms = d.fixed_ms + d.hop_ms;
+  for (size_t i = 0; i < n_devices; ++i) d.total_ms += d.weight_ms[i] + d.kv_ms[i];
+  return d;
+}
+
+PrefillEstimate estimate_prefill(const ModelInventory& inv, const HardwareProfile& hw,
+                                 const Placement& placement, const CostConstants& c) {
+  PrefillEstimate p;
+  const double batch = c.prefill_micro_batch;
+  // Attention over the batch itself (a prompt of one micro-batch): QK^T and PV.
+  const double attention_flops =
+      4.0 * inv.kv_layers() * inv.n_head * inv.head_dim * batch * batch / 2.0;
+  const double flops = 2.0 * static_cast<double>(inv.active_params()) * batch + attention_flops;
+  if (!hw.gpus.empty()) {
+    // The whole batch computes on the GPUs (each layer on the GPU holding its attention, else the
+    // first); CPU-resident weights travel over PCIe once per micro-batch.
+    double cpu_bytes = 0;
+    for (size_t li = 0; li < inv.layers.size(); ++li) {
+      const auto& layer = inv.layers[li];
+      const auto& lp = placement.layers[li];
+      if (lp.attention_device == kCpuDevice) cpu_bytes += static_cast<double>(layer.dense_bytes());
+      for (int dev : lp.expert_device) {
+        if (dev == kCpuDevice) cpu_bytes += static_cast<double>(layer.expert_slice_bytes);
+      }
+    }
+    if (placement.output_device == kCpuDevice) cpu_bytes += static_cast<double>(inv.output_bytes);
+    double best_flops = 0;
+    double pcie = 0;
+    for (const auto& g : hw.gpus) {
+      best_flops = std::max(best_flops, g.bandwidth_gbps * 1e9 * c.gpu_flops_per_byte);
+      pcie = std::max(pcie, g.pcie_gbps);
+    }
+    p.compute_ms = flops / best_flops * 1e3;
+    p.stream_ms = ms_for(cpu_bytes, pcie * c.pcie_stream_efficiency);
+    p.micro_batch_ms = p.compute_ms + p.stream_ms;
+  } else {
+    const double per_core = hw.simd.find("avx512vnni") != std::string::npos
+                                ? c.cpu_gflops_per_core_avx512
+                                : c.cpu_gflops_per_core_avx2;
+    p.compute_ms = flops / (per_core * 1e9 * hw.physical_cores) * 1e3;
+    // Each micro-batch touches nearly every expert: all weights are read once.
+    const double bytes = static_cast<double>(inv.total_bytes() - inv.embeddings_bytes);
+    p.memory_ms = ms_for(bytes, device_bandwidth_gbps(hw, kCpuDevice, c));
+    p.micro_batch_ms = std::max(p.compute_ms, p.memory_ms);
+  }
+  p.tokens_per_second = p.micro_batch_ms > 0 ? batch / p.micro_batch_ms * 1e3 : 0;
+  return p;
+}
+
+std::string bottleneck_sentence(const DecodeEstimate& d, const HardwareProfile& hw,
+                                const CostConstants& c) {
+  struct Part {
+    double ms;
+    std::string what;
+  };
+  std::vector<Part> parts;
+  parts.push_back({d.cpu_expert_ms,
+                   fmt::format("reading experts from RAM at {:.0f} GB/s", hw.ram_bandwidth_gbps)});
+  parts.push_back(
+      {d.weight_ms[0] - d.cpu_expert_ms,
+       fmt::format("reading dense weights from RAM at {:.0f} GB/s", hw.ram_bandwidth_gbps)});
+  for (size_t g = 0; g < hw.gpus.size(); ++g) {
+    parts.push_back(
+        {d.weight_ms[g + 1], fmt::format("reading weights from GPU{} VRAM at {:.0f} GB/s", g,
+                                         hw.gpus[g].bandwidth_gbps)});
+  }
+  double kv = 0;
+  for (double v : d.kv_ms) kv += v;
+  parts.push_back({kv, "reading the KV cache and recurrent state"});
+  parts.push_back({d.fixed_ms, fmt::format("fixed per-layer costs (launches, barriers; {:.2f} ms "
+                                           "per layer)",
+                                           c.layer_fixed_ms)});
+  parts.push_back(
+      {d.hop_ms, fmt::format("CPU<->GPU round trips ({:.3f} ms each)", hw.hop_latency_ms)});
+  const auto top = std::max_element(parts.begin(), parts.end(),
+                                    [](const Part& x, const Part& y) { return x.ms < y.ms; });
+  return fmt::format("{:.0f}% of each token is {}", 100.0 * top->ms / d.total_ms, top->what);
+}
+
+}  // namespace strata::plan

@@ -1,0 +1,336 @@
+#include "plan/hardware.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "util/cpu_features.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "util/memory_bandwidth.h"
+#include "util/thread_pool.h"
+
+namespace strata::plan {
+namespace {
+
+std::string trim(std::string s) {
+  const auto not_space = [](unsigned char c) { return !std::isspace(c); };
+  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
+  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
+  return s;
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t pos = s.find(sep, start);
+    parts.push_back(s.substr(start, pos == std::string_view::npos ? pos : pos - start));
+    if (pos == std::string_view::npos) break;
+    start = pos + 1;
+  }
+  return parts;
+}
+
+double parse_positive(std::string_view text, std::string_view what, std::string_view spec) {
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  STRATA_CHECK(
+      ec == std::errc() && end == text.data() + text.size() && value > 0 && std::isfinite(value),
+      "{} in '{}': expected a positive number, found '{}'", what, spec, text);
+  return value;
+}
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) return trim(line.substr(line.find(':') + 1));
+  }
+  return "unknown CPU";
+}
+
+// /proc/meminfo values are in kB (KiB).
+std::pair<uint64_t, uint64_t> read_meminfo() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t value = 0, total = 0, available = 0;
+  std::string unit;
+  while (in >> key >> value) {
+    std::getline(in, unit);
+    if (key == "MemTotal:") total = value * 1024;
+    if (key == "MemAvailable:") available = value * 1024;
+  }
+  return {total, available};
+}
+
+std::string today() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::localtime_r(&now, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+// Bandwidth: measured once per machine (CPU model) and cached with its date.
+void fill_ram_bandwidth(HardwareProfile& hw, const ProbeOptions& probe) {
+  const std::string path =
+      probe.cache_path.empty() ? default_hardware_cache_path() : probe.cache_path;
+  if (!probe.remeasure) {
+    std::ifstream in(path);
+    if (in) {
+      try {
+        const auto j = nlohmann::json::parse(in);
+        if (j.value("cpu_model", "") == hw.cpu_model && j.value("read_gbps", 0.0) > 0) {
+          hw.ram_bandwidth_gbps = j["read_gbps"].get<double>();
+          hw.ram_bandwidth_source = "cached, measured " + j.value("date", std::string("?"));
+          return;
+        }
+      } catch (const std::exception& e) {
+        log::warn("ignoring unreadable hardware cache {}: {}", path, e.what());
+      }
+    }
+  }
+  ThreadPool pool(std::max(1, hw.physical_cores));
+  const BandwidthMeasurement m = measure_read_bandwidth(pool, probe.measure_bytes, 3);
+  hw.ram_bandwidth_gbps = m.read_gbps;
+  hw.ram_bandwidth_source = "measured " + today();
+  nlohmann::json j = {{"cpu_model", hw.cpu_model},
+                      {"date", today()},
+                      {"read_gbps", m.read_gbps},
+                      {"threads", m.threads},
+                      {"buffer_bytes", m.buffer_bytes}};
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  std::ofstream out(path);
+  if (out) {
+    out << j.dump(2) << "\n";
+  } else {
+    log::warn("cannot write the hardware cache {}", path);
+  }
+}
+
+// The CUDA driver API, loaded at run time so the binary runs where CUDA is absent.
+struct CudaDriver {
+  using CUresult = int;
+  using CUdevice = int;
+  using CUcontext = void*;
+  CUresult (*cuInit)(unsigned) = nullptr;
+  CUresult (*cuDeviceGetCount)(int*) = nullptr;
+  CUresult (*cuDeviceGet)(CUdevice*, int) = nullptr;
+  CUresult (*cuDeviceGetName)(char*, int, CUdevice) = nullptr;
+  CUresult (*cuDeviceTotalMem)(size_t*, CUdevice) = nullptr;
+  CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice) = nullptr;
+  CUresult (*cuDeviceGetPCIBusId)(char*, int, CUdevice) = nullptr;
+  CUresult (*cuCtxCreate)(CUcontext*, unsigned, CUdevice) = nullptr;
+  CUresult (*cuCtxDestroy)(CUcontext) = nullptr;
+  CUresult (*cuMemGetInfo)(size_t*, size_t*) = nullptr;
+  void* handle = nullptr;
+
+  template <typename F>
+  bool load(F& fn, const char* name) {
+    fn = reinterpret_cast<F>(::dlsym(handle, name));
+    return fn != nullptr;
+  }
+  bool open() {
+    handle = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!handle) return false;
+    return load(cuInit, "cuInit") && load(cuDeviceGetCount, "cuDeviceGetCount") &&
+           load(cuDeviceGet, "cuDeviceGet") && load(cuDeviceGetName, "cuDeviceGetName") &&
+           load(cuDeviceTotalMem, "cuDeviceTotalMem_v2") &&
+           load(cuDeviceGetAttribute, "cuDeviceGetAttribute") &&
+           load(cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId") &&
+           load(cuCtxCreate, "cuCtxCreate_v2") && load(cuCtxDestroy, "cuCtxDestroy_v2") &&
+           load(cuMemGetInfo, "cuMemGetInfo_v2");
+  }
+  ~CudaDriver() {
+    if (handle) ::dlclose(handle);
+  }
+};
+
+constexpr int kAttrMemoryClockRate = 36;       // CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, kHz
+constexpr int kAttrGlobalMemoryBusWidth = 37;  // CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, bits
+
+// PCIe link from sysfs: current_link_speed "8.0 GT/s PCIe", current_link_width "16".
+double pcie_gbps_from_sysfs(std::string bus_id) {
+  std::transform(bus_id.begin(), bus_id.end(), bus_id.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  // cuDeviceGetPCIBusId gives "0000:01:00.0" (domain may be 8 hex digits on some drivers).
+  if (const size_t colon = bus_id.find(':'); colon != std::string::npos && colon > 4) {
+    bus_id = bus_id.substr(colon - 4);
+  }
+  const std::filesystem::path dev = std::filesystem::path("/sys/bus/pci/devices") / bus_id;
+  std::ifstream speed_in(dev / "current_link_speed"), width_in(dev / "current_link_width");
+  double gts = 0;
+  int width = 0;
+  if (!(speed_in >> gts) || !(width_in >> width) || gts <= 0 || width <= 0) return 0;
+  // Encoding: 8b/10b up to 5 GT/s (PCIe 1-2), 128b/130b from 8 GT/s (PCIe 3+).
+  const double efficiency = gts <= 5.0 ? 0.8 : 128.0 / 130.0;
+  return gts * efficiency * width / 8.0;
+}
+
+}  // namespace
+
+std::string default_hardware_cache_path() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
+    return (std::filesystem::path(xdg) / "strata" / "hardware.json").string();
+  }
+  const char* home = std::getenv("HOME");
+  return (std::filesystem::path(home && *home ? home : "/tmp") / ".cache" / "strata" /
+          "hardware.json")
+      .string();
+}
+
+uint64_t parse_size(std::string_view text, int bare_unit_base) {
+  const std::string spec(text);
+  size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+    ++i;
+  STRATA_CHECK(i > 0,
+               "size '{}': expected a number with an optional unit (8G, 7.6GiB, 512M, "
+               "18.56GB), found no number",
+               spec);
+  const double number = parse_positive(text.substr(0, i), "size", spec);
+  std::string unit(text.substr(i));
+  for (auto& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const double base = bare_unit_base;
+  double scale = 0;
+  if (unit.empty() || unit == "B")
+    scale = 1;
+  else if (unit == "K")
+    scale = base;
+  else if (unit == "M")
+    scale = base * base;
+  else if (unit == "G")
+    scale = base * base * base;
+  else if (unit == "T")
+    scale = base * base * base * base;
+  else if (unit == "KB")
+    scale = 1e3;
+  else if (unit == "MB")
+    scale = 1e6;
+  else if (unit == "GB")
+    scale = 1e9;
+  else if (unit == "TB")
+    scale = 1e12;
+  else if (unit == "KIB")
+    scale = 1024.0;
+  else if (unit == "MIB")
+    scale = 1024.0 * 1024;
+  else if (unit == "GIB")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "TIB")
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  STRATA_CHECK(scale > 0, "size '{}': unknown unit '{}' (expected K, M, G, T, KB..TB or KiB..TiB)",
+               spec, text.substr(i));
+  return static_cast<uint64_t>(std::llround(number * scale));
+}
+
+GpuInfo parse_gpu_spec(std::string_view spec) {
+  const auto parts = split(spec, ':');
+  STRATA_CHECK(parts.size() == 2 || parts.size() == 3,
+               "--gpu '{}': expected VRAM:BANDWIDTH[:PCIE], e.g. 8G:448 (8 GiB, 448 GB/s) or "
+               "8G:448:16 (PCIe 16 GB/s)",
+               spec);
+  GpuInfo gpu;
+  gpu.hypothetical = true;
+  gpu.vram_total_bytes = parse_size(parts[0], 1024);
+  gpu.vram_free_bytes = gpu.vram_total_bytes;
+  gpu.bandwidth_gbps = parse_positive(parts[1], "--gpu bandwidth (GB/s)", spec);
+  if (parts.size() == 3) gpu.pcie_gbps = parse_positive(parts[2], "--gpu PCIe (GB/s)", spec);
+  gpu.name = fmt::format("hypothetical {:.1f} GiB {:g} GB/s", gpu.vram_total_bytes / 1073741824.0,
+                         gpu.bandwidth_gbps);
+  return gpu;
+}
+
+std::pair<uint64_t, double> parse_ram_spec(std::string_view spec) {
+  const auto parts = split(spec, ':');
+  STRATA_CHECK(parts.size() == 2,
+               "--ram '{}': expected SIZE:BANDWIDTH, e.g. 32G:29.1 (32 GiB, 29.1 GB/s read)", spec);
+  return {parse_size(parts[0], 1024), parse_positive(parts[1], "--ram bandwidth (GB/s)", spec)};
+}
+
+std::vector<GpuInfo> probe_cuda_gpus() {
+  std::vector<GpuInfo> gpus;
+  CudaDriver cu;
+  if (!cu.open() || cu.cuInit(0) != 0) return gpus;
+  int count = 0;
+  if (cu.cuDeviceGetCount(&count) != 0) return gpus;
+  for (int i = 0; i < count; ++i) {
+    CudaDriver::CUdevice dev = 0;
+    if (cu.cuDeviceGet(&dev, i) != 0) continue;
+    GpuInfo gpu;
+    char name[256] = {};
+    if (cu.cuDeviceGetName(name, sizeof name, dev) == 0) gpu.name = name;
+    size_t total = 0;
+    if (cu.cuDeviceTotalMem(&total, dev) == 0) gpu.vram_total_bytes = total;
+    int clock_khz = 0, bus_bits = 0;
+    if (cu.cuDeviceGetAttribute(&clock_khz, kAttrMemoryClockRate, dev) == 0 &&
+        cu.cuDeviceGetAttribute(&bus_bits, kAttrGlobalMemoryBusWidth, dev) == 0) {
+      // Double data rate: two transfers per reported clock.
+      gpu.bandwidth_gbps = 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9;
+    }
+    char bus_id[64] = {};
+    if (cu.cuDeviceGetPCIBusId(bus_id, sizeof bus_id, dev) == 0) {
+      if (const double pcie = pcie_gbps_from_sysfs(bus_id); pcie > 0) gpu.pcie_gbps = pcie;
+    }
+    // Free memory needs a context (created and destroyed here; it costs a few hundred MB while
+    // it lives, which is why the free figure is read inside it).
+    CudaDriver::CUcontext ctx = nullptr;
+    gpu.vram_free_bytes = gpu.vram_total_bytes;
+    if (cu.cuCtxCreate(&ctx, 0, dev) == 0) {
+      size_t free_bytes = 0, total_bytes = 0;
+      if (cu.cuMemGetInfo(&free_bytes, &total_bytes) == 0) gpu.vram_free_bytes = free_bytes;
+      cu.cuCtxDestroy(ctx);
+    }
+    gpus.push_back(std::move(gpu));
+  }
+  return gpus;
+}
+
+HardwareProfile make_hardware_profile(const HardwareOverrides& overrides,
+                                      const ProbeOptions& probe) {
+  HardwareProfile hw;
+  hw.cpu_model = cpu_model_name();
+  hw.simd = cpu_features().describe();
+  hw.physical_cores = overrides.cores ? *overrides.cores : physical_core_count();
+  STRATA_CHECK(hw.physical_cores > 0 && hw.physical_cores <= 4096,
+               "--cores: expected 1..4096, found {}", hw.physical_cores);
+  if (overrides.ram) {
+    const auto [bytes, gbps] = parse_ram_spec(*overrides.ram);
+    hw.ram_total_bytes = hw.ram_available_bytes = bytes;
+    hw.ram_bandwidth_gbps = gbps;
+    hw.ram_bandwidth_source = "given";
+  } else {
+    const auto [total, available] = read_meminfo();
+    hw.ram_total_bytes = total;
+    hw.ram_available_bytes = available ? available : total;
+    fill_ram_bandwidth(hw, probe);
+  }
+  if (overrides.gpus.empty()) {
+    hw.gpus = probe_cuda_gpus();
+  } else if (!(overrides.gpus.size() == 1 && overrides.gpus[0] == "none")) {
+    for (const auto& spec : overrides.gpus) hw.gpus.push_back(parse_gpu_spec(spec));
+  }
+  if (overrides.hop_latency_ms) {
+    STRATA_CHECK(*overrides.hop_latency_ms >= 0 && *overrides.hop_latency_ms < 1000,
+                 "--hop-ms: expected 0..1000, found {}", *overrides.hop_latency_ms);
+    hw.hop_latency_ms = *overrides.hop_latency_ms;
+  }
+  hw.hypothetical =
+      overrides.ram || overrides.cores || !overrides.gpus.empty() || overrides.hop_latency_ms;
+  return hw;
+}
+
+}  // namespace strata::plan

@@ -1,0 +1,74 @@
+#pragma once
+// The machine a plan is made for: cores, RAM (size and measured read bandwidth) and GPUs. Either
+// probed (/proc, sysfs, a cached bandwidth measurement, the CUDA driver loaded at run time) or
+// hypothetical, from flags such as `--gpu 8G:448 --ram 32G:29.1 --cores 6`.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace strata::plan {
+
+// Latency of one hop of the activations between CPU and GPU (synchronisation, copy, thread
+// wake-up); a CPU-resident expert layer costs a round trip, two hops. FIELD C2: the marginal cost
+// of one more CPU-resident expert layer is 0.448 ms; of it, reading 20.25 MB of active IQ4_XS
+// experts takes 0.447 ms at the C2-implied rate (cost_model.h, cpu_expert_dram_fraction) and the
+// GPU saves 0.057 ms (20.25 MB at 0.8 x 448 GB/s); the rest, 0.058 ms, is the round trip.
+constexpr double kDefaultHopLatencyMs = 0.029;
+
+struct GpuInfo {
+  std::string name;
+  uint64_t vram_total_bytes = 0;
+  uint64_t vram_free_bytes = 0;  // what a plan may use (hypothetical: the size given)
+  double bandwidth_gbps = 0;     // VRAM bandwidth, GB/s (1e9 bytes)
+  double pcie_gbps = 16;         // host link, one direction
+  bool hypothetical = false;
+};
+
+struct HardwareProfile {
+  std::string cpu_model;
+  int physical_cores = 1;
+  std::string simd;  // e.g. "avx2 fma f16c avx512f ..."
+  uint64_t ram_total_bytes = 0;
+  uint64_t ram_available_bytes = 0;
+  double ram_bandwidth_gbps = 0;     // measured read bandwidth (or given)
+  std::string ram_bandwidth_source;  // "measured 2026-03-01", "cached from 2026-03-01", "given"
+  double hop_latency_ms = kDefaultHopLatencyMs;
+  std::vector<GpuInfo> gpus;
+  bool hypothetical = false;  // any value came from flags
+};
+
+// Flags that replace probed values. Empty / nullopt: probe.
+struct HardwareOverrides {
+  std::vector<std::string> gpus;   // "8G:448" or "8G:448:16" (VRAM : GB/s [: PCIe GB/s]); "none"
+  std::optional<std::string> ram;  // "32G:29.1" (RAM size : read GB/s)
+  std::optional<int> cores;
+  std::optional<double> hop_latency_ms;
+};
+
+struct ProbeOptions {
+  bool remeasure = false;  // ignore the cached bandwidth measurement
+  std::string cache_path;  // "" = $XDG_CACHE_HOME/strata/hardware.json or ~/.cache/...
+  int64_t measure_bytes = int64_t{512} << 20;
+};
+
+// Probes only what the overrides leave open (no bandwidth test when --ram gives it, no CUDA
+// probe when --gpu is given), then applies the overrides.
+HardwareProfile make_hardware_profile(const HardwareOverrides& overrides,
+                                      const ProbeOptions& probe);
+
+// Sizes: "8G", "7.6GiB", "512M", "18.56GB", "1234" (bytes). A bare G/M/K suffix means
+// `bare_unit_base` (1024 for memory sizes, 1000 for file sizes); "GB" is always 1e9 and "GiB" 2^30.
+uint64_t parse_size(std::string_view text, int bare_unit_base = 1024);
+GpuInfo parse_gpu_spec(std::string_view spec);
+// "32G:29.1" -> {bytes, GB/s}
+std::pair<uint64_t, double> parse_ram_spec(std::string_view spec);
+
+// The GPUs the CUDA driver reports (empty when libcuda.so.1 is absent or reports none).
+std::vector<GpuInfo> probe_cuda_gpus();
+
+std::string default_hardware_cache_path();
+
+}  // namespace strata::plan

@@ -1,0 +1,122 @@
+#pragma once
+// What a plan places: every tensor of a model with its bytes, layer and role, routed-expert tensors
+// cut into per-expert slices, and per-layer totals. Built from a GGUF file, or from a published
+// architecture (no weights needed) with the bytes of a quantization.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gguf/gguf_file.h"
+#include "model/tensor_role.h"
+
+namespace strata::plan {
+
+struct InventoryTensor {
+  std::string name;
+  TensorRole role = TensorRole::other;
+  int layer = -1;  // -1: outside the repeated blocks
+  uint64_t bytes = 0;
+  int64_t elements = 0;
+  int n_expert = 0;                 // routed experts: the experts this tensor holds, else 0
+  uint64_t expert_slice_bytes = 0;  // routed experts: bytes / n_expert (one expert's slice)
+};
+
+struct LayerInventory {
+  bool has_kv_cache = true;  // full attention; false: recurrent (linear attention) state instead
+  uint64_t attention_bytes = 0;  // attention or recurrent weights and norms: always read
+  uint64_t router_bytes = 0;
+  uint64_t shared_expert_bytes = 0;
+  uint64_t dense_ffn_bytes = 0;
+  uint64_t expert_bytes = 0;           // all routed experts of the layer
+  uint64_t expert_slice_bytes = 0;     // one expert (all its tensors: gate, up, down)
+  int64_t active_params = 0;           // parameters one token multiplies with (for FLOPs)
+  uint64_t recurrent_state_bytes = 0;  // per sequence, read and written every token
+  // Bytes read every token regardless of routing: everything but the routed experts.
+  uint64_t dense_bytes() const {
+    return attention_bytes + router_bytes + shared_expert_bytes + dense_ffn_bytes;
+  }
+};
+
+struct ModelInventory {
+  std::string name;
+  std::string arch;
+  std::string source;  // file path, or "architecture preset X at Y"
+  int n_layer = 0;
+  int n_embd = 0;
+  int n_head = 0;
+  int n_head_kv = 0;
+  int head_dim = 0;
+  int n_expert = 0;
+  int n_expert_used = 0;
+  int64_t n_vocab = 0;
+  int64_t n_ctx_train = 0;
+  std::vector<InventoryTensor> tensors;
+  std::vector<LayerInventory> layers;
+  uint64_t embeddings_bytes = 0;  // token_embd: one row read per token
+  uint64_t output_bytes = 0;      // LM head and output norm: read every token
+  int64_t output_params = 0;
+  uint64_t other_bytes = 0;
+  // [layer][expert] probability that a selected expert slot is this expert (sums to 1 per layer);
+  // uniform unless a profile was loaded.
+  std::vector<std::vector<double>> popularity;
+  std::string popularity_source = "uniform";
+
+  uint64_t total_bytes() const;
+  uint64_t routed_expert_bytes() const;
+  int kv_layers() const;
+  // KV cache bytes per token of context over all KV layers (K and V), for a KV element size.
+  uint64_t kv_bytes_per_token(double kv_bytes_per_element) const;
+  // One layer's KV bytes per token.
+  double layer_kv_bytes_per_token(double kv_bytes_per_element) const;
+  int64_t active_params() const;
+};
+
+ModelInventory inventory_from_gguf(const GgufFile& file);
+
+// A published architecture: enough to build the tensor list without weights.
+struct ArchitectureSpec {
+  std::string name;
+  std::string arch;  // qwen3moe, qwen35moe
+  int n_layer = 0;
+  int n_embd = 0;
+  int n_head = 0;
+  int n_head_kv = 0;
+  int head_dim = 0;
+  bool attention_output_gate = false;  // q projection doubled (gated attention, Qwen3-Next style)
+  int n_expert = 0;
+  int n_expert_used = 0;
+  int n_ff_exp = 0;
+  int n_ff_shexp = 0;  // 0: no shared expert
+  int64_t n_vocab = 0;
+  int64_t n_ctx_train = 0;
+  bool tied_embeddings = false;
+  // Hybrids: every `full_attention_interval`-th layer has full attention (KV cache), the others
+  // are Gated DeltaNet layers with recurrent state. 0 or 1: all layers have full attention.
+  int full_attention_interval = 0;
+  int linear_n_k_heads = 0;
+  int linear_n_v_heads = 0;
+  int linear_head_dim = 0;
+  int linear_conv_kernel = 4;
+};
+
+// Built-in presets: qwen3-30b-a3b, qwen3-coder-30b-a3b, qwen3.5-35b-a3b.
+std::optional<ArchitectureSpec> architecture_preset(std::string_view name);
+std::vector<std::string> architecture_preset_names();
+
+// How many bytes the weights take: bits per weight for every matrix, or the published file size
+// (distributed over the matrices at a uniform bits per weight; norms stay f32).
+struct WeightSize {
+  double bits_per_weight = 0;
+  uint64_t file_bytes = 0;
+};
+ModelInventory inventory_from_architecture(const ArchitectureSpec& spec, const WeightSize& size);
+
+// Expert popularity from a profile: {"expert_counts": [[count per expert] per layer]} (or a bare
+// array of arrays): how often each expert was selected. Rows must match the inventory's layers
+// and experts.
+void load_expert_popularity(ModelInventory& inventory, const std::string& path);
+
+}  // namespace strata::plan

@@ -1,0 +1,330 @@
+#include "plan/report.h"
+
+#include <fmt/format.h>
+#include <algorithm>
+
+#include <cmath>
+
+namespace strata::plan {
+namespace {
+
+double gib(uint64_t bytes) {
+  return static_cast<double>(bytes) / 1073741824.0;
+}
+
+std::string context_label(int64_t ctx) {
+  return ctx % 1024 == 0 ? fmt::format("{}K", ctx / 1024) : fmt::format("{}", ctx);
+}
+
+// Layers 0..N-1 with all experts in RAM, the rest on the GPUs: what --n-cpu-moe N expresses.
+int leading_cpu_expert_layers(const Placement& p) {
+  int n = 0;
+  for (const auto& l : p.layers) {
+    if (l.expert_device.empty() || std::any_of(l.expert_device.begin(), l.expert_device.end(),
+                                               [](int d) { return d != kCpuDevice; }))
+      break;
+    ++n;
+  }
+  return n;
+}
+
+std::string experts_cell(const LayerPlacement& lp, const HardwareProfile& hw) {
+  if (lp.expert_device.empty()) return "-";
+  std::vector<int> count(hw.gpus.size() + 1, 0);
+  for (int d : lp.expert_device) ++count[static_cast<size_t>(d)];
+  std::string out;
+  for (size_t d = 0; d < count.size(); ++d) {
+    if (count[d] == 0) continue;
+    if (!out.empty()) out += " + ";
+    out += count[d] == static_cast<int>(lp.expert_device.size())
+               ? fmt::format("all {}", device_name(hw, static_cast<int>(d)))
+               : fmt::format("{} {}", count[d], device_name(hw, static_cast<int>(d)));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<ContextRow> context_table(const ModelInventory& inv, const HardwareProfile& hw,
+                                      const PlanGoals& goals) {
+  std::vector<ContextRow> rows;
+  for (int64_t ctx : {16384, 32768, 65536, 131072, 262144}) {
+    PlanGoals g = goals;
+    g.max_context = false;
+    g.context = ctx;
+    const Plan p = plan_placement(inv, hw, g);
+    rows.push_back({ctx, p.fits, p.cpu_expert_layers, p.decode.tokens_per_second(),
+                    p.decode_full.tokens_per_second()});
+  }
+  return rows;
+}
+
+std::string llama_cpp_flags(const ModelInventory& /*inv*/, const HardwareProfile& hw,
+                            const Plan& plan) {
+  const Placement& p = plan.whole_layer_placement;
+  int gpu_layers = 0;
+  for (const auto& l : p.layers) gpu_layers += l.attention_device != kCpuDevice ? 1 : 0;
+  std::string flags;
+  if (hw.gpus.empty()) {
+    flags = "-ngl 0";
+  } else if (gpu_layers == static_cast<int>(p.layers.size()) && p.output_device != kCpuDevice) {
+    flags = "-ngl 99";
+  } else {
+    flags = fmt::format("-ngl {}", gpu_layers);
+  }
+  const int leading = leading_cpu_expert_layers(p);
+  if (leading == plan.whole_layer_cpu_expert_layers && leading > 0) {
+    flags += fmt::format(" --n-cpu-moe {}", leading);
+  } else if (plan.whole_layer_cpu_expert_layers > 0) {
+    std::string layers;
+    for (size_t l = 0; l < p.layers.size(); ++l) {
+      const auto& ed = p.layers[l].expert_device;
+      if (!ed.empty() && ed[0] == kCpuDevice && p.layers[l].attention_device != kCpuDevice)
+        layers += (layers.empty() ? "" : "|") + std::to_string(l);
+    }
+    if (!layers.empty()) flags += fmt::format(" -ot \"blk\\.({})\\.ffn_.*_exps\\.=CPU\"", layers);
+  }
+  if (hw.gpus.size() > 1) {
+    std::vector<int> per_gpu(hw.gpus.size(), 0);
+    for (const auto& l : p.layers) {
+      if (l.attention_device != kCpuDevice) ++per_gpu[static_cast<size_t>(l.attention_device - 1)];
+    }
+    std::string split;
+    for (int n : per_gpu) split += (split.empty() ? "" : ",") + std::to_string(n);
+    flags += " --tensor-split " + split;
+  }
+  flags += " -fa on";
+  flags += fmt::format(" -c {}", plan.context);
+  if (plan.kv_type != "f16") flags += fmt::format(" -ctk {0} -ctv {0}", plan.kv_type);
+  flags += fmt::format(" -t {}", hw.physical_cores);
+  return flags;
+}
+
+std::string plan_text(const ModelInventory& inv, const HardwareProfile& hw, const Plan& plan,
+                      const std::vector<ContextRow>& table) {
+  std::string out;
+  out +=
+      fmt::format("Model: {} ({}), {} layers, {} experts ({} used), {:.2f} GiB\n", inv.name,
+                  inv.source, inv.n_layer, inv.n_expert, inv.n_expert_used, gib(inv.total_bytes()));
+  out += fmt::format("Expert popularity: {}\n", inv.popularity_source);
+  out += fmt::format("Hardware{}: {} physical cores, RAM {:.1f} GiB at {:.1f} GB/s ({})\n",
+                     hw.hypothetical ? " (hypothetical values given)" : "", hw.physical_cores,
+                     gib(hw.ram_total_bytes), hw.ram_bandwidth_gbps, hw.ram_bandwidth_source);
+  for (size_t g = 0; g < hw.gpus.size(); ++g) {
+    const auto& gpu = hw.gpus[g];
+    out += fmt::format("  GPU{}: {}, {:.2f} GiB ({:.2f} GiB free), {:.0f} GB/s, PCIe {:.1f} GB/s\n",
+                       g, gpu.name, gib(gpu.vram_total_bytes), gib(gpu.vram_free_bytes),
+                       gpu.bandwidth_gbps, gpu.pcie_gbps);
+  }
+  if (hw.gpus.empty()) out += "  no GPU\n";
+  out += fmt::format("Goal: context {} tokens, KV cache {}\n\n", plan.context, plan.kv_type);
+  if (!plan.fits) out += fmt::format("WARNING: {}\n\n", plan.fit_error);
+
+  out += fmt::format("Placement\n  {:>5}  {:<9}  {:<9}  {:<22}  {:>10}\n", "layer", "kind",
+                     "attn+KV", "routed experts", "GPU bytes");
+  for (size_t l = 0; l < plan.placement.layers.size(); ++l) {
+    const auto& lp = plan.placement.layers[l];
+    const auto& li = inv.layers[l];
+    uint64_t gpu_bytes = lp.attention_device != kCpuDevice ? li.dense_bytes() : 0;
+    for (int d : lp.expert_device) gpu_bytes += d != kCpuDevice ? li.expert_slice_bytes : 0;
+    out += fmt::format("  {:>5}  {:<9}  {:<9}  {:<22}  {:>6.0f} MiB\n", l,
+                       li.has_kv_cache ? "attention" : "recurrent",
+                       device_name(hw, lp.attention_device), experts_cell(lp, hw),
+                       gpu_bytes / 1048576.0);
+  }
+  out += fmt::format("  output head on {}, token embeddings on {}\n\n",
+                     device_name(hw, plan.placement.output_device),
+                     device_name(hw, plan.placement.embeddings_device));
+  out += "Memory\n";
+  for (const auto& d : plan.devices) {
+    out += fmt::format(
+        "  {:<4} weights {:>7.2f} GiB + KV/state {:>6.2f} GiB = {:>7.2f} of {:>7.2f} GiB usable\n",
+        d.name, gib(d.weight_bytes), gib(d.kv_bytes), gib(d.used()), gib(d.capacity_bytes));
+  }
+  const auto& dc = plan.decode;
+  out += fmt::format(
+      "\nPredicted\n  generation: {:.1f} tok/s ({:.2f} ms per token), {:.1f} tok/s "
+      "with the cache full at {} tokens\n",
+      dc.tokens_per_second(), dc.total_ms, plan.decode_full.tokens_per_second(), plan.context);
+  out += fmt::format("  prompt processing: {:.0f} tok/s ({}-token micro-batches)\n",
+                     plan.prefill.tokens_per_second, default_cost_constants().prefill_micro_batch);
+  out += fmt::format("  bottleneck: {}\n", plan.bottleneck);
+  std::string parts;
+  for (size_t d = 0; d < dc.weight_ms.size(); ++d) {
+    parts += fmt::format("{} weights {:.2f} ms, ", device_name(hw, static_cast<int>(d)),
+                         dc.weight_ms[d]);
+  }
+  double kv = 0;
+  for (double v : dc.kv_ms) kv += v;
+  out += fmt::format("  per token: {}KV/state {:.2f} ms, fixed {:.2f} ms, hops {:.2f} ms\n", parts,
+                     kv, dc.fixed_ms, dc.hop_ms);
+
+  out += "\nContext vs speed (plan re-made for each context)\n";
+  out += fmt::format("  {:>8}  {:>16}  {:>12}  {:>14}\n", "context", "CPU expert layers",
+                     "tok/s empty", "tok/s full");
+  for (const auto& r : table) {
+    if (!r.fits) {
+      out += fmt::format("  {:>8}  does not fit\n", context_label(r.context));
+      continue;
+    }
+    out += fmt::format(
+        "  {:>8}  {:>16}  {:>12.1f}  {:>14.1f}{}\n", context_label(r.context), r.cpu_expert_layers,
+        r.tok_s_empty, r.tok_s_full,
+        inv.n_ctx_train > 0 && r.context > inv.n_ctx_train ? "  (beyond trained context)" : "");
+  }
+
+  out += "\nllama.cpp equivalent\n  " + llama_cpp_flags(inv, hw, plan) + "\n";
+  if (plan.partial_layers > 0) {
+    out += fmt::format(
+        "  strata's plan splits the experts of {} layer(s) between RAM and VRAM; llama.cpp cannot: "
+        "-ot places whole tensors and one tensor holds all experts of a layer. The flags above are "
+        "the nearest whole-layer plan: {:.1f} tok/s predicted ({} expert layers in RAM) vs "
+        "{:.1f}.\n",
+        plan.partial_layers, plan.whole_layer_decode.tokens_per_second(),
+        plan.whole_layer_cpu_expert_layers, dc.tokens_per_second());
+  }
+  return out;
+}
+
+nlohmann::json plan_json(const ModelInventory& inv, const HardwareProfile& hw, const Plan& plan,
+                         const std::vector<ContextRow>& table) {
+  nlohmann::json j;
+  j["model"] = {{"name", inv.name},
+                {"arch", inv.arch},
+                {"source", inv.source},
+                {"layers", inv.n_layer},
+                {"experts", inv.n_expert},
+                {"experts_used", inv.n_expert_used},
+                {"total_bytes", inv.total_bytes()},
+                {"routed_expert_bytes", inv.routed_expert_bytes()},
+                {"popularity", inv.popularity_source}};
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const auto& g : hw.gpus) {
+    gpus.push_back({{"name", g.name},
+                    {"vram_total_bytes", g.vram_total_bytes},
+                    {"vram_free_bytes", g.vram_free_bytes},
+                    {"bandwidth_gbps", g.bandwidth_gbps},
+                    {"pcie_gbps", g.pcie_gbps},
+                    {"hypothetical", g.hypothetical}});
+  }
+  j["hardware"] = {{"cpu_model", hw.cpu_model},
+                   {"physical_cores", hw.physical_cores},
+                   {"simd", hw.simd},
+                   {"ram_total_bytes", hw.ram_total_bytes},
+                   {"ram_available_bytes", hw.ram_available_bytes},
+                   {"ram_bandwidth_gbps", hw.ram_bandwidth_gbps},
+                   {"ram_bandwidth_source", hw.ram_bandwidth_source},
+                   {"hop_latency_ms", hw.hop_latency_ms},
+                   {"hypothetical", hw.hypothetical},
+                   {"gpus", gpus}};
+  j["goal"] = {{"context", plan.context}, {"kv_type", plan.kv_type}};
+  j["fits"] = plan.fits;
+  if (!plan.fits) j["fit_error"] = plan.fit_error;
+  nlohmann::json devices = nlohmann::json::array();
+  for (const auto& d : plan.devices) {
+    devices.push_back({{"device", d.name},
+                       {"capacity_bytes", d.capacity_bytes},
+                       {"weight_bytes", d.weight_bytes},
+                       {"kv_bytes", d.kv_bytes}});
+  }
+  j["devices"] = devices;
+  nlohmann::json layers = nlohmann::json::array();
+  for (size_t l = 0; l < plan.placement.layers.size(); ++l) {
+    const auto& lp = plan.placement.layers[l];
+    nlohmann::json experts = nlohmann::json::object();
+    for (size_t e = 0; e < lp.expert_device.size(); ++e) {
+      const std::string dev = device_name(hw, lp.expert_device[e]);
+      if (!experts.contains(dev)) experts[dev] = nlohmann::json::array();
+      experts[dev].push_back(e);
+    }
+    layers.push_back({{"layer", l},
+                      {"kind", inv.layers[l].has_kv_cache ? "attention" : "recurrent"},
+                      {"attention", device_name(hw, lp.attention_device)},
+                      {"dense_bytes", inv.layers[l].dense_bytes()},
+                      {"expert_slice_bytes", inv.layers[l].expert_slice_bytes},
+                      {"experts", experts}});
+  }
+  j["layers"] = layers;
+  j["output_device"] = device_name(hw, plan.placement.output_device);
+  j["embeddings_device"] = device_name(hw, plan.placement.embeddings_device);
+  j["predicted"] = {{"decode_tok_s", plan.decode.tokens_per_second()},
+                    {"decode_ms", plan.decode.total_ms},
+                    {"decode_tok_s_full_context", plan.decode_full.tokens_per_second()},
+                    {"prompt_tok_s", plan.prefill.tokens_per_second},
+                    {"bottleneck", plan.bottleneck},
+                    {"fixed_ms", plan.decode.fixed_ms},
+                    {"hop_ms", plan.decode.hop_ms},
+                    {"cpu_expert_ms", plan.decode.cpu_expert_ms}};
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : table) {
+    rows.push_back({{"context", r.context},
+                    {"fits", r.fits},
+                    {"cpu_expert_layers", r.cpu_expert_layers},
+                    {"decode_tok_s", r.tok_s_empty},
+                    {"decode_tok_s_full_context", r.tok_s_full}});
+  }
+  j["context_table"] = rows;
+  j["llama_cpp"] = {{"flags", llama_cpp_flags(inv, hw, plan)},
+                    {"cpu_expert_layers", plan.whole_layer_cpu_expert_layers},
+                    {"decode_tok_s", plan.whole_layer_decode.tokens_per_second()},
+                    {"single_experts_expressible", plan.partial_layers == 0}};
+  return j;
+}
+
+std::string context_svg(const std::string& title, const std::vector<ContextRow>& table) {
+  const double w = 640, h = 400, left = 60, right = 20, top = 40, bottom = 50;
+  double max_tok = 1;
+  for (const auto& r : table) max_tok = std::max({max_tok, r.tok_s_empty, r.tok_s_full});
+  max_tok = std::ceil(max_tok / 10) * 10;
+  const size_t n = table.size();
+  auto x = [&](size_t i) {
+    return left + (w - left - right) * (n > 1 ? double(i) / double(n - 1) : 0.5);
+  };
+  auto y = [&](double v) { return top + (h - top - bottom) * (1 - v / max_tok); };
+  std::string svg = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} "
+      "{1}\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" "
+      "fill=\"white\"/>\n"
+      "<text x=\"{2}\" y=\"22\" font-size=\"14\">{3}</text>\n",
+      w, h, left, title);
+  svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n", left,
+                     top, h - bottom);
+  svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"black\"/>\n", left,
+                     h - bottom, w - right);
+  for (int k = 0; k <= 5; ++k) {
+    const double v = max_tok * k / 5;
+    svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:.0f}</text>\n", left - 6,
+                       y(v) + 4, v);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x(i),
+                       h - bottom + 18, context_label(table[i].context));
+  }
+  svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">context (tokens)</text>\n",
+                     (left + w - right) / 2, h - 10);
+  svg += fmt::format(
+      "<text x=\"14\" y=\"{}\" transform=\"rotate(-90 14 {})\" text-anchor=\"middle\">"
+      "decode tok/s</text>\n",
+      (top + h - bottom) / 2, (top + h - bottom) / 2);
+  const std::pair<const char*, bool> series[] = {{"#1f77b4", true}, {"#d62728", false}};
+  for (const auto& [color, empty] : series) {
+    std::string points;
+    for (size_t i = 0; i < n; ++i) {
+      if (!table[i].fits) continue;
+      const double v = empty ? table[i].tok_s_empty : table[i].tok_s_full;
+      points += fmt::format("{:.1f},{:.1f} ", x(i), y(v));
+      svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"/>\n", x(i), y(v),
+                         color);
+    }
+    svg += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n",
+                       points, color);
+  }
+  svg += fmt::format(
+      "<text x=\"{0}\" y=\"{1}\" fill=\"#1f77b4\">empty cache</text>\n"
+      "<text x=\"{0}\" y=\"{2}\" fill=\"#d62728\">cache full</text>\n</svg>\n",
+      w - right - 110, top + 10, top + 26);
+  return svg;
+}
+
+}  // namespace strata::plan

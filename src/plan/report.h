@@ -1,0 +1,33 @@
+#pragma once
+// A Plan as text, JSON and SVG; the context-vs-speed table; the equivalent llama.cpp flags.
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "plan/placement.h"
+
+namespace strata::plan {
+
+struct ContextRow {
+  int64_t context = 0;
+  bool fits = false;
+  int cpu_expert_layers = 0;
+  double tok_s_empty = 0;  // decode with an empty cache
+  double tok_s_full = 0;   // decode with the cache filled to `context`
+};
+
+// Plans at 16K, 32K, 64K, 128K and 262K (with the goals' KV type).
+std::vector<ContextRow> context_table(const ModelInventory& inv, const HardwareProfile& hw,
+                                      const PlanGoals& goals);
+
+// `-ngl 99 --n-cpu-moe N -c ... -ctk/-ctv ... -t cores` (and -ot / --tensor-split where needed).
+std::string llama_cpp_flags(const ModelInventory& inv, const HardwareProfile& hw, const Plan& plan);
+
+std::string plan_text(const ModelInventory& inv, const HardwareProfile& hw, const Plan& plan,
+                      const std::vector<ContextRow>& table);
+nlohmann::json plan_json(const ModelInventory& inv, const HardwareProfile& hw, const Plan& plan,
+                         const std::vector<ContextRow>& table);
+std::string context_svg(const std::string& title, const std::vector<ContextRow>& table);
+
+}  // namespace strata::plan
