@@ -314,6 +314,11 @@ ModelInventory inventory_from_architecture(const ArchitectureSpec& s, const Weig
     it.elements = t.elements;
     it.bytes = t.quantized ? static_cast<uint64_t>(std::llround(t.elements * bpw / 8.0))
                            : static_cast<uint64_t>(t.elements) * 4;
+    if (t.role == TensorRole::routed_experts && s.n_expert > 0) {
+      // Whole per-expert slices, as in real files (a slice is rows of whole quant blocks).
+      const auto n = static_cast<uint64_t>(s.n_expert);
+      it.bytes = (it.bytes + n / 2) / n * n;
+    }
     inv.tensors.push_back(std::move(it));
   }
   summarize(inv);
