@@ -46,9 +46,11 @@ struct CostConstants {
   // the 25.6 ms token, 10.4 ms is not CPU expert reading; minus the GPU reads (2.6 ms at 0.8 of
   // 448 GB/s) and 34 round trips (2.0 ms) that leaves 5.8 ms over 48 layers = 0.12 ms.
   double layer_fixed_ms = 0.12;
-  // Extra fixed cost of a recurrent (Gated DeltaNet) layer in today's engines. Fitted to FIELD C1
-  // together with C1's hop latency (two unknowns, two published speeds: a fit, not a check).
-  // C1's token at 262,144 context is 72.7 ms where bandwidth alone gives ~13 ms.
+  // Extra fixed cost of a recurrent (Gated DeltaNet) layer in today's engines. Chosen together
+  // with C1's hop latency (0.38 ms per hop, 15x C2's; passed as --hop-ms in the C1 replay; a
+  // Windows/WDDM driver is the likely reason, not shown) so that C1's two published speeds come
+  // out: two unknowns, two figures, so the C1 replay is a fit, not an independent check. C1's token
+  // at 262,144 context is 72.7 ms where bytes over bandwidth give ~13 ms.
   double recurrent_layer_fixed_ms = 0.75;
   // Prompt processing. llama.cpp-style engines run batches of >= 32 tokens on the GPU and stream
   // CPU-resident weights over PCIe once per micro-batch. Efficiency of that stream (pageable
