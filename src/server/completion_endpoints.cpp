@@ -57,7 +57,19 @@ std::vector<int32_t> Server::chat_prompt(const GenerationRequest& r, bool& start
 }
 
 void Server::handle_generation(const httplib::Request& req, httplib::Response& res, bool chat) {
-  const Json body = Json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+  // Nesting is bounded: later steps (templates, dumps) recurse over the values.
+  constexpr int kMaxDepth = 64;
+  bool too_deep = false;
+  const Json body = Json::parse(
+      req.body,
+      [&](int depth, Json::parse_event_t, Json&) {
+        if (depth > kMaxDepth) too_deep = true;
+        return !too_deep;
+      },
+      /*allow_exceptions=*/false);
+  if (too_deep)
+    throw ApiError(400, "invalid_request_error",
+                   fmt::format("the request body nests deeper than {} levels", kMaxDepth));
   if (body.is_discarded())
     throw ApiError(400, "invalid_request_error", "the request body is not valid JSON");
   GenerationRequest r = chat ? parse_chat_request(body) : parse_completion_request(body);

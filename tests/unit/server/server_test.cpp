@@ -201,6 +201,22 @@ TEST(Server, ErrorsAreOpenAiErrorObjects) {
   expect_error("/v1/completions", R"({"prompt": [999999999]})", 400, "prompt");
   expect_error("/v1/nothing", "{}", 404, "");
 
+  // Hostile bodies: deep nesting, binary garbage, huge numbers, wrong shapes.
+  expect_error("/v1/chat/completions", std::string(100000, '[') + std::string(100000, ']'), 400,
+               "");
+  expect_error("/v1/chat/completions",
+               R"({"messages": [{"role": "user", "content": "x"}], "tools": )" +
+                   std::string(5000, '[') + std::string(5000, ']') + "}",
+               400, "");
+  expect_error("/v1/chat/completions", std::string("\x00\xff\xfe{\"a\":", 8), 400, "");
+  expect_error("/v1/chat/completions", chat_body({{"max_tokens", 1e300}}), 400, "max_tokens");
+  expect_error("/v1/chat/completions", chat_body({{"seed", "x"}}), 400, "seed");
+  expect_error("/v1/chat/completions", chat_body({{"stop", {1, 2}}}), 400, "stop");
+  expect_error("/v1/chat/completions", chat_body({{"tools", {{{"type", "function"}}}}}), 400,
+               "tools");
+  expect_error("/v1/chat/completions",
+               R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})", 400, "");
+
   // Context overflow: 400 naming both numbers, never a silent truncation.
   auto r = c.Post("/v1/chat/completions", chat_body({{"max_tokens", 60}}), "application/json");
   ASSERT_TRUE(r);
