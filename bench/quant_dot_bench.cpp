@@ -8,10 +8,14 @@
 // vec_dot_multi per row ("multi"). weight_GBps counts weight bytes x 8 tokens, and dots_per_s
 // (rows x tokens per second), so the two variants compare directly.
 //
+// "gemm/<type>/<shape>/{multi,tile}": shapes of MoE prompt processing through vec_dot_multi or
+// the tile GEMM (TypeKernels::gemm), as multiply-accumulates per second.
+//
 //   build/release/bench/bench_quant_dot [--benchmark_filter=Q4_K]
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
@@ -109,6 +113,61 @@ void gemm8_benchmark(benchmark::State& state, GgmlType type, Isa isa, bool use_m
       benchmark::Counter(static_cast<double>(rows) * kTokens * iters, benchmark::Counter::kIsRate);
 }
 
+// A shape of prompt processing: `rows` weight rows of `k` values against `tokens` activation rows,
+// as the multi-row dot products do it (groups of kMaxMultiDot tokens, row by row) or as one tile
+// GEMM. macs_per_s counts rows x k x tokens.
+struct GemmShape {
+  const char* label;
+  int64_t k, rows, tokens;
+};
+
+void gemm_benchmark(benchmark::State& state, GgmlType type, GemmShape shape, bool use_tile) {
+  const TypeTraits& t = traits(type);
+  const TypeKernels k = kernels_at(type, best_isa());
+  const int64_t w_bytes = row_bytes(type, shape.k);
+  // 64 distinct rows, repeated (quantizing the whole matrix would dominate the run).
+  std::vector<uint8_t> distinct(static_cast<size_t>(w_bytes * 64));
+  kernels_exact(type, Isa::scalar)
+      .quantize_row(gaussian(static_cast<size_t>(shape.k * 64), 1).data(), distinct.data(),
+                    shape.k * 64);
+  std::vector<uint8_t> weights(static_cast<size_t>(w_bytes * shape.rows));
+  for (int64_t r = 0; r < shape.rows; ++r) {
+    std::memcpy(weights.data() + r * w_bytes, distinct.data() + (r % 64) * w_bytes,
+                static_cast<size_t>(w_bytes));
+  }
+  const int64_t a_bytes = row_bytes(t.activation_type, shape.k);
+  std::vector<uint8_t> activations(static_cast<size_t>(a_bytes * shape.tokens));
+  kernels_exact(t.activation_type, Isa::scalar)
+      .quantize_row(gaussian(static_cast<size_t>(shape.k * shape.tokens), 2).data(),
+                    activations.data(), shape.k * shape.tokens);
+  std::vector<const uint8_t*> act;
+  for (int64_t i = 0; i < shape.tokens; ++i) act.push_back(activations.data() + i * a_bytes);
+  std::vector<float> out(static_cast<size_t>(shape.rows * shape.tokens));
+  for (auto _ : state) {
+    if (use_tile) {
+      k.gemm(shape.k, weights.data(), w_bytes, shape.rows, act.data(), shape.tokens, out.data(),
+             shape.rows);
+    } else {
+      float results[kMaxMultiDot];
+      for (int64_t i0 = 0; i0 < shape.tokens; i0 += kMaxMultiDot) {
+        const int count = static_cast<int>(std::min<int64_t>(kMaxMultiDot, shape.tokens - i0));
+        for (int64_t r = 0; r < shape.rows; ++r) {
+          k.vec_dot_multi(shape.k, weights.data() + r * w_bytes, act[static_cast<size_t>(i0)],
+                          a_bytes, count, results);
+          for (int j = 0; j < count; ++j)
+            out[static_cast<size_t>((i0 + j) * shape.rows + r)] = results[j];
+        }
+      }
+    }
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["macs_per_s"] =
+      benchmark::Counter(static_cast<double>(shape.k * shape.rows * shape.tokens) *
+                             static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
+}
+
 void activation_quantize_benchmark(benchmark::State& state, GgmlType type, Isa isa) {
   const QuantizeRowFn quantize = kernels_at(type, isa).quantize_row;
   constexpr int64_t n = 1 << 16;
@@ -150,6 +209,25 @@ int register_all() {
         benchmark::RegisterBenchmark(name.c_str(), gemm8_benchmark, type, isa, use_multi)
             ->Unit(benchmark::kMicrosecond)
             ->MinTime(0.2);
+      }
+    }
+  }
+  // Qwen3-30B-A3B: an expert's gate/up and down, a dense q projection.
+  constexpr GemmShape kGemmShapes[] = {{"expert_up_32tok", 2048, 768, 32},
+                                       {"expert_down_32tok", 768, 2048, 32},
+                                       {"expert_up_8tok", 2048, 768, 8},
+                                       {"expert_up_4tok", 2048, 768, 4},
+                                       {"dense_512tok", 2048, 4096, 512}};
+  for (GgmlType type : supported_types()) {
+    const TypeKernels k = kernels_at(type, best_isa());
+    if (!k.gemm || !k.vec_dot_multi) continue;
+    for (const GemmShape& shape : kGemmShapes) {
+      for (bool use_tile : {false, true}) {
+        const std::string name = "gemm/" + std::string(ggml_type_name(type)) + "/" + shape.label +
+                                 (use_tile ? "/tile" : "/multi");
+        benchmark::RegisterBenchmark(name.c_str(), gemm_benchmark, type, shape, use_tile)
+            ->Unit(benchmark::kMillisecond)
+            ->MinTime(0.3);
       }
     }
   }

@@ -34,6 +34,8 @@ void fill_float_avx512(KernelTable& table);
 void fill_legacy_avx512(KernelTable& table);
 void fill_kquants_avx512(KernelTable& table);
 void fill_iquants_avx512(KernelTable& table);
+// Tile GEMMs (TypeKernels::gemm) of the formats that have one.
+void fill_gemm_avx512(KernelTable& table);
 // Only called when the CPU also has AVX512_BF16.
 void fill_float_avx512bf16(KernelTable& table);
 

@@ -39,8 +39,9 @@ constexpr __mmask32 kLower = 0x0000ffffu;
 
 // Byte-shuffle masks over a vector whose four 128-bit lanes hold the same eight int16 values:
 //   lanes_lo / lanes_hi: lane L becomes value L / value 4 + L (one scale per 16 elements);
-//   pairs[q]: in lane L, even words become value 4q + L / 2, odd words value 4q + 2 + L / 2 (the
-//             scales of Q4_K / Q5_K sub-blocks 2p + L / 2 for p = 2q, 2q + 1).
+//   pairs[q]: in lane L, words 0..3 become value 4q + L / 2, words 4..7 value 4q + 2 + L / 2 (the
+//             scales of Q4_K / Q5_K sub-blocks 2p + L / 2 for p = 2q, 2q + 1, in the word order
+//             of _mm512_packs_epi32).
 struct Masks {
   alignas(64) uint8_t lanes_lo[64];
   alignas(64) uint8_t lanes_hi[64];
@@ -54,7 +55,7 @@ constexpr Masks make_masks() {
     m.lanes_hi[b] = static_cast<uint8_t>(2 * (4 + lane) + byte);
     for (int q = 0; q < 2; ++q) {
       const int word = (b % 16) / 2;
-      m.pairs[q][b] = static_cast<uint8_t>(2 * (4 * q + 2 * (word % 2) + lane / 2) + byte);
+      m.pairs[q][b] = static_cast<uint8_t>(2 * (4 * q + 2 * (word / 4) + lane / 2) + byte);
     }
   }
   return m;
@@ -199,23 +200,102 @@ struct MultiQ3K {
   }
 };
 
-// Q4_K / Q5_K; vec_dot is this kernel with one column. The 64 quants of sub-blocks 2p (lower 256
-// bits) and 2p + 1 (upper) times the activations with _mm512_dpbusd_epi32: each int32 lane sums 4
-// products (|sum| <= 4 * 31 * 127, an int16). The lanes of p = 2q and 2q + 1 are paired into the
-// two int16 halves of one int32 lane, and _mm512_dpwssd_epi32 multiplies both by their sub-block
-// scales: lane by lane the same int32 sums as maddubs + dpwssd per p, in 6 instead of 8
-// multiplies. Super-blocks alternate between two float accumulators. The mins go through the
-// block sums, two columns per 512-bit vector (lane by lane the same operations as one column per
-// 256-bit vector).
+// Q4_K / Q5_K; vec_dot is this kernel with one column. Its float operations are those of the tile
+// GEMM (gemm_k4_avx512.cpp) for one (row, column), so that decode, the multi-row dot products and
+// prompt processing agree bit for bit. Per super-block the integer sums go to two halves:
+//   Q4_K: isum A = sub-blocks 0, 2, 4, 6, B = 1, 3, 5, 7 (each times its scale);
+//   Q5_K: isum A = elements 0..15 of every sub-block, B = elements 16..31;
+//   both: imin A = sub-blocks 0, 1, 4, 5 (min times activation sum), B = 2, 3, 6, 7;
+// then four float chains, super-blocks in order: acc = fma(isum, d_a * d, acc) per half and
+// acc_m = fma(imin, d_a * dmin, acc_m) per half (d_a * d first, as the earlier kernels did;
+// scaling by d first then by d_a flipped an oracle row); the result is (acc A + acc B) -
+// (acc_m A + acc_m B). The integer sums are exact in any order.
+// The 64 quants of sub-blocks 2p (lower 256 bits) and 2p + 1 (upper) times the activations with
+// _mm512_dpbusd_epi32: each int32 lane sums 4 products (|sum| <= 4 * 31 * 128, an int16).
+// _mm512_packs_epi32 puts the lanes of p = 2q and 2q + 1 into the int16 halves of one int32 lane
+// (exact), and _mm512_dpwssd_epi32 multiplies both by their sub-block scales: 6 instead of 8
+// multiplies. 128-bit lane L then holds sub-blocks 2p + L / 2, and for Q5_K elements 16 (L % 2)
+// .. 16 (L % 2) + 15 of them.
 template <bool kFiveBit>
 struct MultiK4Like {
+  using Block = std::conditional_t<kFiveBit, BlockQ5_K, BlockQ4_K>;
+
+  // One weight super-block in registers.
+  struct Decoded {
+    __m512i v[4];           // [low nibbles, high nibbles] of qs[32p..32p+31] (+ fifth bits)
+    __m512i pair_scale[2];  // scales in the word order of _mm512_packs_epi32(t[2q], t[2q + 1])
+    __m256i mins;           // m0 m0 m1 m1 .. m7 m7 (int16), against the 16 block sums
+  };
+
+  static STRATA_INLINE Decoded decode(const Block& b, const __m512i (&hsel)[4]) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    Decoded x;
+    const __m128i sm = unpack_k4_scales_vec(b.scales);  // bytes: scales 0..7, mins 0..7
+    x.mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
+    const __m512i sc = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(sm));
+    __m512i hb;
+    if constexpr (kFiveBit) hb = load256_twice(b.qh);
+    for (int p = 0; p < 4; ++p) {
+      const __m512i qb = load256_twice(b.qs + 32 * p);
+      x.v[p] = _mm512_and_si512(_mm512_mask_srli_epi16(qb, kUpper, qb, 4), m4);
+      if constexpr (kFiveBit) {
+        x.v[p] = _mm512_mask_add_epi8(x.v[p], _mm512_test_epi8_mask(hb, hsel[p]), x.v[p],
+                                      _mm512_set1_epi8(0x10));
+      }
+    }
+    for (int q = 0; q < 2; ++q) x.pair_scale[q] = _mm512_shuffle_epi8(sc, load512(kMasks.pairs[q]));
+    return x;
+  }
+
+  // Scaled quant sums (16 int32 lanes; 128-bit lane L: sub-blocks 2p + L / 2, Q5_K elements
+  // 16 (L % 2) .. 16 (L % 2) + 15 of them) and min products (lane s: sub-block s).
+  static STRATA_INLINE void sums(const Decoded& x, const BlockQ8_K& b, __m512i& sum,
+                                 __m256i& imin) {
+    const __m512i z = _mm512_setzero_si512();
+    __m512i t[4];
+    for (int p = 0; p < 4; ++p) t[p] = _mm512_dpbusd_epi32(z, x.v[p], load512(b.qs + 64 * p));
+    sum =
+        _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(z, _mm512_packs_epi32(t[0], t[1]), x.pair_scale[0]),
+                            _mm512_packs_epi32(t[2], t[3]), x.pair_scale[1]);
+    imin = _mm256_madd_epi16(x.mins, load256(b.bsums));
+  }
+
+  // [isum A, isum B, imin A, imin B] of two super-blocks in 128-bit lanes 0 and 2, from their
+  // sums and min products, with one-uop shuffles (no phaddd: slow on Zen 5).
+  static STRATA_INLINE __m512i halves(__m512i sum0, __m256i imin0, __m512i sum1, __m256i imin1) {
+    // 128-bit lanes of the A (a) and B (b) parts: blocks 0, 0, 1, 1. Q4_K: A in lanes 0, 1 of a
+    // sum; Q5_K: in lanes 0, 2.
+    constexpr int kA = kFiveBit ? _MM_SHUFFLE(2, 0, 2, 0) : _MM_SHUFFLE(1, 0, 1, 0);
+    constexpr int kB = kFiveBit ? _MM_SHUFFLE(3, 1, 3, 1) : _MM_SHUFFLE(3, 2, 3, 2);
+    const __m512i a = _mm512_shuffle_i64x2(sum0, sum1, kA);
+    const __m512i b = _mm512_shuffle_i64x2(sum0, sum1, kB);
+    // Per 128-bit lane: [A, A, B, B] partial sums.
+    const __m512 u = _mm512_castsi512_ps(
+        _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b)));
+    // Lanes: mins 0..3, 4..7 of block 0, then of block 1.
+    const __m512 m =
+        _mm512_castsi512_ps(_mm512_inserti64x4(_mm512_castsi256_si512(imin0), imin1, 1));
+    // Per 128-bit lane: [A, B, imin 01 or 45, imin 23 or 67].
+    const __m512i w =
+        _mm512_add_epi32(_mm512_castps_si512(_mm512_shuffle_ps(u, m, _MM_SHUFFLE(2, 0, 2, 0))),
+                         _mm512_castps_si512(_mm512_shuffle_ps(u, m, _MM_SHUFFLE(3, 1, 3, 1))));
+    return _mm512_add_epi32(w, _mm512_shuffle_i64x2(w, w, _MM_SHUFFLE(2, 3, 0, 1)));
+  }
+
+  // One super-block into acc = [A, B, min A, min B]: f = [isum A, isum B, imin A, imin B] as
+  // floats, xdm = [d, d, dmin, dmin] of the weights, da the activation scale (broadcast).
+  static STRATA_INLINE void accumulate(__m128 f, __m128 xdm, __m128 da, __m128& acc) {
+    acc = _mm_fmadd_ps(f, _mm_mul_ps(da, xdm), acc);
+  }
+  static STRATA_INLINE __m128 scales(const Block& b) {
+    const float d = f16_to_f32(b.d), dmin = f16_to_f32(b.dmin);
+    return _mm_setr_ps(d, d, dmin, dmin);
+  }
+
   template <int N>
   static void run(int64_t n, const void* w, const uint8_t* act, int64_t stride, float* out) {
-    using Block = std::conditional_t<kFiveBit, BlockQ5_K, BlockQ4_K>;
     const auto* x = static_cast<const Block*>(w);
     const Columns<BlockQ8_K, N> y(act, stride);
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
-    const __m512i bit4 = _mm512_set1_epi8(0x10);
     // Q5_K: bit p of qh is the fifth bit of sub-block p; lower half sub-block 2p, upper 2p + 1.
     __m512i hsel[4];
     for (int p = 0; p < 4; ++p) {
@@ -223,82 +303,41 @@ struct MultiK4Like {
                                        _mm512_set1_epi8(static_cast<char>(1 << (2 * p))),
                                        _mm512_set1_epi8(static_cast<char>(1 << (2 * p + 1))));
     }
-    // Mins of columns 2k, 2k + 1 in the lower / upper 256 bits of acc_m[k]; an odd last column in
-    // acc_m_last.
-    constexpr int kPairs = N / 2;
-    __m512 acc0[N], acc1[N];
-    __m512 acc_m[kPairs > 0 ? kPairs : 1];
-    __m256 acc_m_last = _mm256_setzero_ps();
-    for (int j = 0; j < N; ++j) acc0[j] = acc1[j] = _mm512_setzero_ps();
-    for (int k = 0; k < kPairs; ++k) acc_m[k] = _mm512_setzero_ps();
-    // One super-block into acc (acc0 for even blocks, acc1 for odd ones).
-    auto block = [&](int64_t i, __m512(&acc)[N]) __attribute__((always_inline)) {
-      const __m512 xd = _mm512_set1_ps(f16_to_f32(x[i].d));
-      const __m512 xmin = _mm512_set1_ps(f16_to_f32(x[i].dmin));
-      const __m128i sm = unpack_k4_scales_vec(x[i].scales);  // bytes: scales 0..7, mins 0..7
-      // mins m0 m0 m1 m1 .. m7 m7 (int16) against the 16 block sums.
-      const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
-      const __m512i mins2 = _mm512_broadcast_i64x4(mins);
-      const __m512i sc = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(sm));
-      __m512i hb;
-      if constexpr (kFiveBit) hb = load256_twice(x[i].qh);
-      // [low nibbles, high nibbles] of qs[32p..32p+31]: sub-blocks 2p and 2p+1 in element order.
-      __m512i v[4];
-      for (int p = 0; p < 4; ++p) {
-        const __m512i qb = load256_twice(x[i].qs + 32 * p);
-        v[p] = _mm512_and_si512(_mm512_mask_srli_epi16(qb, kUpper, qb, 4), m4);
-        if constexpr (kFiveBit)
-          v[p] = _mm512_mask_add_epi8(v[p], _mm512_test_epi8_mask(hb, hsel[p]), v[p], bit4);
-      }
-      // Scales of sub-blocks (2p + L / 2, 2p + 2 + L / 2) for 128-bit lane L, p = 0 and 2.
-      const __m512i pair_scale[2] = {_mm512_shuffle_epi8(sc, load512(kMasks.pairs[0])),
-                                     _mm512_shuffle_epi8(sc, load512(kMasks.pairs[1]))};
-      for (int k = 0; k < kPairs; ++k) {
-        const BlockQ8_K& b0 = y[2 * k][i];
-        const BlockQ8_K& b1 = y[2 * k + 1][i];
-        const __m512i bsums =
-            _mm512_inserti64x4(_mm512_castsi256_si512(load256(b0.bsums)), load256(b1.bsums), 1);
-        const __m512 yd = _mm512_insertf32x8(_mm512_set1_ps(b0.d), _mm256_set1_ps(b1.d), 1);
-        acc_m[k] = _mm512_fmadd_ps(_mm512_mul_ps(yd, xmin),
-                                   _mm512_cvtepi32_ps(_mm512_madd_epi16(mins2, bsums)), acc_m[k]);
-      }
-      if constexpr (N % 2 == 1) {
-        const BlockQ8_K& b = y[N - 1][i];
-        const __m256i prod_m = _mm256_madd_epi16(mins, load256(b.bsums));
-        acc_m_last =
-            _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(b.d), _mm512_castps512_ps256(xmin)),
-                            _mm256_cvtepi32_ps(prod_m), acc_m_last);
-      }
-      for (int j = 0; j < N; ++j) {
-        const BlockQ8_K& b = y[j][i];
-        const __m512i z = _mm512_setzero_si512();
-        __m512i t[4];
-        for (int p = 0; p < 4; ++p) t[p] = _mm512_dpbusd_epi32(z, v[p], load512(b.qs + 64 * p));
-        // Word pairs (t[2q], t[2q + 1]) of each int32 lane.
-        const __m512i t01 = _mm512_mask_blend_epi16(0xaaaaaaaa, t[0], _mm512_slli_epi32(t[1], 16));
-        const __m512i t23 = _mm512_mask_blend_epi16(0xaaaaaaaa, t[2], _mm512_slli_epi32(t[3], 16));
-        const __m512i sum =
-            _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(z, t01, pair_scale[0]), t23, pair_scale[1]);
-        acc[j] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(b.d), xd), _mm512_cvtepi32_ps(sum),
-                                 acc[j]);
-      }
-    };
+    // Lanes: acc A, acc B, acc_m A, acc_m B.
+    __m128 acc[N];
+    for (int j = 0; j < N; ++j) acc[j] = _mm_setzero_ps();
     const int64_t nb = n / kQKK;
     int64_t i = 0;
+    // Two super-blocks at a time share the horizontal sums; each still goes into acc on its own.
     for (; i + 1 < nb; i += 2) {
-      block(i, acc0);
-      block(i + 1, acc1);
-    }
-    if (i < nb) block(i, acc0);
-    for (int j = 0; j < N; ++j) {
-      __m256 m;
-      if (N % 2 == 1 && j == N - 1) {
-        m = acc_m_last;
-      } else {
-        const __m512 pair = acc_m[j / 2];
-        m = j % 2 == 0 ? _mm512_castps512_ps256(pair) : _mm512_extractf32x8_ps(pair, 1);
+      const Decoded x0 = decode(x[i], hsel);
+      const Decoded x1 = decode(x[i + 1], hsel);
+      const __m128 xdm0 = scales(x[i]), xdm1 = scales(x[i + 1]);
+      for (int j = 0; j < N; ++j) {
+        __m512i sum0, sum1;
+        __m256i imin0, imin1;
+        sums(x0, y[j][i], sum0, imin0);
+        sums(x1, y[j][i + 1], sum1, imin1);
+        const __m512 f = _mm512_cvtepi32_ps(halves(sum0, imin0, sum1, imin1));
+        accumulate(_mm512_castps512_ps128(f), xdm0, _mm_set1_ps(y[j][i].d), acc[j]);
+        accumulate(_mm512_extractf32x4_ps(f, 2), xdm1, _mm_set1_ps(y[j][i + 1].d), acc[j]);
       }
-      out[j] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[j], acc1[j])) - hsum256(m);
+    }
+    if (i < nb) {
+      const Decoded x0 = decode(x[i], hsel);
+      const __m128 xdm0 = scales(x[i]);
+      for (int j = 0; j < N; ++j) {
+        __m512i sum0;
+        __m256i imin0;
+        sums(x0, y[j][i], sum0, imin0);
+        const __m128i h = _mm512_castsi512_si128(
+            halves(sum0, imin0, _mm512_setzero_si512(), _mm256_setzero_si256()));
+        accumulate(_mm_cvtepi32_ps(h), xdm0, _mm_set1_ps(y[j][i].d), acc[j]);
+      }
+    }
+    for (int j = 0; j < N; ++j) {
+      const __m128 t = _mm_add_ps(acc[j], _mm_movehdup_ps(acc[j]));  // [A + B, -, mA + mB, -]
+      out[j] = _mm_cvtss_f32(_mm_sub_ss(t, _mm_movehl_ps(t, t)));
     }
   }
 };

@@ -29,12 +29,20 @@ constexpr int kMaxMultiDot = 8;
 using VecDotMultiFn = void (*)(int64_t n, const void* weights, const void* activations,
                                int64_t act_stride, int n_act, float* out);
 
+// Products of a block of weight rows with many activation rows (prompt processing):
+// out[c * out_stride + r] = w_r . a_c for r < n_rows, c < n_cols, with w_r at
+// weights + r * w_stride and a_c (partner type) at act[c]. The rows are repacked into interleaved
+// tiles first, which pays off only with enough columns (see ops/matmul.cpp).
+using GemmFn = void (*)(int64_t n, const void* weights, int64_t w_stride, int64_t n_rows,
+                        const uint8_t* const* act, int64_t n_cols, float* out, int64_t out_stride);
+
 struct TypeKernels {
   DequantizeRowFn dequantize_row = nullptr;
   QuantizeRowFn quantize_row =
       nullptr;  // reference quantizer for weights; fast one for activations
   VecDotFn vec_dot = nullptr;
   VecDotMultiFn vec_dot_multi = nullptr;  // optional: null means "loop over vec_dot"
+  GemmFn gemm = nullptr;                  // optional: null means "use vec_dot_multi"
 };
 
 struct TypeTraits {

@@ -41,8 +41,8 @@ struct Registry {
       fill(levels[0]);
     for (auto fill : {fill_float_avx2, fill_legacy_avx2, fill_kquants_avx2, fill_iquants_avx2})
       fill(levels[1]);
-    for (auto fill :
-         {fill_float_avx512, fill_legacy_avx512, fill_kquants_avx512, fill_iquants_avx512})
+    for (auto fill : {fill_float_avx512, fill_legacy_avx512, fill_kquants_avx512,
+                      fill_iquants_avx512, fill_gemm_avx512})
       fill(levels[2]);
     const CpuFeatures& cpu = cpu_features();
     if (cpu.has_avx512_level() && cpu.avx512bf16) fill_float_avx512bf16(levels[2]);
@@ -74,6 +74,7 @@ struct Registry {
       if (!out.vec_dot_multi && k.vec_dot_multi && out.vec_dot == k.vec_dot) {
         out.vec_dot_multi = k.vec_dot_multi;
       }
+      if (!out.gemm) out.gemm = k.gemm;
     }
     return out;
   }

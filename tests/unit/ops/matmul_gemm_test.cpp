@@ -1,0 +1,98 @@
+// Prompt processing and decode see the same products: matmul over many tokens (the tile GEMM
+// where the weight type has one) equals one single-token matmul (the GEMV path) per token, for the
+// plain and the indexed (expert) forms, with row blocks that leave short tiles.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ops/matmul.h"
+#include "quant/quant.h"
+#include "support/test_support.h"
+
+namespace strata::ops {
+namespace {
+
+struct Problem {
+  std::vector<uint8_t> wq;
+  WeightMatrix w;
+  std::vector<float> x;
+  QuantizedRows a;
+};
+
+Problem make_problem(GgmlType type, int64_t cols, int64_t rows, int64_t tokens) {
+  const quant::TypeTraits& t = quant::traits(type);
+  Problem p;
+  const auto wf = test::random_floats(static_cast<size_t>(cols * rows), 11);
+  p.wq.resize(static_cast<size_t>(quant::row_bytes(type, cols) * rows));
+  t.kernels.quantize_row(wf.data(), p.wq.data(), cols * rows);
+  p.w = WeightMatrix{type, p.wq.data(), cols, rows, quant::row_bytes(type, cols)};
+  p.x = test::random_floats(static_cast<size_t>(cols * tokens), 12);
+  p.a.quantize(p.x.data(), tokens, cols, cols, t.activation_type);
+  return p;
+}
+
+// Row r of token `tok` through the single-token path, and the bound for float reordering.
+float gemv(const Problem& p, int64_t tok, int64_t r, double* magnitude) {
+  QuantizedRows one;
+  one.quantize(p.x.data() + tok * p.w.cols, 1, p.w.cols, p.w.cols, p.a.type());
+  std::vector<float> out(static_cast<size_t>(p.w.rows));
+  matmul_rows(p.w, one, out.data(), p.w.rows, r, r + 1);
+  const auto& t = quant::traits(p.w.type);
+  std::vector<float> wd(static_cast<size_t>(p.w.cols)), ad(static_cast<size_t>(p.w.cols));
+  t.kernels.dequantize_row(p.w.row(r), wd.data(), p.w.cols);
+  quant::traits(p.a.type()).kernels.dequantize_row(one.row(0), ad.data(), p.w.cols);
+  *magnitude = 0;
+  for (size_t i = 0; i < wd.size(); ++i) *magnitude += std::fabs(double(wd[i]) * ad[i]);
+  return out[static_cast<size_t>(r)];
+}
+
+const GgmlType kTypes[] = {GgmlType::Q4_K, GgmlType::Q5_K,   GgmlType::Q6_K,
+                           GgmlType::Q8_0, GgmlType::IQ4_XS, GgmlType::F16};
+
+TEST(MatmulGemm, ManyTokensEqualPerTokenGemv) {
+  ThreadPool pool(2);
+  for (GgmlType type : kTypes) {
+    SCOPED_TRACE(std::string(ggml_type_name(type)));
+    const int64_t cols = 768, rows = 45, tokens = 37;
+    Problem p = make_problem(type, cols, rows, tokens);
+    std::vector<float> out(static_cast<size_t>(tokens * rows));
+    matmul(p.w, p.a, out.data(), rows, pool);
+    for (int64_t tok = 0; tok < tokens; tok += 3) {
+      for (int64_t r = 0; r < rows; ++r) {
+        double magnitude;
+        const float expected = gemv(p, tok, r, &magnitude);
+        ASSERT_NEAR(out[static_cast<size_t>(tok * rows + r)], expected, 1e-5 * magnitude)
+            << "token " << tok << " row " << r;
+      }
+    }
+  }
+}
+
+TEST(MatmulGemm, IndexedTokensEqualPerTokenGemv) {
+  for (GgmlType type : kTypes) {
+    SCOPED_TRACE(std::string(ggml_type_name(type)));
+    const int64_t cols = 512, rows = 21, tokens = 30;
+    Problem p = make_problem(type, cols, rows, tokens);
+    const std::vector<int32_t> ids = {29, 3, 3, 17, 0, 8, 22, 11, 5, 26, 14};
+    const int64_t n_ids = static_cast<int64_t>(ids.size());
+    std::vector<float> out(static_cast<size_t>(n_ids * rows), -1.0f);
+    // Two row ranges, as two work items would split them.
+    matmul_rows_indexed(p.w, p.a, ids.data(), n_ids, out.data(), rows, 0, 13);
+    matmul_rows_indexed(p.w, p.a, ids.data(), n_ids, out.data(), rows, 13, rows);
+    for (int64_t i = 0; i < n_ids; ++i) {
+      for (int64_t r = 0; r < rows; ++r) {
+        double magnitude;
+        const float expected = gemv(p, ids[static_cast<size_t>(i)], r, &magnitude);
+        ASSERT_NEAR(out[static_cast<size_t>(i * rows + r)], expected, 1e-5 * magnitude)
+            << "entry " << i << " row " << r;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace strata::ops

@@ -1,0 +1,123 @@
+// Decode (vec_dot), two-token batches (vec_dot_multi) and prompt processing (the tile GEMM,
+// TypeKernels::gemm) dot the same weight row with the same activation row, and must give
+// bit-identical floats: otherwise a prompt evaluated in one batch gets other logits than the same
+// tokens one at a time (and MoE routing can flip). Checked for the formats with an AVX-512 tile
+// GEMM: random data, block counts that leave partial groups, 13 rows (a short last tile), every
+// column-group split of vec_dot_multi and of the GEMM, and some all-zero weight blocks.
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "quant/quant.h"
+#include "support/test_support.h"
+
+namespace strata::quant {
+namespace {
+
+uint32_t bits(float v) {
+  uint32_t b;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+
+std::vector<uint8_t> quantize(GgmlType type, const std::vector<float>& values) {
+  const auto n = static_cast<int64_t>(values.size());
+  std::vector<uint8_t> bytes(static_cast<size_t>(row_bytes(type, n)));
+  kernels_exact(type, Isa::scalar).quantize_row(values.data(), bytes.data(), n);
+  return bytes;
+}
+
+void check(GgmlType type, const TypeKernels& k, int64_t blocks, uint32_t seed) {
+  constexpr int64_t kRows = 13;
+  constexpr int64_t kCols = 20;
+  const TypeTraits& t = traits(type);
+  const int64_t n = blocks * t.block_elems;
+  auto w = test::random_floats(static_cast<size_t>(n * kRows), seed);
+  // Zero blocks (scale 0) in a few rows: the paths must agree on them too.
+  for (int64_t r = 1; r < kRows; r += 4) {
+    const int64_t b = (r * 7) % blocks;
+    std::memset(w.data() + r * n + b * t.block_elems, 0,
+                static_cast<size_t>(t.block_elems) * sizeof(float));
+  }
+  const std::vector<uint8_t> wq = quantize(type, w);
+  const int64_t w_stride = row_bytes(type, n);
+  const int64_t a_stride = row_bytes(t.activation_type, n);
+  std::vector<uint8_t> aq(static_cast<size_t>(a_stride * kCols));
+  for (int64_t c = 0; c < kCols; ++c) {
+    const auto col = quantize(t.activation_type,
+                              test::random_floats(static_cast<size_t>(n),
+                                                  seed * 31 + 5 + static_cast<uint32_t>(c), 2.0f));
+    std::memcpy(aq.data() + c * a_stride, col.data(), col.size());
+  }
+  const auto row = [&](int64_t r) { return wq.data() + r * w_stride; };
+  const auto act = [&](int64_t c) { return aq.data() + c * a_stride; };
+
+  // Reference: vec_dot of every (row, column).
+  std::vector<float> single(static_cast<size_t>(kRows * kCols));
+  for (int64_t r = 0; r < kRows; ++r)
+    for (int64_t c = 0; c < kCols; ++c)
+      single[static_cast<size_t>(r * kCols + c)] = k.vec_dot(n, row(r), act(c));
+
+  for (int64_t r = 0; r < kRows; ++r) {
+    for (int n_act = 1; n_act <= kMaxMultiDot; ++n_act) {
+      float out[kMaxMultiDot];
+      k.vec_dot_multi(n, row(r), act(1), a_stride, n_act, out);
+      for (int j = 0; j < n_act; ++j) {
+        ASSERT_EQ(bits(out[j]), bits(single[static_cast<size_t>(r * kCols + 1 + j)]))
+            << "vec_dot_multi blocks=" << blocks << " row " << r << " n_act=" << n_act << " column "
+            << j << ": " << out[j] << " vs vec_dot "
+            << single[static_cast<size_t>(r * kCols + 1 + j)];
+      }
+    }
+  }
+
+  std::vector<const uint8_t*> ptrs;
+  for (int64_t c = 0; c < kCols; ++c) ptrs.push_back(act(c));
+  for (int64_t n_cols : {1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 16, 17, 20}) {
+    std::vector<float> out(static_cast<size_t>(n_cols * kRows));
+    k.gemm(n, wq.data(), w_stride, kRows, ptrs.data(), n_cols, out.data(), kRows);
+    for (int64_t c = 0; c < n_cols; ++c) {
+      for (int64_t r = 0; r < kRows; ++r) {
+        const float got = out[static_cast<size_t>(c * kRows + r)];
+        const float expected = single[static_cast<size_t>(r * kCols + c)];
+        ASSERT_EQ(bits(got), bits(expected))
+            << "gemm blocks=" << blocks << " n_cols=" << n_cols << " row " << r << " column " << c
+            << ": " << got << " vs vec_dot " << expected;
+      }
+    }
+  }
+}
+
+class GemmBitwise : public testing::TestWithParam<GgmlType> {};
+
+TEST_P(GemmBitwise, VecDotMultiAndTileIdentical) {
+  const GgmlType type = GetParam();
+  bool has_avx512 = false;
+  for (Isa isa : available_isas()) has_avx512 = has_avx512 || isa == Isa::avx512;
+  if (!has_avx512) GTEST_SKIP() << "no AVX-512 on this CPU";
+  const TypeKernels k = kernels_exact(type, Isa::avx512);
+  ASSERT_NE(k.vec_dot, nullptr);
+  ASSERT_NE(k.vec_dot_multi, nullptr);
+  ASSERT_NE(k.gemm, nullptr);
+  uint32_t seed = 11;
+  const std::vector<int64_t> block_counts =
+      traits(type).block_elems == 256 ? std::vector<int64_t>{1, 2, 3, 8, 11}
+                                      : std::vector<int64_t>{1, 2, 3, 4, 5, 7, 8, 13, 64, 67};
+  for (int64_t blocks : block_counts) {
+    check(type, k, blocks, seed++);
+    if (HasFatalFailure()) return;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(TileFormats, GemmBitwise,
+                         testing::Values(GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q8_0),
+                         [](const testing::TestParamInfo<GgmlType>& info) {
+                           return std::string(ggml_type_name(info.param));
+                         });
+
+}  // namespace
+}  // namespace strata::quant
