@@ -409,6 +409,7 @@ void Scheduler::finish(Slot& slot, FinishReason reason, std::string error) {
     ++stats_.jobs_finished;
     --stats_.slots_busy;
   }
+  update_kv_stats();  // before on_done: a client that sees its end sees the accounting too
   if (job.on_done) job.on_done(slot.result);
 }
 
