@@ -71,6 +71,10 @@ Scheduler::Scheduler(Model& model, ThreadPool& pool, SchedulerOptions options)
                "batch of {} tokens cannot hold a decode token for each of {} slots",
                options.batch_tokens, options.n_slots);
   for (int i = 0; i < options.n_slots; ++i) slots_.push_back(std::make_unique<Slot>(kv_));
+  if (options.record_experts) {
+    const ModelHParams& hp = model.hparams();
+    forward_stats_.expert_counts.assign(static_cast<size_t>(hp.n_layer * hp.n_expert), 0);
+  }
   stats_.slots_total = options.n_slots;
   worker_ = std::thread([this] { run(); });
 }
@@ -125,6 +129,12 @@ SchedulerStats Scheduler::stats() const {
   s.kv_pages_total = kv_.total_pages();
   s.kv_page_size = kv_.page_size();
   return s;
+}
+
+std::vector<uint64_t> Scheduler::expert_counts(int64_t* tokens) const {
+  std::lock_guard lock(mutex_);
+  if (tokens) *tokens = counted_tokens_;
+  return expert_counts_;
 }
 
 void Scheduler::run() {
@@ -336,8 +346,15 @@ bool Scheduler::step() {
   batch.positions = positions;
   batch.logit_rows = logit_rows;
   const auto t0 = Clock::now();
-  model_.forward(batch, kv, logits.data(), pool_);
+  model_.forward(batch, kv, logits.data(), pool_,
+                 options_.record_experts ? &forward_stats_ : nullptr);
   const auto t1 = Clock::now();
+  if (options_.record_experts) {
+    // Published before any job of this step finishes, so a finished job's tokens are counted.
+    std::lock_guard lock(mutex_);
+    expert_counts_ = forward_stats_.expert_counts;
+    counted_tokens_ += static_cast<int64_t>(feed.size());
+  }
 
   uint64_t generated = 0;
   size_t row = 0;

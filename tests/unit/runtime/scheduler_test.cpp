@@ -173,3 +173,31 @@ TEST(Scheduler, RefusesInvalidJobs) {
 
 }  // namespace
 }  // namespace strata
+
+namespace strata {
+namespace {
+
+TEST(Scheduler, RecordsExpertSelectionsOfEveryToken) {
+  auto model = tiny_model();
+  const ModelHParams& hp = model->hparams();
+  ThreadPool pool(2);
+  Scheduler scheduler(*model, pool, {.n_slots = 2, .n_ctx = 128, .record_experts = true});
+  Collected a, b;
+  ASSERT_TRUE(scheduler.submit(greedy_job(prompt_of(1, 20), 5, a)));
+  ASSERT_TRUE(scheduler.submit(greedy_job(prompt_of(2, 9), 3, b)));
+  a.done.get_future().wait();
+  b.done.get_future().wait();
+  int64_t tokens = 0;
+  const auto counts = scheduler.expert_counts(&tokens);
+  // Every prompt token and every generated token but the last ran through the model.
+  EXPECT_EQ(tokens, (20 + 4) + (9 + 2));
+  ASSERT_EQ(static_cast<int64_t>(counts.size()), hp.n_layer * hp.n_expert);
+  for (int64_t l = 0; l < hp.n_layer; ++l) {
+    uint64_t sum = 0;
+    for (int64_t e = 0; e < hp.n_expert; ++e) sum += counts[l * hp.n_expert + e];
+    EXPECT_EQ(sum, static_cast<uint64_t>(tokens * hp.n_expert_used)) << "layer " << l;
+  }
+}
+
+}  // namespace
+}  // namespace strata
