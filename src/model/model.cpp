@@ -15,9 +15,9 @@ struct Architecture {
 
 constexpr Architecture kArchitectures[] = {
     {"qwen3moe", archs::make_qwen3moe},
-    {"qwen35moe", archs::make_qwen35moe},
     {"qwen3", archs::make_qwen3},
     {"llama", archs::make_llama},
+    {"qwen35moe", archs::make_qwen35moe},
 };
 
 }  // namespace
