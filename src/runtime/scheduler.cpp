@@ -65,6 +65,12 @@ Scheduler::Scheduler(Model& model, ThreadPool& pool, SchedulerOptions options)
            1) /
               options.page_size,
           options.page_size, options.kv_type) {
+  // Hybrid models need a recurrent state buffer per slot in every ForwardBatch and snapshots
+  // for prefix reuse; until the scheduler provides them, refuse them here rather than per batch.
+  STRATA_CHECK(model.recurrent_state_floats() == 0,
+               "the {} architecture keeps recurrent state per sequence, which the server's "
+               "scheduler does not support yet",
+               model.hparams().arch);
   STRATA_CHECK(options.n_slots > 0, "need at least one slot, got {}", options.n_slots);
   STRATA_CHECK(options.n_ctx > 0, "context size must be positive, got {}", options.n_ctx);
   STRATA_CHECK(options.batch_tokens >= options.n_slots,
