@@ -102,6 +102,14 @@ class Scheduler {
     std::chrono::steady_clock::time_point submitted;
   };
 
+  // Where a slot can continue a prompt that shares `match` tokens with what it holds: the
+  // position, and for hybrid models the recurrent state to continue from (null: start fresh).
+  struct Resume {
+    size_t position = 0;
+    const std::vector<float>* state = nullptr;
+  };
+  Resume resume_point(const Slot& s, size_t match) const;
+
   void run();
   void admit(Queued q);
   bool step();
@@ -113,6 +121,7 @@ class Scheduler {
   ThreadPool& pool_;
   SchedulerOptions options_;
   KvPool kv_;
+  int64_t recurrent_floats_;  // per sequence, 0 for pure transformers
   std::vector<std::unique_ptr<Slot>> slots_;
 
   mutable std::mutex mutex_;
