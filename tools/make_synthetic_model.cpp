@@ -14,8 +14,10 @@ int main(int argc, char** argv) {
   std::string preset, out;
   int64_t layers = 0;
   app.add_option("-o,--output", out, "Output .gguf file")->required();
-  app.add_option("--preset", preset, "qwen3-30b-a3b: Qwen3-30B-A3B dimensions (use --layers)");
-  app.add_option("--arch", s.arch, "qwen3moe, qwen3 or llama")->capture_default_str();
+  app.add_option("--preset", preset,
+                 "qwen3-30b-a3b: Qwen3-30B-A3B dimensions; qwen35-35b-a3b: Qwen3.5-35B-A3B "
+                 "(Gated DeltaNet hybrid); use --layers");
+  app.add_option("--arch", s.arch, "qwen3moe, qwen35moe, qwen3 or llama")->capture_default_str();
   app.add_option("--ftype", s.ftype, "Q4_K_M (mixed, as GGUF quantizers make it) or a type")
       ->capture_default_str();
   app.add_option("--layers", layers, "Layer count");
@@ -43,8 +45,10 @@ int main(int argc, char** argv) {
       ->excludes("--vocab-from");
   CLI11_PARSE(app, argc, argv);
   try {
-    if (preset == "qwen3-30b-a3b") {
-      const SyntheticModelSpec base = strata::tools::qwen3_30b_a3b_spec(layers > 0 ? layers : 48);
+    if (preset == "qwen3-30b-a3b" || preset == "qwen35-35b-a3b") {
+      const SyntheticModelSpec base =
+          preset == "qwen3-30b-a3b" ? strata::tools::qwen3_30b_a3b_spec(layers > 0 ? layers : 48)
+                                    : strata::tools::qwen35_35b_a3b_spec(layers > 0 ? layers : 40);
       const std::string ftype = s.ftype;
       const double hot = s.hot_fraction, skew = s.skew;
       const uint64_t seed = s.seed;
@@ -57,7 +61,7 @@ int main(int argc, char** argv) {
       s.seed = seed;
       s.byte_vocab = byte_vocab_flag;
     } else if (!preset.empty()) {
-      strata::fail("unknown preset '{}' (known: qwen3-30b-a3b)", preset);
+      strata::fail("unknown preset '{}' (known: qwen3-30b-a3b, qwen35-35b-a3b)", preset);
     } else if (layers > 0) {
       s.n_layer = layers;
     }

@@ -20,7 +20,7 @@ namespace {
 // most (output head, V projections, some down projections), 8 bits for the tiny K/V matrices
 // of MoE models.
 GgmlType tensor_type(const SyntheticModelSpec& s, const std::string& role, int64_t layer) {
-  const bool moe = s.arch == "qwen3moe";
+  const bool moe = s.arch == "qwen3moe" || s.arch == "qwen35moe";
   if (s.ftype != "Q4_K_M") {
     const auto t = ggml_type_from_name(s.ftype);
     if (!t || !quant::is_supported(*t) || !quant::traits(*t).kernels.vec_dot) {
@@ -37,6 +37,7 @@ GgmlType tensor_type(const SyntheticModelSpec& s, const std::string& role, int64
   if (role == "attn_v") return moe ? GgmlType::Q8_0 : (more_bits ? GgmlType::Q6_K : GgmlType::Q4_K);
   if (role == "attn_output") return moe ? GgmlType::Q5_K : GgmlType::Q4_K;
   if (role == "ffn_down") return more_bits ? GgmlType::Q6_K : GgmlType::Q4_K;
+  if (role == "attn_qkv") return GgmlType::Q8_0;  // as GGUF quantizers treat GDN's qkv
   return GgmlType::Q4_K;
 }
 
@@ -107,10 +108,21 @@ class Generator {
   }
 
   // Norm weights around 1.
-  std::vector<uint8_t> norm(int64_t n) {
-    std::normal_distribution<float> normal(1.0f, 0.05f);
+  std::vector<uint8_t> norm(int64_t n) { return normal_f32(n, 1.0f, 0.05f); }
+
+  // n F32 values from N(mean, stddev).
+  std::vector<uint8_t> normal_f32(int64_t n, float mean, float stddev) {
+    std::normal_distribution<float> normal(mean, stddev);
     std::vector<float> w(static_cast<size_t>(n));
     for (auto& v : w) v = normal(rng_);
+    return bytes_of(w);
+  }
+
+  // ssm_a = -exp(A_log), A_log uniform in [0, log 16) as the model initializes it.
+  std::vector<uint8_t> ssm_a(int64_t n) {
+    std::uniform_real_distribution<float> a_log(0.0f, std::log(16.0f));
+    std::vector<float> w(static_cast<size_t>(n));
+    for (auto& v : w) v = -std::exp(a_log(rng_));
     return bytes_of(w);
   }
 
@@ -127,15 +139,24 @@ class Generator {
 };
 
 void check_spec(const SyntheticModelSpec& s) {
-  STRATA_CHECK(s.arch == "qwen3moe" || s.arch == "qwen3" || s.arch == "llama",
-               "--arch must be qwen3moe, qwen3 or llama, got '{}'", s.arch);
+  STRATA_CHECK(
+      s.arch == "qwen3moe" || s.arch == "qwen35moe" || s.arch == "qwen3" || s.arch == "llama",
+      "--arch must be qwen3moe, qwen35moe, qwen3 or llama, got '{}'", s.arch);
   STRATA_CHECK(s.n_layer > 0 && s.n_embd > 0 && s.n_head > 0 && s.n_head_kv > 0 && s.head_dim > 0 &&
                    s.n_vocab > 0,
                "layers, embedding size, heads, head dim and vocabulary must be positive");
   STRATA_CHECK(s.n_head % s.n_head_kv == 0, "{} heads are not a multiple of {} KV heads", s.n_head,
                s.n_head_kv);
   STRATA_CHECK(s.hot_fraction >= 0 && s.hot_fraction <= 1, "--hot-experts must be in [0, 1]");
-  if (s.arch == "qwen3moe") {
+  if (s.arch == "qwen35moe") {
+    STRATA_CHECK(s.ssm_k_heads > 0 && s.ssm_v_heads % s.ssm_k_heads == 0 && s.ssm_head_dim > 0 &&
+                     s.ssm_conv_kernel > 0 && s.full_attention_interval > 0 && s.n_ff_shexp > 0,
+                 "qwen35moe: GDN heads {} / {} of {}, conv {}, interval {}, shared FFN {} are not "
+                 "valid",
+                 s.ssm_k_heads, s.ssm_v_heads, s.ssm_head_dim, s.ssm_conv_kernel,
+                 s.full_attention_interval, s.n_ff_shexp);
+  }
+  if (s.arch == "qwen3moe" || s.arch == "qwen35moe") {
     STRATA_CHECK(
         s.n_expert > 0 && s.n_expert_used > 0 && s.n_expert_used <= s.n_expert && s.n_ff_exp > 0,
         "experts: {} with {} used and FFN {} is not a valid MoE", s.n_expert, s.n_expert_used,
@@ -258,6 +279,31 @@ SyntheticModelSpec qwen3_30b_a3b_spec(int64_t layers) {
   return s;
 }
 
+SyntheticModelSpec qwen35_35b_a3b_spec(int64_t layers) {
+  SyntheticModelSpec s;
+  s.arch = "qwen35moe";
+  s.n_layer = layers;
+  s.n_embd = 2048;
+  s.n_head = 16;
+  s.n_head_kv = 2;
+  s.head_dim = 256;
+  s.n_rot = 64;
+  s.n_ff = 0;
+  s.n_expert = 256;
+  s.n_expert_used = 8;
+  s.n_ff_exp = 512;
+  s.n_ff_shexp = 512;
+  s.ssm_conv_kernel = 4;
+  s.ssm_k_heads = 16;
+  s.ssm_v_heads = 32;
+  s.ssm_head_dim = 128;
+  s.full_attention_interval = 4;
+  s.n_vocab = 248320;
+  s.n_ctx_train = 262144;
+  s.rope_base = 1e7f;
+  return s;
+}
+
 void write_synthetic_model(const SyntheticModelSpec& s, const std::string& path) {
   check_spec(s);
   Generator gen(s);
@@ -271,7 +317,7 @@ void write_synthetic_model(const SyntheticModelSpec& s, const std::string& path)
   w.set_u32(a + ".block_count", static_cast<uint32_t>(s.n_layer));
   w.set_u32(a + ".context_length", static_cast<uint32_t>(s.n_ctx_train));
   w.set_u32(a + ".embedding_length", static_cast<uint32_t>(s.n_embd));
-  w.set_u32(a + ".feed_forward_length", static_cast<uint32_t>(s.n_ff));
+  if (s.n_ff > 0) w.set_u32(a + ".feed_forward_length", static_cast<uint32_t>(s.n_ff));
   w.set_u32(a + ".attention.head_count", static_cast<uint32_t>(s.n_head));
   w.set_u32(a + ".attention.head_count_kv", static_cast<uint32_t>(s.n_head_kv));
   w.set_u32(a + ".attention.key_length", static_cast<uint32_t>(s.head_dim));
@@ -280,7 +326,25 @@ void write_synthetic_model(const SyntheticModelSpec& s, const std::string& path)
   w.set_f32(a + ".attention.layer_norm_rms_epsilon", 1e-6f);
   w.set_u32(a + ".vocab_size", static_cast<uint32_t>(s.n_vocab));
   if (a == "llama") w.set_u32(a + ".rope.dimension_count", static_cast<uint32_t>(s.head_dim));
-  if (a == "qwen3moe") {
+  const bool hybrid = a == "qwen35moe";
+  const int64_t n_rot = s.n_rot > 0 ? s.n_rot : s.head_dim;
+  if (hybrid) {
+    w.set_u32(a + ".rope.dimension_count", static_cast<uint32_t>(n_rot));
+    // IMROPE sections (text uses one position for all, which reduces to NEOX).
+    const int32_t q = static_cast<int32_t>(n_rot / 2);
+    w.set(a + ".rope.dimension_sections",
+          GgufValue::array(GgufValueType::i32,
+                           {GgufValue(int32_t{q - q / 3 - q / 3}), GgufValue(int32_t{q / 3}),
+                            GgufValue(int32_t{q / 3}), GgufValue(int32_t{0})}));
+    w.set_u32(a + ".ssm.conv_kernel", static_cast<uint32_t>(s.ssm_conv_kernel));
+    w.set_u32(a + ".ssm.state_size", static_cast<uint32_t>(s.ssm_head_dim));
+    w.set_u32(a + ".ssm.group_count", static_cast<uint32_t>(s.ssm_k_heads));
+    w.set_u32(a + ".ssm.time_step_rank", static_cast<uint32_t>(s.ssm_v_heads));
+    w.set_u32(a + ".ssm.inner_size", static_cast<uint32_t>(s.ssm_v_heads * s.ssm_head_dim));
+    w.set_u32(a + ".full_attention_interval", static_cast<uint32_t>(s.full_attention_interval));
+    w.set_u32(a + ".expert_shared_feed_forward_length", static_cast<uint32_t>(s.n_ff_shexp));
+  }
+  if (a == "qwen3moe" || hybrid) {
     w.set_u32(a + ".expert_count", static_cast<uint32_t>(s.n_expert));
     w.set_u32(a + ".expert_used_count", static_cast<uint32_t>(s.n_expert_used));
     w.set_u32(a + ".expert_feed_forward_length", static_cast<uint32_t>(s.n_ff_exp));
@@ -310,6 +374,43 @@ void write_synthetic_model(const SyntheticModelSpec& s, const std::string& path)
       w.add_tensor(name(n), t, shape, gen.matrix(t, shape[0], rows));
     };
     w.add_tensor(name("attn_norm"), GgmlType::F32, {s.n_embd}, gen.norm(s.n_embd));
+    if (hybrid) {
+      const bool recurrent = (il + 1) % s.full_attention_interval != 0;
+      if (recurrent) {
+        const int64_t dk = s.ssm_head_dim, v_dim = s.ssm_v_heads * dk;
+        const int64_t conv_dim = 2 * s.ssm_k_heads * dk + v_dim;
+        auto other = [&](const char* n) { return fmt::format("blk.{}.{}", il, n); };
+        add("attn_qkv", "attn_qkv", {s.n_embd, conv_dim});
+        add("attn_gate", "attn_gate", {s.n_embd, v_dim});
+        add("ssm_beta", "ssm_beta", {s.n_embd, s.ssm_v_heads});
+        add("ssm_alpha", "ssm_alpha", {s.n_embd, s.ssm_v_heads});
+        w.add_tensor(name("ssm_conv1d"), GgmlType::F32, {s.ssm_conv_kernel, conv_dim},
+                     gen.normal_f32(s.ssm_conv_kernel * conv_dim, 0.0f, 0.5f));
+        w.add_tensor(other("ssm_dt.bias"), GgmlType::F32, {s.ssm_v_heads},
+                     gen.normal_f32(s.ssm_v_heads, 0.0f, 0.5f));
+        w.add_tensor(other("ssm_a"), GgmlType::F32, {s.ssm_v_heads}, gen.ssm_a(s.ssm_v_heads));
+        w.add_tensor(name("ssm_norm"), GgmlType::F32, {dk}, gen.norm(dk));
+        add("ssm_out", "ssm_out", {v_dim, s.n_embd});
+      } else {
+        add("attn_q", "attn_q", {s.n_embd, 2 * q_dim});  // query and gate per head
+        add("attn_k", "attn_k", {s.n_embd, kv_dim});
+        add("attn_v", "attn_v", {s.n_embd, kv_dim});
+        add("attn_output", "attn_output", {q_dim, s.n_embd});
+        w.add_tensor(name("attn_q_norm"), GgmlType::F32, {s.head_dim}, gen.norm(s.head_dim));
+        w.add_tensor(name("attn_k_norm"), GgmlType::F32, {s.head_dim}, gen.norm(s.head_dim));
+      }
+      w.add_tensor(name("post_attention_norm"), GgmlType::F32, {s.n_embd}, gen.norm(s.n_embd));
+      w.add_tensor(name("ffn_gate_inp"), GgmlType::F32, {s.n_embd, s.n_expert}, gen.router());
+      add("ffn_gate_exps", "ffn_gate", {s.n_embd, s.n_ff_exp, s.n_expert});
+      add("ffn_up_exps", "ffn_up", {s.n_embd, s.n_ff_exp, s.n_expert});
+      add("ffn_down_exps", "ffn_down", {s.n_ff_exp, s.n_embd, s.n_expert});
+      w.add_tensor(name("ffn_gate_inp_shexp"), GgmlType::F32, {s.n_embd},
+                   gen.normal_f32(s.n_embd, 0.0f, 1.0f / std::sqrt(static_cast<float>(s.n_embd))));
+      add("ffn_gate_shexp", "ffn_gate", {s.n_embd, s.n_ff_shexp});
+      add("ffn_up_shexp", "ffn_up", {s.n_embd, s.n_ff_shexp});
+      add("ffn_down_shexp", "ffn_down", {s.n_ff_shexp, s.n_embd});
+      continue;
+    }
     add("attn_q", "attn_q", {s.n_embd, q_dim});
     add("attn_k", "attn_k", {s.n_embd, kv_dim});
     add("attn_v", "attn_v", {s.n_embd, kv_dim});

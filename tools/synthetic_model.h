@@ -9,7 +9,7 @@
 namespace strata::tools {
 
 struct SyntheticModelSpec {
-  std::string arch = "qwen3moe";  // qwen3moe, qwen3 or llama
+  std::string arch = "qwen3moe";  // qwen3moe, qwen35moe, qwen3 or llama
   std::string ftype = "Q4_K_M";   // Q4_K_M, or one tensor type for all matrices (Q8_0, IQ4_XS...)
   int64_t n_layer = 2;
   int64_t n_embd = 256;
@@ -20,6 +20,14 @@ struct SyntheticModelSpec {
   int64_t n_expert = 8;
   int64_t n_expert_used = 2;
   int64_t n_ff_exp = 256;
+  // qwen35moe (Gated DeltaNet hybrid): shared expert, GDN heads, attention layer interval.
+  int64_t n_ff_shexp = 256;
+  int64_t ssm_conv_kernel = 4;
+  int64_t ssm_k_heads = 2;    // ssm.group_count
+  int64_t ssm_v_heads = 4;    // ssm.time_step_rank
+  int64_t ssm_head_dim = 64;  // ssm.state_size (d_k) = d_v
+  int64_t full_attention_interval = 4;
+  int64_t n_rot = 0;  // rope.dimension_count (0: head_dim)
   int64_t n_vocab = 512;
   int64_t n_ctx_train = 40960;
   float rope_base = 1e6f;
@@ -37,6 +45,10 @@ struct SyntheticModelSpec {
 
 // The shape of Qwen3-30B-A3B / Qwen3-Coder-30B-A3B (48 layers) with `layers` layers.
 SyntheticModelSpec qwen3_30b_a3b_spec(int64_t layers);
+
+// The shape of Qwen3.5/3.6-35B-A3B (40 layers, without the multi-token-prediction block) with
+// `layers` layers.
+SyntheticModelSpec qwen35_35b_a3b_spec(int64_t layers);
 
 // Writes the model to `path` (via a temporary file); reports progress on stderr.
 void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& path);

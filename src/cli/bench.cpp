@@ -156,16 +156,18 @@ void add_bench_command(CLI::App& app) {
     }
     OpProfile pp_profile;
     if (o->profile && o->n_prompt > 0) pp_profile = profile_of(run_pp, o->n_prompt);
-    // tg: single-token steps starting at position `depth` (filled once, untimed).
+    // tg: single-token steps starting at position `depth` (filled once, untimed). Each run
+    // starts from a snapshot there (hybrid models cannot truncate their recurrent state).
+    session.reset();
     if (o->n_gen > 0 && o->depth > 0) {
       log::info("filling the context to depth {}", o->depth);
-      session.reset();
       std::vector<int32_t> fill(static_cast<size_t>(o->depth));
       for (auto& t : fill) t = token(rng);
       session.eval(fill, false, logits, o->batch);
     }
+    const SessionSnapshot at_depth = session.snapshot();
     auto run_tg = [&] {
-      session.truncate(std::min<int64_t>(session.position(), o->depth));
+      session.restore(at_depth);
       int32_t next = token(rng);
       const auto start = std::chrono::steady_clock::now();
       for (int i = 0; i < o->n_gen; ++i) {
@@ -194,8 +196,9 @@ void add_bench_command(CLI::App& app) {
     const double expert_bytes = experts_per_token * static_cast<double>(model->expert_bytes());
     const double kv_bytes = (o->depth + 0.5 * (o->n_gen - 1)) *
                             static_cast<double>(session.kv_cache().bytes_per_position());
+    const double state_bytes = static_cast<double>(model->recurrent_bytes_per_token());
     const double bytes_per_token =
-        static_cast<double>(model->dense_bytes_per_token()) + expert_bytes + kv_bytes;
+        static_cast<double>(model->dense_bytes_per_token()) + expert_bytes + kv_bytes + state_bytes;
 
     BandwidthMeasurement bw;
     if (!o->skip_bandwidth) {
@@ -232,6 +235,7 @@ void add_bench_command(CLI::App& app) {
           {"experts_per_token", experts_per_token},
           {"expert_bytes", model->expert_bytes()},
           {"kv_bytes_per_token", kv_bytes},
+          {"recurrent_state_bytes_per_token", state_bytes},
           {"ram_read_gbps", bw.read_gbps},
           {"roofline_fraction", roofline},
       };
@@ -252,11 +256,14 @@ void add_bench_command(CLI::App& app) {
       fmt::print("tg{:<8} {:8.2f} ± {:.2f} tok/s  ({} runs{})\n", o->n_gen, tg_stat.mean,
                  tg_stat.stddev, tg.size(),
                  o->depth ? fmt::format(", from depth {}", o->depth) : "");
-      fmt::print("bytes/tok  {}  (dense {} + {:.1f} experts x {} + KV {})\n",
+      fmt::print("bytes/tok  {}  (dense {} + {:.1f} experts x {} + KV {}{})\n",
                  format_bytes(static_cast<uint64_t>(bytes_per_token)),
                  format_bytes(static_cast<uint64_t>(model->dense_bytes_per_token())),
                  experts_per_token, format_bytes(static_cast<uint64_t>(model->expert_bytes())),
-                 format_bytes(static_cast<uint64_t>(kv_bytes)));
+                 format_bytes(static_cast<uint64_t>(kv_bytes)),
+                 state_bytes > 0 ? fmt::format(" + recurrent state {} read+written",
+                                               format_bytes(static_cast<uint64_t>(state_bytes)))
+                                 : "");
     }
     if (bw.read_gbps > 0)
       fmt::print("RAM read   {:.1f} GB/s ({} threads)\n", bw.read_gbps, threads);

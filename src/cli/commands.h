@@ -12,6 +12,7 @@ void add_bench_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_template_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
+void add_profile_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
 
 }  // namespace strata::cli

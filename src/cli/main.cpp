@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   strata::cli::add_tokenize_command(app);
   strata::cli::add_template_command(app);
   strata::cli::add_serve_command(app);
+  strata::cli::add_profile_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

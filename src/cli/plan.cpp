@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <optional>
 
@@ -25,6 +26,7 @@ void add_plan_command(CLI::App& app) {
     std::vector<std::string> gpus;
     std::string ram;
     int cores = 0;
+    int threads = 0;
     double hop_ms = -1;
     std::string ctx = "32768";
     std::string kv_type = "f16";
@@ -50,6 +52,10 @@ void add_plan_command(CLI::App& app) {
       ->take_all();
   cmd->add_option("--ram", o->ram, "Hypothetical RAM SIZE:GB/s, e.g. 32G:29.1 (G = GiB)");
   cmd->add_option("--cores", o->cores, "Physical cores (instead of the probed count)");
+  cmd->add_option("-t,--threads", o->threads,
+                  "Threads to plan for (default: physical cores); this machine's CPU is "
+                  "calibrated at this count")
+      ->check(CLI::Range(1, 4096));
   cmd->add_option("--hop-ms", o->hop_ms,
                   "CPU<->GPU latency per hop (one way), ms (default 0.029, from FIELD C2)");
   cmd->add_option("--ctx", o->ctx, "Context tokens to plan for, or 'max'")->capture_default_str();
@@ -58,7 +64,8 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--svg", o->svg, "Write the context-vs-speed curve to this SVG file");
   cmd->add_option("--profile", o->profile,
                   "Expert popularity profile (JSON: {\"expert_counts\": [[...] per layer]})");
-  cmd->add_flag("--remeasure", o->remeasure, "Measure RAM bandwidth again (ignore the cache)");
+  cmd->add_flag("--remeasure", o->remeasure,
+                "Measure RAM bandwidth and calibrate the CPU again (ignore the cache)");
   cmd->add_flag("--whole-layers", o->whole_layers,
                 "Place only whole layers of experts (what llama.cpp can express)");
   cmd->callback([o] {
@@ -95,6 +102,12 @@ void add_plan_command(CLI::App& app) {
     if (o->hop_ms >= 0) overrides.hop_latency_ms = o->hop_ms;
     plan::ProbeOptions probe;
     probe.remeasure = o->remeasure;
+    probe.calibration.threads = o->threads;
+    auto& types = probe.calibration.types;
+    for (const auto& t : inv.tensors) {
+      if (t.matrix && std::find(types.begin(), types.end(), t.type) == types.end())
+        types.push_back(t.type);
+    }
     const plan::HardwareProfile hw = plan::make_hardware_profile(overrides, probe);
 
     plan::PlanGoals goals;

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/expert_profile.h"
 #include "cli/model_options.h"
 #include "runtime/scheduler.h"
 #include "server/server.h"
@@ -49,6 +50,7 @@ void add_serve_command(CLI::App& app) {
     int64_t prefill_chunk = 128;
     int64_t max_queue = 64;
     int shutdown_grace = 10;
+    std::string expert_profile;
     server::SamplingOverrides sampling;
   };
   auto o = std::make_shared<Options>();
@@ -83,6 +85,9 @@ void add_serve_command(CLI::App& app) {
                   "Seconds running generations may finish after SIGINT/SIGTERM")
       ->capture_default_str()
       ->check(CLI::Range(0, 3600));
+  cmd->add_option("--expert-profile", o->expert_profile,
+                  "Record expert selections of all requests; written to this file at exit "
+                  "(strata plan --profile reads it)");
   add_sampling_flags(cmd, o->sampling);
   cmd->callback([o] {
     // Signals go to one waiting thread (blocked everywhere else, before any thread starts).
@@ -111,6 +116,7 @@ void add_serve_command(CLI::App& app) {
     so.batch_tokens = std::max<int64_t>(o->batch, o->parallel);
     so.max_queue = o->max_queue;
     so.prefill_chunk = o->prefill_chunk;
+    so.record_experts = !o->expert_profile.empty() && model->hparams().n_expert > 0;
     Scheduler scheduler(*model, pool, so);
 
     server::ServerOptions opts;
@@ -147,6 +153,15 @@ void add_serve_command(CLI::App& app) {
                opts.api_key.empty() ? "" : " -H 'Authorization: Bearer $STRATA_API_KEY'");
     server.listen();
     scheduler.shutdown(std::chrono::seconds(0));
+    if (so.record_experts) {
+      int64_t tokens = 0;
+      const auto counts = scheduler.expert_counts(&tokens);
+      if (tokens > 0) {
+        write_expert_profile(o->expert_profile, o->model.path, model->hparams(), counts, tokens,
+                             static_cast<int64_t>(scheduler.stats().jobs_finished));
+        log::info("expert selections of {} tokens written to {}", tokens, o->expert_profile);
+      }
+    }
     pthread_kill(waiter.native_handle(), SIGTERM);  // release the waiter if no signal came
     waiter.join();
     log::info("stopped");

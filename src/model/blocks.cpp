@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "ops/activations.h"
+#include "ops/gated_delta_net.h"
 #include "ops/moe_routing.h"
 #include "ops/rms_norm.h"
 #include "quant/quant.h"
@@ -68,12 +69,26 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
   float* k = scratch(1, static_cast<size_t>(n * kv_dim)).data();
   float* v = scratch(2, static_cast<size_t>(n * kv_dim)).data();
   float* attn = scratch(3, static_cast<size_t>(n * q_dim)).data();
+  float* gate = p.output_gate ? scratch(4, static_cast<size_t>(n * q_dim)).data() : nullptr;
 
   static thread_local ActivationCache input;
   input.reset(x, n, w.wq.cols);
   {
     STRATA_PROFILE("attention: q/k/v projections");
-    project(w.wq, input, q, pool);
+    if (p.output_gate) {
+      // Per head: head_dim query values, then head_dim gate values.
+      float* qg = scratch(5, static_cast<size_t>(n * 2 * q_dim)).data();
+      project(w.wq, input, qg, pool);
+      for (int64_t t = 0; t < n; ++t) {
+        for (int64_t h = 0; h < p.n_head; ++h) {
+          const float* src = qg + t * 2 * q_dim + h * 2 * hd;
+          std::copy(src, src + hd, q + t * q_dim + h * hd);
+          std::copy(src + hd, src + 2 * hd, gate + t * q_dim + h * hd);
+        }
+      }
+    } else {
+      project(w.wq, input, q, pool);
+    }
     project(w.wk, input, k, pool);
     project(w.wv, input, v, pool);
   }
@@ -114,6 +129,9 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
   }
 
   STRATA_PROFILE("attention: output projection");
+  if (gate) {
+    for (int64_t i = 0; i < n * q_dim; ++i) attn[i] *= 1.0f / (1.0f + std::exp(-gate[i]));
+  }
   static thread_local ActivationCache attn_out;
   attn_out.reset(attn, n, q_dim);
   project(w.wo, attn_out, out, pool);
@@ -133,6 +151,27 @@ void dense_ffn_block(const DenseFfnWeights& w, const float* x, int64_t n, float*
   hidden.reset(gate, n, n_ff);
   project(w.down, hidden, out, pool);
 }
+
+namespace {
+
+// out += sigmoid(shared_gate . x) * shared_ffn(x) for every token (no gate: weight 1).
+void shared_expert(const MoeFfnWeights& w, const float* x, int64_t n, float* out,
+                   ThreadPool& pool) {
+  const int64_t n_embd = w.router.cols;
+  float* shared = scratch(4, static_cast<size_t>(n * n_embd)).data();
+  dense_ffn_block(w.shared, x, n, shared, pool);
+  for (int64_t t = 0; t < n; ++t) {
+    float weight = 1.0f;
+    if (w.shared_gate) {
+      float dot = 0;
+      for (int64_t i = 0; i < n_embd; ++i) dot += w.shared_gate[i] * x[t * n_embd + i];
+      weight = 1.0f / (1.0f + std::exp(-dot));
+    }
+    ops::axpy(weight, shared + t * n_embd, out + t * n_embd, n_embd);
+  }
+}
+
+}  // namespace
 
 void moe_ffn_block(const MoeFfnWeights& w, const MoeParams& p, const float* x, int64_t n,
                    float* out, ThreadPool& pool) {
@@ -218,6 +257,108 @@ void moe_ffn_block(const MoeFfnWeights& w, const MoeParams& p, const float* x, i
   std::fill(out, out + n * n_embd, 0.0f);
   for (int64_t slot = 0; slot < rows_total; ++slot) {
     ops::axpy(ids_weight[slot], down + slot * n_embd, out + ids[slot] * n_embd, n_embd);
+  }
+  if (w.shared.gate.data) {
+    static profile::Slot shared_slot("moe: shared expert");
+    phase.emplace(shared_slot);
+    shared_expert(w, x, n, out, pool);
+  }
+}
+
+void gated_delta_net_block(const GatedDeltaNetWeights& w, const GatedDeltaNetParams& p,
+                           const float* x, int64_t n, std::span<const RecurrentRun> runs,
+                           float* out, ThreadPool& pool) {
+  const int64_t conv_dim = p.conv_dim(), hk = p.n_k_heads, hv = p.n_v_heads;
+  const int64_t v_dim = hv * p.d_v;
+  const int64_t q_off = 0, k_off = hk * p.d_k, v_off = 2 * hk * p.d_k;
+  float* qkv = scratch(0, static_cast<size_t>(n * conv_dim)).data();
+  float* mixed = scratch(1, static_cast<size_t>(n * conv_dim)).data();
+  float* z = scratch(2, static_cast<size_t>(n * v_dim)).data();
+  float* b = scratch(3, static_cast<size_t>(n * hv)).data();
+  float* a = scratch(4, static_cast<size_t>(n * hv)).data();
+  float* gates = scratch(5, static_cast<size_t>(2 * n * hv)).data();  // beta, then g
+  float* o = scratch(6, static_cast<size_t>(n * v_dim)).data();
+  float* beta = gates;
+  float* g = gates + n * hv;
+
+  // The per-token work around the recurrence is a few microseconds for a decode step: cheaper
+  // on this thread than a round trip through the pool.
+  auto for_tasks = [&](int64_t count, const auto& fn) {
+    if (n <= 4) {
+      for (int64_t task = 0; task < count; ++task) fn(task, 0);
+    } else {
+      pool.run(count, fn);
+    }
+  };
+  static thread_local ActivationCache input;
+  input.reset(x, n, w.qkv.cols);
+  {
+    STRATA_PROFILE("gdn: projections");
+    project(w.qkv, input, qkv, pool);
+    project(w.gate, input, z, pool);
+    project(w.beta, input, b, pool);
+    project(w.alpha, input, a, pool);
+  }
+  {
+    STRATA_PROFILE("gdn: conv, norms, gates");
+    // Convolution: each run's tokens in order, channels split over the pool.
+    constexpr int64_t kChannelBlock = 512;
+    const int64_t blocks = (conv_dim + kChannelBlock - 1) / kChannelBlock;
+    for_tasks(static_cast<int64_t>(runs.size()) * blocks, [&](int64_t task, int) {
+      const RecurrentRun& r = runs[static_cast<size_t>(task / blocks)];
+      const int64_t c0 = task % blocks * kChannelBlock;
+      ops::causal_conv1d_silu(qkv + r.begin * conv_dim, mixed + r.begin * conv_dim, conv_dim,
+                              r.count, c0, std::min(conv_dim, c0 + kChannelBlock), w.conv,
+                              p.conv_kernel, conv_dim, r.conv_state);
+    });
+    const float q_scale = 1.0f / std::sqrt(static_cast<float>(p.d_k));
+    for_tasks(n, [&](int64_t t, int) {
+      float* row = mixed + t * conv_dim;
+      for (int64_t h = 0; h < hk; ++h) {
+        ops::l2_norm(row + q_off + h * p.d_k, p.d_k, p.rms_eps, q_scale);
+        ops::l2_norm(row + k_off + h * p.d_k, p.d_k, p.rms_eps);
+      }
+      ops::delta_gates(b + t * hv, a + t * hv, w.a_neg, w.dt_bias, hv, beta + t * hv, g + t * hv);
+    });
+  }
+  {
+    STRATA_PROFILE("gdn: delta rule");
+    const int64_t group = hv / hk;
+    pool.run(static_cast<int64_t>(runs.size()) * hv, [&](int64_t task, int) {
+      const RecurrentRun& r = runs[static_cast<size_t>(task / hv)];
+      const int64_t h = task % hv;
+      const int64_t kh = p.k_head_modulo ? h % hk : h / group;
+      const float* base = mixed + r.begin * conv_dim;
+      ops::DeltaRuleRun run;
+      run.q = base + q_off + kh * p.d_k;
+      run.k = base + k_off + kh * p.d_k;
+      run.v = base + v_off + h * p.d_v;
+      run.qk_stride = run.v_stride = conv_dim;
+      run.beta = beta + r.begin * hv + h;
+      run.g = g + r.begin * hv + h;
+      run.gate_stride = hv;
+      run.out = o + r.begin * v_dim + h * p.d_v;
+      run.out_stride = v_dim;
+      run.n_tokens = r.count;
+      float* state = r.ssm_state + h * p.d_v * p.d_k;
+      if (p.chunked_min_tokens > 0 && r.count >= p.chunked_min_tokens) {
+        ops::delta_rule_chunked(state, run, p.d_k, p.d_v);
+      } else {
+        ops::delta_rule_sequential(state, run, p.d_k, p.d_v);
+      }
+    });
+  }
+  {
+    STRATA_PROFILE("gdn: gated norm, output projection");
+    for_tasks(n, [&](int64_t t, int) {
+      for (int64_t h = 0; h < hv; ++h) {
+        ops::gated_rms_norm(o + t * v_dim + h * p.d_v, w.norm, z + t * v_dim + h * p.d_v, p.d_v,
+                            p.rms_eps);
+      }
+    });
+    static thread_local ActivationCache gated;
+    gated.reset(o, n, v_dim);
+    project(w.out, gated, out, pool);
   }
 }
 

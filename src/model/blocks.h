@@ -37,7 +37,7 @@ class ActivationCache {
 // ---- attention --------------------------------------------------------------------------
 
 struct AttentionWeights {
-  ops::WeightMatrix wq;           // [n_embd] -> [n_head * head_dim]
+  ops::WeightMatrix wq;           // [n_embd] -> [n_head * head_dim] (x2 when output_gate)
   ops::WeightMatrix wk;           // [n_embd] -> [n_head_kv * head_dim]
   ops::WeightMatrix wv;           // [n_embd] -> [n_head_kv * head_dim]
   ops::WeightMatrix wo;           // [n_head * head_dim] -> [n_embd]
@@ -51,6 +51,9 @@ struct AttentionParams {
   int64_t head_dim = 0;
   float rms_eps = 1e-6f;
   const ops::Rope* rope = nullptr;
+  // Gated attention (Qwen3-Next, Qwen3.5): wq gives per head head_dim query values then
+  // head_dim gate values, and each head's output is multiplied by sigmoid(gate).
+  bool output_gate = false;
 };
 
 // Where each token of a batch lives: token t is at position[t] of sequence sequence[t], whose
@@ -84,6 +87,10 @@ struct MoeFfnWeights {
   ops::WeightMatrix gate_exps;  // [n_expert][n_ff_exp][n_embd]
   ops::WeightMatrix up_exps;    // [n_expert][n_ff_exp][n_embd]
   ops::WeightMatrix down_exps;  // [n_expert][n_embd][n_ff_exp]
+  // Optional shared expert, added to every token: sigmoid(shared_gate . x) * shared(x) when
+  // shared_gate is set, else shared(x). Absent when shared.gate.data is null.
+  DenseFfnWeights shared;              // [n_embd] -> [n_ff_shexp] -> [n_embd]
+  const float* shared_gate = nullptr;  // [n_embd]
 };
 
 struct MoeParams {
@@ -97,10 +104,59 @@ struct MoeParams {
   int64_t* distinct_experts = nullptr;
 };
 
-// out = sum over the top-k experts of weight_e * down_e(silu(gate_e x) * up_e x). Tokens are
+// out = sum over the top-k experts of weight_e * down_e(silu(gate_e x) * up_e x) (+ the shared
+// expert). Tokens are
 // grouped by expert so each selected expert's weights are read once per call; experts no token
 // selected are never touched.
 void moe_ffn_block(const MoeFfnWeights& w, const MoeParams& p, const float* x, int64_t n,
                    float* out, ThreadPool& pool);
+
+// ---- Gated DeltaNet (linear attention) --------------------------------------------------
+
+struct GatedDeltaNetWeights {
+  ops::WeightMatrix qkv;           // [n_embd] -> [conv_dim]: q heads, k heads, v heads
+  ops::WeightMatrix gate;          // [n_embd] -> [n_v_heads * d_v] (z, the output gate)
+  ops::WeightMatrix beta;          // [n_embd] -> [n_v_heads]
+  ops::WeightMatrix alpha;         // [n_embd] -> [n_v_heads]
+  const float* conv = nullptr;     // [conv_kernel][conv_dim]
+  const float* dt_bias = nullptr;  // [n_v_heads]
+  const float* a_neg = nullptr;    // [n_v_heads] = -exp(A_log)
+  const float* norm = nullptr;     // [d_v], shared by the heads
+  ops::WeightMatrix out;           // [n_v_heads * d_v] -> [n_embd]
+};
+
+struct GatedDeltaNetParams {
+  int64_t n_k_heads = 0;
+  int64_t n_v_heads = 0;  // a multiple of n_k_heads
+  int64_t d_k = 0;
+  int64_t d_v = 0;
+  int64_t conv_kernel = 4;
+  float rms_eps = 1e-6f;
+  // Which k-head value head h reads: h % n_k_heads (Qwen3.5, reordered by the converter) or
+  // h / (n_v_heads / n_k_heads) (Qwen3-Next).
+  bool k_head_modulo = true;
+  // Runs of at least this many tokens use the chunked recurrence (0: never).
+  int64_t chunked_min_tokens = 0;
+
+  int64_t conv_dim() const { return 2 * n_k_heads * d_k + n_v_heads * d_v; }
+  // Floats of one sequence's state: conv inputs, then S of every value head.
+  int64_t conv_state_floats() const { return (conv_kernel - 1) * conv_dim(); }
+  int64_t ssm_state_floats() const { return n_v_heads * d_v * d_k; }
+};
+
+// Rows [begin, begin + count) of a batch: consecutive tokens of one sequence, in order, and
+// that sequence's state for this layer.
+struct RecurrentRun {
+  int64_t begin = 0;
+  int64_t count = 0;
+  float* conv_state = nullptr;  // [conv_kernel - 1][conv_dim]
+  float* ssm_state = nullptr;   // [n_v_heads][d_v][d_k]
+};
+
+// out[n][n_embd] = the Gated DeltaNet layer applied to x[n][n_embd]; every row belongs to
+// exactly one run, whose states advance over its tokens.
+void gated_delta_net_block(const GatedDeltaNetWeights& w, const GatedDeltaNetParams& p,
+                           const float* x, int64_t n, std::span<const RecurrentRun> runs,
+                           float* out, ThreadPool& pool);
 
 }  // namespace strata

@@ -53,10 +53,10 @@ std::string layer_tensor(int64_t layer, const char* name) {
 }
 
 AttentionWeights declare_attention(WeightLoader& loader, const ModelHParams& hp, int64_t layer,
-                                   bool with_qk_norm) {
+                                   bool with_qk_norm, bool gated_q) {
   AttentionWeights w;
   const int64_t q_dim = hp.n_head * hp.head_dim, kv_dim = hp.n_head_kv * hp.head_dim;
-  w.wq = loader.matrix(layer_tensor(layer, "attn_q"), hp.n_embd, q_dim);
+  w.wq = loader.matrix(layer_tensor(layer, "attn_q"), hp.n_embd, gated_q ? 2 * q_dim : q_dim);
   w.wk = loader.matrix(layer_tensor(layer, "attn_k"), hp.n_embd, kv_dim);
   w.wv = loader.matrix(layer_tensor(layer, "attn_v"), hp.n_embd, kv_dim);
   w.wo = loader.matrix(layer_tensor(layer, "attn_output"), q_dim, hp.n_embd);
@@ -77,15 +77,25 @@ DenseFfnWeights declare_dense_ffn(WeightLoader& loader, const ModelHParams& hp, 
 MoeFfnWeights declare_moe_ffn(WeightLoader& loader, const ModelHParams& hp, int64_t layer) {
   STRATA_CHECK(hp.n_expert > 0 && hp.n_ff_exp > 0,
                "{}: expert_count and expert_feed_forward_length are required", hp.arch);
-  return {
-      loader.matrix(layer_tensor(layer, "ffn_gate_inp"), hp.n_embd, hp.n_expert),
-      loader.experts(layer_tensor(layer, "ffn_gate_exps"), hp.n_embd, hp.n_ff_exp, hp.n_expert),
-      loader.experts(layer_tensor(layer, "ffn_up_exps"), hp.n_embd, hp.n_ff_exp, hp.n_expert),
-      loader.experts(layer_tensor(layer, "ffn_down_exps"), hp.n_ff_exp, hp.n_embd, hp.n_expert)};
+  MoeFfnWeights w;
+  w.router = loader.matrix(layer_tensor(layer, "ffn_gate_inp"), hp.n_embd, hp.n_expert);
+  w.gate_exps =
+      loader.experts(layer_tensor(layer, "ffn_gate_exps"), hp.n_embd, hp.n_ff_exp, hp.n_expert);
+  w.up_exps =
+      loader.experts(layer_tensor(layer, "ffn_up_exps"), hp.n_embd, hp.n_ff_exp, hp.n_expert);
+  w.down_exps =
+      loader.experts(layer_tensor(layer, "ffn_down_exps"), hp.n_ff_exp, hp.n_embd, hp.n_expert);
+  return w;
 }
 
 AttentionParams attention_params(const ModelHParams& hp, const ops::Rope& rope) {
-  return {hp.n_head, hp.n_head_kv, hp.head_dim, hp.rms_eps, &rope};
+  AttentionParams p;
+  p.n_head = hp.n_head;
+  p.n_head_kv = hp.n_head_kv;
+  p.head_dim = hp.head_dim;
+  p.rms_eps = hp.rms_eps;
+  p.rope = &rope;
+  return p;
 }
 
 MoeParams moe_params(const ModelHParams& hp) {

@@ -36,9 +36,10 @@ namespace strata {
 // "blk.{layer}.{name}.weight"
 std::string layer_tensor(int64_t layer, const char* name);
 
-// Declares a layer's attention tensors (q/k norms only when with_qk_norm).
+// Declares a layer's attention tensors (q/k norms only when with_qk_norm; a query projection
+// of twice the size, query and gate per head, when gated_q).
 AttentionWeights declare_attention(WeightLoader& loader, const ModelHParams& hp, int64_t layer,
-                                   bool with_qk_norm);
+                                   bool with_qk_norm, bool gated_q = false);
 DenseFfnWeights declare_dense_ffn(WeightLoader& loader, const ModelHParams& hp, int64_t layer);
 MoeFfnWeights declare_moe_ffn(WeightLoader& loader, const ModelHParams& hp, int64_t layer);
 

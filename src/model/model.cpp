@@ -17,6 +17,7 @@ constexpr Architecture kArchitectures[] = {
     {"qwen3moe", archs::make_qwen3moe},
     {"qwen3", archs::make_qwen3},
     {"llama", archs::make_llama},
+    {"qwen35moe", archs::make_qwen35moe},
 };
 
 }  // namespace
@@ -35,6 +36,12 @@ std::unique_ptr<Model> Model::from_file(GgufFile file) {
   fail("{}: architecture '{}' is not supported (supported: {})", file.name(),
        arch.empty() ? "(general.architecture missing)" : arch,
        fmt::join(supported_architectures(), ", "));
+}
+
+std::vector<bool> Model::kv_layers() const {
+  std::vector<bool> out;
+  for (int64_t il = 0; il < hparams_.n_layer; ++il) out.push_back(layer_has_kv(il));
+  return out;
 }
 
 std::unique_ptr<Model> Model::load(const std::string& path, LoadMode mode) {

@@ -31,6 +31,12 @@ using SequenceKv = std::span<const ops::KvLayerView>;
 //   positions[i]. A sequence's tokens are consecutive positions in row order, so a later token
 //   sees the keys and values its predecessors wrote in the same call. Logits are produced for
 //   the rows in logit_rows, in that order (none when it is empty: a prefill chunk).
+// Models with recurrent layers (recurrent_state_floats() > 0) also need `recurrent`: one state
+// buffer of recurrent_state_floats() floats per sequence, in the order of the KV caches. All
+// zeros is a fresh sequence; after the call each buffer reflects exactly the tokens its sequence
+// has processed (a sequence's tokens are consumed in position order). Its layout is the
+// model's business; copying the buffer is a snapshot that can be restored later (together with
+// truncating the KV cache to the same length).
 struct ForwardBatch {
   std::span<const int32_t> tokens;
   int64_t pos0 = 0;         // single sequence: position of tokens[0]
@@ -38,6 +44,7 @@ struct ForwardBatch {
   std::span<const int32_t> sequences;
   std::span<const int64_t> positions;
   std::span<const int32_t> logit_rows;
+  std::span<float* const> recurrent;  // [sequences] state buffers (recurrent models only)
 };
 
 class Model {
@@ -65,6 +72,19 @@ class Model {
   virtual int64_t dense_bytes_per_token() const = 0;
   // Bytes of one routed expert in one layer (gate + up + down); 0 for dense models.
   virtual int64_t expert_bytes() const = 0;
+  // Bytes of recurrent state a single-token step reads and writes (0 without recurrent layers).
+  virtual int64_t recurrent_bytes_per_token() const { return 0; }
+
+  // Floats of recurrent state one sequence needs (0: a pure transformer, KV cache only).
+  virtual int64_t recurrent_state_floats() const { return 0; }
+  // Whether `layer` reads and writes the KV cache (false for recurrent layers: caches may give
+  // them empty views and no storage).
+  virtual bool layer_has_kv(int64_t layer) const {
+    (void)layer;
+    return true;
+  }
+  // layer_has_kv for every layer.
+  std::vector<bool> kv_layers() const;
 
  protected:
   Model(GgufFile file, ModelHParams hparams)

@@ -66,6 +66,16 @@ const float* WeightLoader::vector(const std::string& name, int64_t n) {
   return out.data();
 }
 
+const float* WeightLoader::floats(const std::string& name, std::initializer_list<int64_t> shape) {
+  const GgufTensorInfo& t = find(name, shape);
+  if (t.type == GgmlType::F32) return reinterpret_cast<const float*>(t.data.data());
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::vector<float>& out = converted_.emplace_back(static_cast<size_t>(n));
+  quant::traits(t.type).kernels.dequantize_row(t.data.data(), out.data(), n);
+  return out.data();
+}
+
 const float* WeightLoader::optional_vector(const std::string& name, int64_t n) {
   return file_.find_tensor(name) ? vector(name, n) : nullptr;
 }

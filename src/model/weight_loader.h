@@ -29,6 +29,8 @@ class WeightLoader {
   // A vector of floats (norm weights): zero-copy for F32, converted once otherwise.
   const float* vector(const std::string& name, int64_t n);
   const float* optional_vector(const std::string& name, int64_t n);
+  // Any small tensor of the given GGUF shape as floats (e.g. convolution kernels).
+  const float* floats(const std::string& name, std::initializer_list<int64_t> shape);
 
   // Tensors in the file that no declaration used (warned about by the caller).
   std::vector<std::string> unused() const;

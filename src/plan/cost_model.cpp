@@ -38,6 +38,54 @@ double ms_for(double bytes, double gbps) {
   return gbps > 0 ? bytes / gbps / 1e6 : 0.0;
 }
 
+const TypeCalibration& slowest_quantized(const CpuCalibration& cal) {
+  STRATA_CHECK(!cal.types.empty(), "CPU calibration without measured types");
+  const TypeCalibration* slowest = nullptr;
+  for (const auto& t : cal.types) {
+    if (t.type == GgmlType::F32 && cal.types.size() > 1) continue;
+    if (!slowest || t.gemv_gbps < slowest->gemv_gbps) slowest = &t;
+  }
+  return *slowest;
+}
+
+const TypeCalibration& rates_of(const CpuCalibration& cal, GgmlType type) {
+  const TypeCalibration* t = cal.find(type);
+  return t ? *t : slowest_quantized(cal);
+}
+
+// Milliseconds a calibrated CPU takes to stream weights of several types in decode GEMVs.
+double calibrated_stream_ms(const CpuCalibration& cal, const std::vector<TypedWeights>& weights,
+                            double scale = 1.0) {
+  double ms = 0;
+  for (const auto& w : weights) {
+    ms += ms_for(scale * static_cast<double>(w.bytes), rates_of(cal, w.type).gemv_gbps);
+  }
+  return ms;
+}
+
+// Dispatch cost of one forward of a layer on a calibrated CPU (any number of tokens).
+double calibrated_dispatch_ms(const CpuCalibration& cal, const LayerInventory& layer) {
+  // strata's MoE block: gate and up in one dispatch, down in another.
+  const int products = layer.dense_matrices + (layer.expert_matrices > 0 ? 2 : 0);
+  // Attention: q/k norm + RoPE + KV store, and the attention itself.
+  const int other = layer.has_kv_cache ? 2 : 0;
+  return (products * cal.gemv_fixed_us + other * cal.dispatch_us) / 1e3;
+}
+
+// Per-token fixed cost of a layer in decode: dispatches and the small serial ops.
+double calibrated_layer_fixed_ms(const CpuCalibration& cal, const ModelInventory& inv,
+                                 const LayerInventory& layer) {
+  return calibrated_dispatch_ms(cal, layer) + serial_ms_per_token(cal, inv, layer);
+}
+
+// Attention of one token over `positions` cached positions, ns of work (one thread).
+double attention_work_ns(const CpuCalibration& cal, const ModelInventory& inv, double positions,
+                         double kv_heads) {
+  const double group = inv.n_head_kv > 0 ? static_cast<double>(inv.n_head) / inv.n_head_kv : 1.0;
+  return kv_heads * positions * inv.head_dim *
+         (cal.attention_kv_ns + group * cal.attention_head_ns);
+}
+
 double hop_cost_ms(const ModelInventory& inv, const HardwareProfile& hw, int a, int b) {
   if (a == b) return 0.0;
   const int gpu = a != kCpuDevice ? a : b;
@@ -56,6 +104,7 @@ DecodeEstimate estimate_decode(const ModelInventory& inv, const HardwareProfile&
   d.kv_ms.assign(n_devices, 0.0);
   std::vector<double> bw(n_devices);
   for (size_t i = 0; i < n_devices; ++i) bw[i] = device_bandwidth_gbps(hw, static_cast<int>(i), c);
+  const CpuCalibration* cal = hw.cpu_calibration ? &*hw.cpu_calibration : nullptr;
 
   int previous = placement.embeddings_device;
   std::vector<double> mass(n_devices);
@@ -65,15 +114,30 @@ DecodeEstimate estimate_decode(const ModelInventory& inv, const HardwareProfile&
     const int a = lp.attention_device;
     d.hop_ms += hop_cost_ms(inv, hw, previous, a);
     previous = a;
-    d.weight_ms[a] += ms_for(static_cast<double>(layer.dense_bytes()), bw[a]);
+    const bool calibrated = cal && a == kCpuDevice;
+    if (calibrated) {
+      d.weight_ms[a] += calibrated_stream_ms(*cal, layer.dense_by_type);
+    } else {
+      d.weight_ms[a] += ms_for(static_cast<double>(layer.dense_bytes()), bw[a]);
+    }
+    if (a == kCpuDevice) d.cpu_weight_bytes += static_cast<double>(layer.dense_bytes());
     if (layer.has_kv_cache) {
-      d.kv_ms[a] += ms_for(
-          inv.layer_kv_bytes_per_token(kv_bytes_per_element) * static_cast<double>(context_tokens),
-          bw[a]);
+      const double kv_bytes =
+          inv.layer_kv_bytes_per_token(kv_bytes_per_element) * static_cast<double>(context_tokens);
+      if (calibrated) {
+        // The KV heads are tasks spread over the threads.
+        const double rounds = std::ceil(static_cast<double>(inv.n_head_kv) / hw.threads);
+        const double compute_ms =
+            attention_work_ns(*cal, inv, static_cast<double>(context_tokens), rounds) / 1e6;
+        d.kv_ms[a] += std::max(compute_ms, ms_for(kv_bytes, hw.ram_bandwidth_gbps));
+      } else {
+        d.kv_ms[a] += ms_for(kv_bytes, bw[a]);
+      }
     } else {
       d.kv_ms[a] += ms_for(2.0 * static_cast<double>(layer.recurrent_state_bytes), bw[a]);
     }
-    d.fixed_ms += c.layer_fixed_ms + (layer.has_kv_cache ? 0.0 : c.recurrent_layer_fixed_ms);
+    d.fixed_ms += calibrated ? calibrated_layer_fixed_ms(*cal, inv, layer) : c.layer_fixed_ms;
+    if (!layer.has_kv_cache) d.fixed_ms += c.recurrent_layer_fixed_ms;
     if (layer.expert_bytes == 0) continue;
     // Expected bytes per device: popularity mass it holds x experts used x one expert's bytes.
     std::fill(mass.begin(), mass.end(), 0.0);
@@ -83,8 +147,15 @@ DecodeEstimate estimate_decode(const ModelInventory& inv, const HardwareProfile&
     for (size_t dev = 0; dev < n_devices; ++dev) {
       if (mass[dev] <= 0) continue;
       double bytes = mass[dev] * inv.n_expert_used * static_cast<double>(layer.expert_slice_bytes);
-      if (dev == kCpuDevice) bytes *= c.cpu_expert_dram_fraction;
-      const double ms = ms_for(bytes, bw[dev]);
+      double ms = 0;
+      if (dev == kCpuDevice && cal) {
+        // Measured streaming rates from RAM: every active expert byte is read (no reuse assumed).
+        ms = calibrated_stream_ms(*cal, layer.expert_slice_by_type, mass[dev] * inv.n_expert_used);
+      } else {
+        if (dev == kCpuDevice) bytes *= c.cpu_expert_dram_fraction;
+        ms = ms_for(bytes, bw[dev]);
+      }
+      if (dev == kCpuDevice) d.cpu_weight_bytes += bytes;
       d.weight_ms[dev] += ms;
       if (dev == kCpuDevice) d.cpu_expert_ms += ms;
       if (static_cast<int>(dev) != a) {
@@ -95,8 +166,17 @@ DecodeEstimate estimate_decode(const ModelInventory& inv, const HardwareProfile&
     }
   }
   d.hop_ms += hop_cost_ms(inv, hw, previous, placement.output_device);
-  d.weight_ms[placement.output_device] +=
-      ms_for(static_cast<double>(inv.output_bytes), bw[placement.output_device]);
+  if (cal && placement.output_device == kCpuDevice) {
+    d.weight_ms[kCpuDevice] += calibrated_stream_ms(*cal, inv.output_by_type);
+    // One product, the output norm and the activation quantization.
+    d.fixed_ms += cal->gemv_fixed_us / 1e3 +
+                  inv.n_embd * (cal->serial.norm_ns + cal->serial.quantize_ns) / 1e6;
+  } else {
+    d.weight_ms[placement.output_device] +=
+        ms_for(static_cast<double>(inv.output_bytes), bw[placement.output_device]);
+  }
+  if (placement.output_device == kCpuDevice)
+    d.cpu_weight_bytes += static_cast<double>(inv.output_bytes);
   d.total_ms = d.fixed_ms + d.hop_ms;
   for (size_t i = 0; i < n_devices; ++i) d.total_ms += d.weight_ms[i] + d.kv_ms[i];
   return d;
@@ -132,6 +212,33 @@ PrefillEstimate estimate_prefill(const ModelInventory& inv, const HardwareProfil
     p.compute_ms = flops / best_flops * 1e3;
     p.stream_ms = ms_for(cpu_bytes, pcie * c.pcie_stream_efficiency);
     p.micro_batch_ms = p.compute_ms + p.stream_ms;
+  } else if (hw.cpu_calibration) {
+    const CpuCalibration& cal = *hw.cpu_calibration;
+    const double threads = hw.threads;
+    // Tokens each routed expert multiplies in a micro-batch (uniform routing).
+    for (const auto& layer : inv.layers) {
+      for (const auto& w : layer.dense_by_type) {
+        const auto& r = rates_of(cal, w.type);
+        p.compute_ms += static_cast<double>(w.elements) * batch / (r.gemm_gmacs * 1e9) * 1e3;
+      }
+      for (const auto& w : layer.expert_slice_by_type) {
+        const auto& r = rates_of(cal, w.type);
+        p.compute_ms += static_cast<double>(w.elements) * inv.n_expert_used * batch /
+                        (r.expert_gemm_gmacs * 1e9) * 1e3;
+      }
+      if (layer.has_kv_cache) {
+        // Token i attends over i + 1 positions; (token, KV head) tasks spread over the threads.
+        p.attention_ms +=
+            attention_work_ns(cal, inv, batch * (batch + 1) / 2.0, inv.n_head_kv) / threads / 1e6;
+      }
+      double pool_part = 0;
+      const double serial = serial_ms_per_token(cal, inv, layer, &pool_part);
+      p.serial_ms +=
+          batch * (serial - pool_part + pool_part / threads) + calibrated_dispatch_ms(cal, layer);
+    }
+    // Logits of the last token only: one product.
+    p.serial_ms += calibrated_stream_ms(cal, inv.output_by_type) + cal.gemv_fixed_us / 1e3;
+    p.micro_batch_ms = p.compute_ms + p.attention_ms + p.serial_ms;
   } else {
     const double per_core = hw.simd.find("avx512vnni") != std::string::npos
                                 ? c.cpu_gflops_per_core_avx512
@@ -146,6 +253,34 @@ PrefillEstimate estimate_prefill(const ModelInventory& inv, const HardwareProfil
   return p;
 }
 
+double calibrated_gemv_gbps(const CpuCalibration& cal, GgmlType type) {
+  return rates_of(cal, type).gemv_gbps;
+}
+
+double serial_ms_per_token(const CpuCalibration& cal, const ModelInventory& inv,
+                           const LayerInventory& layer, double* parallel_part_ms) {
+  const SerialCosts& c = cal.serial;
+  const double e = inv.n_embd, hd = inv.head_dim;
+  const double q = static_cast<double>(inv.n_head) * hd,
+               kv = static_cast<double>(inv.n_head_kv) * hd;
+  // Two norms, two residual adds; the block inputs quantized (attention: two activation types,
+  // e.g. Q8_K and Q8_0; the FFN one).
+  double ns = 2 * e * c.norm_ns + 2 * e * c.axpy_ns + 3 * e * c.quantize_ns;
+  double pool_ns = 0;
+  if (layer.has_kv_cache) {
+    // Per token inside a pool task: q/k norms, RoPE, the K/V store (f16 conversion).
+    pool_ns = (q + kv) * (c.norm_ns + c.rope_ns) + 2 * kv * c.quantize_ns;
+    ns += pool_ns + q * c.quantize_ns;  // and the attention output quantized
+  }
+  if (layer.expert_matrices > 0) {
+    // Each used expert's hidden row: SwiGLU and quantization; the weighted sum of the outputs.
+    const double k = inv.n_expert_used;
+    ns += k * inv.n_ff_exp * (c.swiglu_ns + c.quantize_ns) + k * e * c.axpy_ns;
+  }
+  if (parallel_part_ms) *parallel_part_ms = pool_ns / 1e6;
+  return ns / 1e6;
+}
+
 std::string bottleneck_sentence(const DecodeEstimate& d, const HardwareProfile& hw,
                                 const CostConstants& c) {
   struct Part {
@@ -153,11 +288,14 @@ std::string bottleneck_sentence(const DecodeEstimate& d, const HardwareProfile& 
     std::string what;
   };
   std::vector<Part> parts;
-  parts.push_back({d.cpu_expert_ms,
-                   fmt::format("reading experts from RAM at {:.0f} GB/s", hw.ram_bandwidth_gbps)});
+  // A calibrated CPU reads at its measured kernel rates: name the effective one.
+  const double cpu_gbps = hw.cpu_calibration && d.weight_ms[0] > 0
+                              ? d.cpu_weight_bytes / d.weight_ms[0] / 1e6
+                              : hw.ram_bandwidth_gbps;
   parts.push_back(
-      {d.weight_ms[0] - d.cpu_expert_ms,
-       fmt::format("reading dense weights from RAM at {:.0f} GB/s", hw.ram_bandwidth_gbps)});
+      {d.cpu_expert_ms, fmt::format("reading experts from RAM at {:.0f} GB/s", cpu_gbps)});
+  parts.push_back({d.weight_ms[0] - d.cpu_expert_ms,
+                   fmt::format("reading dense weights from RAM at {:.0f} GB/s", cpu_gbps)});
   for (size_t g = 0; g < hw.gpus.size(); ++g) {
     parts.push_back(
         {d.weight_ms[g + 1], fmt::format("reading weights from GPU{} VRAM at {:.0f} GB/s", g,
@@ -166,9 +304,12 @@ std::string bottleneck_sentence(const DecodeEstimate& d, const HardwareProfile& 
   double kv = 0;
   for (double v : d.kv_ms) kv += v;
   parts.push_back({kv, "reading the KV cache and recurrent state"});
-  parts.push_back({d.fixed_ms, fmt::format("fixed per-layer costs (launches, barriers; {:.2f} ms "
-                                           "per layer)",
-                                           c.layer_fixed_ms)});
+  parts.push_back(
+      {d.fixed_ms, hw.cpu_calibration
+                       ? std::string("fixed per-layer costs (dispatches, small ops)")
+                       : fmt::format("fixed per-layer costs (launches, barriers; {:.2f} "
+                                     "ms per layer)",
+                                     c.layer_fixed_ms)});
   parts.push_back(
       {d.hop_ms, fmt::format("CPU<->GPU round trips ({:.3f} ms each)", hw.hop_latency_ms)});
   const auto top = std::max_element(parts.begin(), parts.end(),

@@ -76,6 +76,7 @@ double kv_type_bytes(const std::string& kv_type);
 
 struct DecodeEstimate {
   double total_ms = 0;
+  double cpu_weight_bytes = 0;    // weight bytes read from RAM per token (for the effective rate)
   std::vector<double> weight_ms;  // per device: reading weights (experts included)
   double cpu_expert_ms = 0;       // part of weight_ms[0]: routed experts read from RAM
   std::vector<double> kv_ms;      // per device: KV cache and recurrent state
@@ -87,8 +88,10 @@ struct DecodeEstimate {
 struct PrefillEstimate {
   double micro_batch_ms = 0;
   double compute_ms = 0;
-  double stream_ms = 0;  // CPU-resident weights over PCIe (GPU prefill)
-  double memory_ms = 0;  // CPU-only: weights read from RAM
+  double stream_ms = 0;     // CPU-resident weights over PCIe (GPU prefill)
+  double memory_ms = 0;     // CPU-only: weights read from RAM
+  double attention_ms = 0;  // calibrated CPU: attention over the batch's own positions
+  double serial_ms = 0;     // calibrated CPU: norms, quantization, dispatches, output head
   double tokens_per_second = 0;
 };
 
@@ -96,10 +99,36 @@ struct PrefillEstimate {
 double device_bandwidth_gbps(const HardwareProfile& hw, int device, const CostConstants& c);
 std::string device_name(const HardwareProfile& hw, int device);
 
-// Decode cost of one token with `context_tokens` already in the KV cache.
+// A calibrated CPU's decode rate for a weight type (GB/s); the slowest measured quantized type
+// stands in for a type that was not measured.
+double calibrated_gemv_gbps(const CpuCalibration& cal, GgmlType type);
+
+// Time of the small single-threaded ops of one layer per token in strata's decoder: values each
+// op touches (norms, residual adds, activation quantization, q/k norms and RoPE, KV store, SwiGLU,
+// the experts' weighted sum) x its measured ns per value. `parallel_part_ms` receives the share
+// that runs inside a pool task per token (q/k norms, RoPE, KV store: spread over threads in a
+// batch).
+double serial_ms_per_token(const CpuCalibration& cal, const ModelInventory& inv,
+                           const LayerInventory& layer, double* parallel_part_ms = nullptr);
+
+// Decode cost of one token with `context_tokens` already in the KV cache. On a CPU with a
+// calibration (hw.cpu_calibration), per layer on the CPU:
+//   weights:  sum over weight types of bytes / gemv_gbps(type) (active experts included, every
+//             byte from RAM);
+//   fixed:    matrix products x gemv_fixed_us + other pool dispatches x dispatch_us
+//             + serial_ms_per_token;
+//   KV:       max(KV bytes / RAM bandwidth, ceil(KV heads / threads) x context x head_dim x
+//             (attention_kv_ns + query heads per KV head x attention_head_ns));
+// plus the output head (bytes / rate + one product). Elsewhere the FIELD constants apply.
 DecodeEstimate estimate_decode(const ModelInventory& inv, const HardwareProfile& hw,
                                const Placement& placement, double kv_bytes_per_element,
                                int64_t context_tokens, const CostConstants& c);
+// Prompt processing of one micro-batch. On a calibrated CPU without GPUs: per layer, dense
+// elements x batch / gemm_gmacs(type) + expert slice elements x used experts x batch /
+// expert_gemm_gmacs(type) + KV heads x batch (batch + 1) / 2 x head_dim x (attention_kv_ns +
+// group x attention_head_ns) / threads + batch x serial_ms_per_token (its per-token pool part /
+// threads) + dispatches,
+// plus one output-head product for the last token.
 PrefillEstimate estimate_prefill(const ModelInventory& inv, const HardwareProfile& hw,
                                  const Placement& placement, const CostConstants& c);
 

@@ -106,11 +106,24 @@ void fill_ram_bandwidth(HardwareProfile& hw, const ProbeOptions& probe) {
   const BandwidthMeasurement m = measure_read_bandwidth(pool, probe.measure_bytes, 3);
   hw.ram_bandwidth_gbps = m.read_gbps;
   hw.ram_bandwidth_source = "measured " + today();
-  nlohmann::json j = {{"cpu_model", hw.cpu_model},
-                      {"date", today()},
-                      {"read_gbps", m.read_gbps},
-                      {"threads", m.threads},
-                      {"buffer_bytes", m.buffer_bytes}};
+  // Other entries (the CPU calibrations) stay.
+  nlohmann::json j = nlohmann::json::object();
+  {
+    std::ifstream in(path);
+    if (in) {
+      try {
+        j = nlohmann::json::parse(in);
+        if (!j.is_object()) j = nlohmann::json::object();
+      } catch (const std::exception&) {
+        j = nlohmann::json::object();
+      }
+    }
+  }
+  j["cpu_model"] = hw.cpu_model;
+  j["date"] = today();
+  j["read_gbps"] = m.read_gbps;
+  j["threads"] = m.threads;
+  j["buffer_bytes"] = m.buffer_bytes;
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   std::ofstream out(path);
@@ -330,6 +343,16 @@ HardwareProfile make_hardware_profile(const HardwareOverrides& overrides,
   }
   hw.hypothetical =
       overrides.ram || overrides.cores || !overrides.gpus.empty() || overrides.hop_latency_ms;
+  const int threads = probe.calibration.threads;
+  STRATA_CHECK(threads >= 0 && threads <= 4096, "-t: expected 1..4096, found {}", threads);
+  hw.threads = threads > 0 ? threads : hw.physical_cores;
+  if (probe.calibrate && !overrides.ram && !overrides.cores) {
+    CalibrationOptions options = probe.calibration;
+    options.threads = hw.threads;
+    const std::string path =
+        probe.cache_path.empty() ? default_hardware_cache_path() : probe.cache_path;
+    hw.cpu_calibration = cached_cpu_calibration(path, hw.cpu_model, options, probe.remeasure);
+  }
   return hw;
 }
 

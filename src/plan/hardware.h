@@ -9,6 +9,9 @@
 #include <string_view>
 #include <vector>
 
+#include "gguf/ggml_type.h"
+#include "plan/calibration.h"
+
 namespace strata::plan {
 
 // Latency of one hop of the activations between CPU and GPU (synchronisation, copy, thread
@@ -38,6 +41,12 @@ struct HardwareProfile {
   double hop_latency_ms = kDefaultHopLatencyMs;
   std::vector<GpuInfo> gpus;
   bool hypothetical = false;  // any value came from flags
+  // Threads the plan is for (-t; default the physical cores).
+  int threads = 1;
+  // Micro-benchmarks of strata's kernels at `threads` (calibration.h). Present only when the CPU
+  // and RAM are probed (no --ram / --cores): the cost model then prices the CPU with them instead
+  // of the FIELD constants.
+  std::optional<CpuCalibration> cpu_calibration;
 };
 
 // Flags that replace probed values. Empty / nullopt: probe.
@@ -48,10 +57,21 @@ struct HardwareOverrides {
   std::optional<double> hop_latency_ms;
 };
 
+// Calibration options for a probed machine: threads 0 (= the physical cores).
+inline CalibrationOptions probed_calibration_options() {
+  CalibrationOptions o;
+  o.threads = 0;
+  return o;
+}
+
 struct ProbeOptions {
   bool remeasure = false;  // ignore the cached bandwidth measurement
   std::string cache_path;  // "" = $XDG_CACHE_HOME/strata/hardware.json or ~/.cache/...
   int64_t measure_bytes = int64_t{512} << 20;
+  // CPU calibration (probed CPU and RAM only): threads (0: physical cores) and the weight types
+  // the model uses. calibrate = false skips it (the FIELD constants price the CPU).
+  bool calibrate = true;
+  CalibrationOptions calibration = probed_calibration_options();
 };
 
 // Probes only what the overrides leave open (no bandwidth test when --ram gives it, no CUDA

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "plan/calibration.h"
 #include "util/error.h"
 
 namespace strata::plan {
@@ -43,6 +44,17 @@ int64_t ModelInventory::active_params() const {
 
 namespace {
 
+void add_typed(std::vector<TypedWeights>& v, GgmlType type, uint64_t bytes, int64_t elements) {
+  for (auto& t : v) {
+    if (t.type == type) {
+      t.bytes += bytes;
+      t.elements += elements;
+      return;
+    }
+  }
+  v.push_back({type, bytes, elements});
+}
+
 // Sums tensors into per-layer totals; routed-expert tensors also get their per-expert slices.
 void summarize(ModelInventory& inv) {
   inv.layers.assign(static_cast<size_t>(inv.n_layer), LayerInventory{});
@@ -55,6 +67,7 @@ void summarize(ModelInventory& inv) {
       } else if (t.role == TensorRole::output || t.name == "output_norm.weight") {
         inv.output_bytes += t.bytes;
         inv.output_params += t.elements;
+        add_typed(inv.output_by_type, t.type, t.bytes, t.elements);
       } else {
         inv.other_bytes += t.bytes;
       }
@@ -70,6 +83,8 @@ void summarize(ModelInventory& inv) {
         l.expert_bytes += t.bytes;
         l.expert_slice_bytes += t.expert_slice_bytes;
         l.active_params += t.elements / inv.n_expert * inv.n_expert_used;
+        add_typed(l.expert_slice_by_type, t.type, t.expert_slice_bytes, t.elements / inv.n_expert);
+        l.expert_matrices += 1;
         continue;
       }
       case TensorRole::router:
@@ -86,6 +101,8 @@ void summarize(ModelInventory& inv) {
         break;
     }
     l.active_params += t.elements;
+    add_typed(l.dense_by_type, t.type, t.bytes, t.matrix ? t.elements : 0);
+    l.dense_matrices += t.matrix ? 1 : 0;
     const std::string_view name = t.name;
     if (name.find(".attn_k.") != std::string_view::npos ||
         name.find(".attn_qkv.") != std::string_view::npos)
@@ -100,7 +117,10 @@ void summarize(ModelInventory& inv) {
   for (const auto& t : inv.tensors) has_output |= t.role == TensorRole::output;
   if (!has_output) {
     for (const auto& t : inv.tensors) {
-      if (t.role == TensorRole::embeddings) inv.output_params += t.elements;
+      if (t.role == TensorRole::embeddings) {
+        inv.output_params += t.elements;
+        add_typed(inv.output_by_type, t.type, t.bytes, t.elements);
+      }
     }
     inv.output_bytes += inv.embeddings_bytes;
     inv.embeddings_bytes = 0;
@@ -128,6 +148,7 @@ ModelInventory inventory_from_gguf(const GgufFile& file) {
       file.find_int(p + "attention.key_length").value_or(inv.n_head ? inv.n_embd / inv.n_head : 0));
   inv.n_expert = static_cast<int>(file.find_int(p + "expert_count").value_or(0));
   inv.n_expert_used = static_cast<int>(file.find_int(p + "expert_used_count").value_or(0));
+  inv.n_ff_exp = static_cast<int>(file.find_int(p + "expert_feed_forward_length").value_or(0));
   inv.n_ctx_train = file.find_int(p + "context_length").value_or(0);
   STRATA_CHECK(inv.n_layer > 0 && inv.n_layer < 100000, "{}: {}block_count: expected > 0, found {}",
                file.name(), p, inv.n_layer);
@@ -138,6 +159,8 @@ ModelInventory inventory_from_gguf(const GgufFile& file) {
     it.layer = tensor_layer(t.name).value_or(-1);
     it.bytes = t.bytes;
     it.elements = t.elements();
+    it.type = t.type;
+    it.matrix = t.shape.size() >= 2 && t.shape[1] > 1;
     if (it.role == TensorRole::embeddings && t.shape.size() >= 2) inv.n_vocab = t.shape[1];
     STRATA_CHECK(it.layer < inv.n_layer, "{}: tensor {} is in layer {}, but the model has {}",
                  file.name(), t.name, it.layer, inv.n_layer);
@@ -304,7 +327,9 @@ ModelInventory inventory_from_architecture(const ArchitectureSpec& s, const Weig
   inv.head_dim = s.head_dim;
   inv.n_expert = s.n_expert;
   inv.n_expert_used = s.n_expert_used;
+  inv.n_ff_exp = s.n_ff_exp;
   inv.n_vocab = s.n_vocab;
+  const GgmlType quant_type = type_for_bits_per_weight(bpw);
   inv.n_ctx_train = s.n_ctx_train;
   for (const auto& t : pending) {
     InventoryTensor it;
@@ -314,6 +339,9 @@ ModelInventory inventory_from_architecture(const ArchitectureSpec& s, const Weig
     it.elements = t.elements;
     it.bytes = t.quantized ? static_cast<uint64_t>(std::llround(t.elements * bpw / 8.0))
                            : static_cast<uint64_t>(t.elements) * 4;
+    // The type whose measured rates price these bytes on a calibrated CPU.
+    it.type = t.quantized ? quant_type : GgmlType::F32;
+    it.matrix = t.quantized || (t.role == TensorRole::router && t.elements > s.n_embd);
     if (t.role == TensorRole::routed_experts && s.n_expert > 0) {
       // Whole per-expert slices, as in real files (a slice is rows of whole quant blocks).
       const auto n = static_cast<uint64_t>(s.n_expert);

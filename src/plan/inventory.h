@@ -14,12 +14,22 @@
 
 namespace strata::plan {
 
+// Bytes and elements of one weight type within a group of tensors (the calibrated CPU cost model
+// prices each type at its own measured rate).
+struct TypedWeights {
+  GgmlType type = GgmlType::F32;
+  uint64_t bytes = 0;
+  int64_t elements = 0;  // of matrices only: multiply-accumulates per token
+};
+
 struct InventoryTensor {
   std::string name;
   TensorRole role = TensorRole::other;
   int layer = -1;  // -1: outside the repeated blocks
   uint64_t bytes = 0;
   int64_t elements = 0;
+  GgmlType type = GgmlType::F32;
+  bool matrix = false;              // 2-D or more: a matrix product (vectors are norms, biases)
   int n_expert = 0;                 // routed experts: the experts this tensor holds, else 0
   uint64_t expert_slice_bytes = 0;  // routed experts: bytes / n_expert (one expert's slice)
 };
@@ -30,10 +40,14 @@ struct LayerInventory {
   uint64_t router_bytes = 0;
   uint64_t shared_expert_bytes = 0;
   uint64_t dense_ffn_bytes = 0;
-  uint64_t expert_bytes = 0;           // all routed experts of the layer
-  uint64_t expert_slice_bytes = 0;     // one expert (all its tensors: gate, up, down)
-  int64_t active_params = 0;           // parameters one token multiplies with (for FLOPs)
-  uint64_t recurrent_state_bytes = 0;  // per sequence, read and written every token
+  uint64_t expert_bytes = 0;                // all routed experts of the layer
+  uint64_t expert_slice_bytes = 0;          // one expert (all its tensors: gate, up, down)
+  int64_t active_params = 0;                // parameters one token multiplies with (for FLOPs)
+  uint64_t recurrent_state_bytes = 0;       // per sequence, read and written every token
+  std::vector<TypedWeights> dense_by_type;  // dense_bytes() by weight type
+  std::vector<TypedWeights> expert_slice_by_type;  // one expert's slice by weight type
+  int dense_matrices = 0;                          // non-expert matrices (one product each)
+  int expert_matrices = 0;                         // routed-expert tensors (gate, up, down)
   // Bytes read every token regardless of routing: everything but the routed experts.
   uint64_t dense_bytes() const {
     return attention_bytes + router_bytes + shared_expert_bytes + dense_ffn_bytes;
@@ -51,6 +65,7 @@ struct ModelInventory {
   int head_dim = 0;
   int n_expert = 0;
   int n_expert_used = 0;
+  int n_ff_exp = 0;  // rows of one expert's gate/up (0 without experts)
   int64_t n_vocab = 0;
   int64_t n_ctx_train = 0;
   std::vector<InventoryTensor> tensors;
@@ -58,6 +73,7 @@ struct ModelInventory {
   uint64_t embeddings_bytes = 0;  // token_embd: one row read per token
   uint64_t output_bytes = 0;      // LM head and output norm: read every token
   int64_t output_params = 0;
+  std::vector<TypedWeights> output_by_type;  // LM head (and output norm) by weight type
   uint64_t other_bytes = 0;
   // [layer][expert] probability that a selected expert slot is this expert (sums to 1 per layer);
   // uniform unless a profile was loaded.

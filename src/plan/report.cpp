@@ -96,7 +96,7 @@ std::string llama_cpp_flags(const ModelInventory& /*inv*/, const HardwareProfile
   flags += " -fa on";
   flags += fmt::format(" -c {}", plan.context);
   if (plan.kv_type != "f16") flags += fmt::format(" -ctk {0} -ctv {0}", plan.kv_type);
-  flags += fmt::format(" -t {}", hw.physical_cores);
+  flags += fmt::format(" -t {}", hw.cpu_calibration ? hw.threads : hw.physical_cores);
   return flags;
 }
 
@@ -117,6 +117,17 @@ std::string plan_text(const ModelInventory& inv, const HardwareProfile& hw, cons
                        gpu.bandwidth_gbps, gpu.pcie_gbps);
   }
   if (hw.gpus.empty()) out += "  no GPU\n";
+  if (hw.cpu_calibration) {
+    const CpuCalibration& c = *hw.cpu_calibration;
+    std::string rates;
+    for (const auto& t : c.types) {
+      rates += fmt::format("{}{} {:.1f}", rates.empty() ? "" : ", ", ggml_type_name(t.type),
+                           t.gemv_gbps);
+    }
+    out +=
+        fmt::format("CPU calibrated with {} threads ({}): decode GB/s {}; {:.1f} us per product\n",
+                    c.threads, c.source, rates, c.gemv_fixed_us);
+  }
   out += fmt::format("Goal: context {} tokens, KV cache {}\n\n", plan.context, plan.kv_type);
   if (!plan.fits) out += fmt::format("WARNING: {}\n\n", plan.fit_error);
 
@@ -216,7 +227,31 @@ nlohmann::json plan_json(const ModelInventory& inv, const HardwareProfile& hw, c
                    {"ram_bandwidth_source", hw.ram_bandwidth_source},
                    {"hop_latency_ms", hw.hop_latency_ms},
                    {"hypothetical", hw.hypothetical},
+                   {"threads", hw.threads},
                    {"gpus", gpus}};
+  if (hw.cpu_calibration) {
+    const CpuCalibration& c = *hw.cpu_calibration;
+    nlohmann::json types = nlohmann::json::object();
+    for (const auto& t : c.types) {
+      types[std::string(ggml_type_name(t.type))] = {{"gemv_gbps", t.gemv_gbps},
+                                                    {"gemm_gmacs", t.gemm_gmacs},
+                                                    {"expert_gemm_gmacs", t.expert_gemm_gmacs}};
+    }
+    j["hardware"]["cpu_calibration"] = {{"threads", c.threads},
+                                        {"source", c.source},
+                                        {"seconds", c.seconds},
+                                        {"dispatch_us", c.dispatch_us},
+                                        {"gemv_fixed_us", c.gemv_fixed_us},
+                                        {"serial_ns",
+                                         {{"norm", c.serial.norm_ns},
+                                          {"quantize", c.serial.quantize_ns},
+                                          {"swiglu", c.serial.swiglu_ns},
+                                          {"axpy", c.serial.axpy_ns},
+                                          {"rope", c.serial.rope_ns}}},
+                                        {"attention_kv_ns", c.attention_kv_ns},
+                                        {"attention_head_ns", c.attention_head_ns},
+                                        {"types", types}};
+  }
   j["goal"] = {{"context", plan.context}, {"kv_type", plan.kv_type}};
   j["fits"] = plan.fits;
   if (!plan.fits) j["fit_error"] = plan.fit_error;
@@ -254,7 +289,13 @@ nlohmann::json plan_json(const ModelInventory& inv, const HardwareProfile& hw, c
                     {"bottleneck", plan.bottleneck},
                     {"fixed_ms", plan.decode.fixed_ms},
                     {"hop_ms", plan.decode.hop_ms},
-                    {"cpu_expert_ms", plan.decode.cpu_expert_ms}};
+                    {"cpu_expert_ms", plan.decode.cpu_expert_ms},
+                    {"decode_weight_ms", plan.decode.weight_ms},
+                    {"decode_kv_ms", plan.decode.kv_ms},
+                    {"prompt_compute_ms", plan.prefill.compute_ms},
+                    {"prompt_attention_ms", plan.prefill.attention_ms},
+                    {"prompt_serial_ms", plan.prefill.serial_ms},
+                    {"prompt_micro_batch_ms", plan.prefill.micro_batch_ms}};
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : table) {
     rows.push_back({{"context", r.context},

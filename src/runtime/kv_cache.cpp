@@ -11,7 +11,8 @@ GgmlType KvCache::parse_type(const std::string& name) {
   fail("KV cache type '{}' is not supported (expected f16 or q8_0)", name);
 }
 
-KvCache::KvCache(const ModelHParams& hp, int64_t n_ctx, GgmlType type)
+KvCache::KvCache(const ModelHParams& hp, int64_t n_ctx, GgmlType type,
+                 const std::vector<bool>& layers_with_kv)
     : n_ctx_(n_ctx), type_(type) {
   STRATA_CHECK(n_ctx > 0, "context size must be positive, got {}", n_ctx);
   STRATA_CHECK(type == GgmlType::F16 || type == GgmlType::Q8_0,
@@ -21,10 +22,19 @@ KvCache::KvCache(const ModelHParams& hp, int64_t n_ctx, GgmlType type)
                hp.head_dim, ggml_type_name(type), block);
   const int64_t row = quant::row_bytes(type, hp.head_dim);
   const int64_t per_layer = n_ctx * hp.n_head_kv * row;  // keys or values of one layer
-  storage_.resize(static_cast<size_t>(2 * per_layer * hp.n_layer));
+  STRATA_CHECK(layers_with_kv.empty() || static_cast<int64_t>(layers_with_kv.size()) == hp.n_layer,
+               "{} KV-layer flags for {} layers", layers_with_kv.size(), hp.n_layer);
+  auto has_kv = [&](int64_t il) {
+    return layers_with_kv.empty() || layers_with_kv[static_cast<size_t>(il)];
+  };
+  int64_t stored = 0;
+  for (int64_t il = 0; il < hp.n_layer; ++il) stored += has_kv(il) ? 1 : 0;
+  storage_.resize(static_cast<size_t>(2 * per_layer * stored));
+  int64_t slot = 0;
   for (int64_t il = 0; il < hp.n_layer; ++il) {
-    uint8_t* base = storage_.data() + 2 * per_layer * il;
-    ops::KvLayerView view{type, base, base + per_layer, hp.n_head_kv, hp.head_dim, row};
+    uint8_t* base = has_kv(il) ? storage_.data() + 2 * per_layer * slot++ : nullptr;
+    ops::KvLayerView view{type,         base,        base ? base + per_layer : nullptr,
+                          hp.n_head_kv, hp.head_dim, row};
     view.capacity = n_ctx;
     views_.push_back(view);
   }

@@ -13,7 +13,10 @@ namespace strata {
 
 class KvCache {
  public:
-  KvCache(const ModelHParams& hp, int64_t n_ctx, GgmlType type);
+  // layers_with_kv: which layers keep keys and values (Model::kv_layers()); the others (the
+  // recurrent layers of hybrid models) get views without storage. Empty: every layer.
+  KvCache(const ModelHParams& hp, int64_t n_ctx, GgmlType type,
+          const std::vector<bool>& layers_with_kv = {});
 
   SequenceKv layers() const { return views_; }
   int64_t capacity() const { return n_ctx_; }

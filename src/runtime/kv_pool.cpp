@@ -9,7 +9,8 @@
 
 namespace strata {
 
-KvPool::KvPool(const ModelHParams& hp, int64_t n_pages, int64_t page_size, GgmlType type)
+KvPool::KvPool(const ModelHParams& hp, int64_t n_pages, int64_t page_size, GgmlType type,
+               const std::vector<bool>& layers_with_kv)
     : type_(type),
       page_size_(page_size),
       n_layer_(hp.n_layer),
@@ -24,9 +25,15 @@ KvPool::KvPool(const ModelHParams& hp, int64_t n_pages, int64_t page_size, GgmlT
   const int64_t block = quant::traits(type).block_elems;
   STRATA_CHECK(hp.head_dim % block == 0, "head size {} is not a multiple of the {} block size {}",
                hp.head_dim, ggml_type_name(type), block);
+  STRATA_CHECK(layers_with_kv.empty() || static_cast<int64_t>(layers_with_kv.size()) == n_layer_,
+               "{} KV-layer flags for {} layers", layers_with_kv.size(), n_layer_);
+  for (int64_t il = 0; il < n_layer_; ++il) {
+    const bool kv = layers_with_kv.empty() || layers_with_kv[static_cast<size_t>(il)];
+    slot_of_layer_.push_back(kv ? n_stored_++ : -1);
+  }
   row_bytes_ = quant::row_bytes(type, hp.head_dim);
   layer_bytes_ = n_pages * page_size * n_kv_heads_ * row_bytes_;
-  bytes_ = 2 * layer_bytes_ * n_layer_;
+  bytes_ = 2 * layer_bytes_ * n_stored_;
   storage_.reset(new uint8_t[static_cast<size_t>(bytes_)]);
   refcount_.assign(static_cast<size_t>(n_pages), 0);
   // Taken from the back: low pages first, which keeps a lightly used pool compact.
@@ -49,15 +56,17 @@ void KvPool::release(int32_t page) {
 void KvPool::copy_page(int32_t from, int32_t to, int64_t n_positions) {
   const int64_t page_bytes = page_size_ * n_kv_heads_ * row_bytes_;
   const size_t count = static_cast<size_t>(n_positions * n_kv_heads_ * row_bytes_);
-  for (int64_t half = 0; half < 2 * n_layer_; ++half) {  // keys and values of every layer
+  for (int64_t half = 0; half < 2 * n_stored_; ++half) {  // keys and values of every layer
     uint8_t* base = storage_.get() + half * layer_bytes_;
     std::memcpy(base + to * page_bytes, base + from * page_bytes, count);
   }
 }
 
 ops::KvLayerView KvPool::layer_view(int64_t layer, const int32_t* pages, int64_t capacity) const {
-  uint8_t* k = storage_.get() + 2 * layer * layer_bytes_;
-  ops::KvLayerView view{type_, k, k + layer_bytes_, n_kv_heads_, head_dim_, row_bytes_};
+  const int64_t slot = slot_of_layer_[static_cast<size_t>(layer)];
+  uint8_t* k = slot >= 0 ? storage_.get() + 2 * slot * layer_bytes_ : nullptr;
+  ops::KvLayerView view{type_,       k,         k ? k + layer_bytes_ : nullptr,
+                        n_kv_heads_, head_dim_, row_bytes_};
   view.page_size = page_size_;
   view.pages = pages;
   view.capacity = capacity;

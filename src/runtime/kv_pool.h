@@ -19,7 +19,10 @@ namespace strata {
 class KvPool {
  public:
   // type: F16 or Q8_0. Throws strata::Error for other types or non-positive sizes.
-  KvPool(const ModelHParams& hp, int64_t n_pages, int64_t page_size, GgmlType type);
+  // layers_with_kv: which layers keep keys and values (Model::kv_layers()); the recurrent layers
+  // of hybrid models get no pages and views without storage. Empty: every layer.
+  KvPool(const ModelHParams& hp, int64_t n_pages, int64_t page_size, GgmlType type,
+         const std::vector<bool>& layers_with_kv = {});
   KvPool(const KvPool&) = delete;
   KvPool& operator=(const KvPool&) = delete;
 
@@ -28,7 +31,7 @@ class KvPool {
   int64_t free_pages() const { return static_cast<int64_t>(free_.size()); }
   int64_t bytes() const { return bytes_; }
   // Bytes one position takes (all layers, keys and values).
-  int64_t bytes_per_position() const { return 2 * n_layer_ * n_kv_heads_ * row_bytes_; }
+  int64_t bytes_per_position() const { return 2 * n_stored_ * n_kv_heads_ * row_bytes_; }
   GgmlType type() const { return type_; }
   int64_t n_layer() const { return n_layer_; }
 
@@ -46,7 +49,9 @@ class KvPool {
   GgmlType type_;
   int64_t page_size_;
   int64_t n_layer_, n_kv_heads_, head_dim_, row_bytes_;
-  int64_t layer_bytes_;  // keys (or values) of one layer for all pages
+  std::vector<int64_t> slot_of_layer_;  // [n_layer] storage slot, -1: the layer keeps no KV
+  int64_t n_stored_ = 0;                // layers with storage
+  int64_t layer_bytes_;                 // keys (or values) of one layer for all pages
   int64_t bytes_;
   // Left uninitialized: the OS commits a page of memory when a sequence first writes it, and
   // attention only reads positions that were written.

@@ -30,6 +30,10 @@ struct Scheduler::Slot {
   KvSequence seq;
   std::vector<int32_t> tokens;  // the tokens whose k/v the sequence holds, in order
   Clock::time_point last_used{};
+  // Hybrid models: the recurrent state after `tokens`, and a copy taken when the last prompt was
+  // read (a recurrent state cannot be rolled back, so a shorter prefix needs a snapshot).
+  std::vector<float> state_buffer, snapshot;
+  int64_t snapshot_position = -1;
 
   // The running job.
   uint64_t id = 0;
@@ -64,13 +68,21 @@ Scheduler::Scheduler(Model& model, ThreadPool& pool, SchedulerOptions options)
           ((options.kv_positions > 0 ? options.kv_positions : options.n_ctx) + options.page_size -
            1) /
               options.page_size,
-          options.page_size, options.kv_type) {
+          options.page_size, options.kv_type, model.kv_layers()),
+      recurrent_floats_(model.recurrent_state_floats()) {
   STRATA_CHECK(options.n_slots > 0, "need at least one slot, got {}", options.n_slots);
   STRATA_CHECK(options.n_ctx > 0, "context size must be positive, got {}", options.n_ctx);
   STRATA_CHECK(options.batch_tokens >= options.n_slots,
                "batch of {} tokens cannot hold a decode token for each of {} slots",
                options.batch_tokens, options.n_slots);
-  for (int i = 0; i < options.n_slots; ++i) slots_.push_back(std::make_unique<Slot>(kv_));
+  for (int i = 0; i < options.n_slots; ++i) {
+    slots_.push_back(std::make_unique<Slot>(kv_));
+    slots_.back()->state_buffer.assign(static_cast<size_t>(recurrent_floats_), 0.0f);
+  }
+  if (options.record_experts) {
+    const ModelHParams& hp = model.hparams();
+    forward_stats_.expert_counts.assign(static_cast<size_t>(hp.n_layer * hp.n_expert), 0);
+  }
   stats_.slots_total = options.n_slots;
   worker_ = std::thread([this] { run(); });
 }
@@ -125,6 +137,12 @@ SchedulerStats Scheduler::stats() const {
   s.kv_pages_total = kv_.total_pages();
   s.kv_page_size = kv_.page_size();
   return s;
+}
+
+std::vector<uint64_t> Scheduler::expert_counts(int64_t* tokens) const {
+  std::lock_guard lock(mutex_);
+  if (tokens) *tokens = counted_tokens_;
+  return expert_counts_;
 }
 
 void Scheduler::run() {
@@ -193,37 +211,60 @@ void Scheduler::run() {
   for (auto& slot : slots_) slot->seq.release();
 }
 
+Scheduler::Resume Scheduler::resume_point(const Slot& s, size_t match) const {
+  if (recurrent_floats_ == 0) return {match, nullptr};
+  if (match > 0 && match == static_cast<size_t>(s.seq.length())) return {match, &s.state_buffer};
+  if (s.snapshot_position > 0 && static_cast<size_t>(s.snapshot_position) <= match)
+    return {static_cast<size_t>(s.snapshot_position), &s.snapshot};
+  return {0, nullptr};
+}
+
 void Scheduler::admit(Queued q) {
-  // The idle slot holding the longest prefix of this prompt (least recently used on ties) hosts
-  // it; if another slot holds a longer prefix, its pages are shared instead.
+  // The idle slot that can resume the longest prefix of this prompt (least recently used on
+  // ties) hosts it; if another slot can resume a longer one, its pages are shared instead.
   const std::vector<int32_t>& prompt = q.job.prompt;
   const size_t limit = prompt.size() - 1;  // at least one token must run to produce logits
+  auto resume_of = [&](const Slot& s) {
+    return resume_point(s,
+                        common_prefix(s.tokens, prompt, std::min<size_t>(limit, s.seq.length())));
+  };
   Slot* host = nullptr;
-  size_t host_match = 0;
+  Resume host_resume;
   for (auto& s : slots_) {
     if (s->state != Slot::State::idle) continue;
-    const size_t m = common_prefix(s->tokens, prompt, std::min<size_t>(limit, s->seq.length()));
-    if (!host || m > host_match || (m == host_match && s->last_used < host->last_used)) {
+    const Resume r = resume_of(*s);
+    if (!host || r.position > host_resume.position ||
+        (r.position == host_resume.position && s->last_used < host->last_used)) {
       host = s.get();
-      host_match = m;
+      host_resume = r;
     }
   }
   STRATA_CHECK(host, "no idle slot to admit a job into");
   Slot* donor = nullptr;
-  size_t donor_match = host_match;
+  Resume donor_resume = host_resume;
   for (auto& s : slots_) {
     if (s.get() == host) continue;
-    const size_t m = common_prefix(s->tokens, prompt, std::min<size_t>(limit, s->seq.length()));
-    if (m > donor_match) donor = s.get(), donor_match = m;
+    const Resume r = resume_of(*s);
+    if (r.position > donor_resume.position) donor = s.get(), donor_resume = r;
   }
   Slot& slot = *host;
-  size_t reused = host_match;
-  if (donor && slot.seq.share_prefix(donor->seq, static_cast<int64_t>(donor_match))) {
-    reused = donor_match;
+  Resume used = host_resume;
+  if (donor && slot.seq.share_prefix(donor->seq, static_cast<int64_t>(donor_resume.position))) {
+    used = donor_resume;
+    slot.snapshot_position = -1;  // it described this slot's previous conversation
   } else {
-    slot.seq.truncate(static_cast<int64_t>(host_match));  // (no free page to copy into)
+    slot.seq.truncate(static_cast<int64_t>(host_resume.position));  // (or no page to copy into)
   }
+  const size_t reused = used.position;
   slot.tokens.assign(prompt.begin(), prompt.begin() + static_cast<long>(reused));
+  if (recurrent_floats_ > 0) {
+    if (reused == 0 || !used.state) {
+      std::fill(slot.state_buffer.begin(), slot.state_buffer.end(), 0.0f);
+    } else if (used.state != &slot.state_buffer) {
+      slot.state_buffer = *used.state;
+    }
+    if (slot.snapshot_position > static_cast<int64_t>(reused)) slot.snapshot_position = -1;
+  }
 
   slot.id = q.id;
   slot.job = std::move(q.job);
@@ -255,6 +296,7 @@ bool Scheduler::make_room(int64_t pages_needed, const Slot* keep) {
     if (!victim) return false;
     victim->seq.release();
     victim->tokens.clear();
+    victim->snapshot_position = -1;
   }
   return true;
 }
@@ -317,11 +359,13 @@ bool Scheduler::step() {
 
   // One forward over every part.
   std::vector<SequenceKv> kv;
+  std::vector<float*> states;
   std::vector<int32_t> sequences, logit_rows;
   std::vector<int64_t> positions;
   for (const Part& p : parts) {
     const int32_t index = static_cast<int32_t>(kv.size());
     kv.push_back(p.slot->seq.layers());
+    states.push_back(p.slot->state_buffer.data());
     for (int64_t i = 0; i < p.count; ++i) {
       sequences.push_back(index);
       positions.push_back(p.slot->seq.length() + i);
@@ -335,9 +379,17 @@ bool Scheduler::step() {
   batch.sequences = sequences;
   batch.positions = positions;
   batch.logit_rows = logit_rows;
+  if (recurrent_floats_ > 0) batch.recurrent = states;
   const auto t0 = Clock::now();
-  model_.forward(batch, kv, logits.data(), pool_);
+  model_.forward(batch, kv, logits.data(), pool_,
+                 options_.record_experts ? &forward_stats_ : nullptr);
   const auto t1 = Clock::now();
+  if (options_.record_experts) {
+    // Published before any job of this step finishes, so a finished job's tokens are counted.
+    std::lock_guard lock(mutex_);
+    expert_counts_ = forward_stats_.expert_counts;
+    counted_tokens_ += static_cast<int64_t>(feed.size());
+  }
 
   uint64_t generated = 0;
   size_t row = 0;
@@ -350,6 +402,10 @@ bool Scheduler::step() {
     const std::span<const float> row_logits(logits.data() + row++ * n_vocab,
                                             static_cast<size_t>(n_vocab));
     if (s.state == Slot::State::prefill) {
+      if (recurrent_floats_ > 0) {
+        s.snapshot = s.state_buffer;  // the state after the whole prompt, for the next turn
+        s.snapshot_position = s.seq.length();
+      }
       s.state = Slot::State::decode;
       s.prefill_done = t1;
       s.result.prefill_seconds = seconds(t1 - s.started);
@@ -409,6 +465,7 @@ void Scheduler::finish(Slot& slot, FinishReason reason, std::string error) {
     ++stats_.jobs_finished;
     --stats_.slots_busy;
   }
+  update_kv_stats();  // before on_done: a client that sees its end sees the accounting too
   if (job.on_done) job.on_done(slot.result);
 }
 

@@ -58,7 +58,8 @@ struct SchedulerOptions {
   // Prompt tokens per step while other streams are decoding: smaller chunks keep their tokens
   // flowing (a step's time grows with its tokens); alone, a prompt gets batch_tokens.
   int64_t prefill_chunk = 128;
-  int64_t max_queue = 64;  // waiting jobs before submit refuses
+  int64_t max_queue = 64;       // waiting jobs before submit refuses
+  bool record_experts = false;  // count expert selections (see expert_counts)
 };
 
 struct SchedulerStats {
@@ -88,6 +89,9 @@ class Scheduler {
   void shutdown(std::chrono::milliseconds grace);
 
   SchedulerStats stats() const;
+  // Selections per (layer, expert), [n_layer * n_expert], when record_experts; and the tokens
+  // they came from.
+  std::vector<uint64_t> expert_counts(int64_t* tokens = nullptr) const;
   const SchedulerOptions& options() const { return options_; }
 
  private:
@@ -97,6 +101,14 @@ class Scheduler {
     GenerationJob job;
     std::chrono::steady_clock::time_point submitted;
   };
+
+  // Where a slot can continue a prompt that shares `match` tokens with what it holds: the
+  // position, and for hybrid models the recurrent state to continue from (null: start fresh).
+  struct Resume {
+    size_t position = 0;
+    const std::vector<float>* state = nullptr;
+  };
+  Resume resume_point(const Slot& s, size_t match) const;
 
   void run();
   void admit(Queued q);
@@ -109,6 +121,7 @@ class Scheduler {
   ThreadPool& pool_;
   SchedulerOptions options_;
   KvPool kv_;
+  int64_t recurrent_floats_;  // per sequence, 0 for pure transformers
   std::vector<std::unique_ptr<Slot>> slots_;
 
   mutable std::mutex mutex_;
@@ -118,7 +131,10 @@ class Scheduler {
   uint64_t next_id_ = 1;
   bool accepting_ = true, stopping_ = false;
   std::chrono::steady_clock::time_point deadline_;
-  SchedulerStats stats_;  // counters (guarded by mutex_)
+  SchedulerStats stats_;        // counters (guarded by mutex_)
+  ForwardStats forward_stats_;  // expert selections (worker thread; copied under mutex_)
+  std::vector<uint64_t> expert_counts_;
+  int64_t counted_tokens_ = 0;
   std::thread worker_;
 };
 

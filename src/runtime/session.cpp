@@ -7,7 +7,15 @@
 namespace strata {
 
 Session::Session(Model& model, int64_t n_ctx, GgmlType kv_type, ThreadPool& pool)
-    : model_(model), kv_(model.hparams(), n_ctx, kv_type), pool_(pool) {}
+    : model_(model),
+      kv_(model.hparams(), n_ctx, kv_type, model.kv_layers()),
+      pool_(pool),
+      recurrent_(static_cast<size_t>(model.recurrent_state_floats()), 0.0f) {}
+
+void Session::reset() {
+  position_ = 0;
+  std::fill(recurrent_.begin(), recurrent_.end(), 0.0f);
+}
 
 void Session::eval(std::span<const int32_t> tokens, bool all_logits, std::vector<float>& logits,
                    int64_t max_batch) {
@@ -18,6 +26,14 @@ void Session::eval(std::span<const int32_t> tokens, bool all_logits, std::vector
   if (position_ + n > kv_.capacity()) {
     fail("context overflow: {} tokens in the sequence + {} new exceed the context size {}",
          position_, n, kv_.capacity());
+  }
+  // Token ids are checked before anything runs: a recurrent state cannot be rolled back after
+  // an earlier batch of this call advanced it.
+  for (int64_t t = 0; t < n; ++t) {
+    const int32_t id = tokens[static_cast<size_t>(t)];
+    STRATA_CHECK(id >= 0 && id < n_vocab,
+                 "token id {} at position {} is outside the vocabulary (0..{})", id, t,
+                 n_vocab - 1);
   }
   logits.resize(static_cast<size_t>((all_logits ? n : 1) * n_vocab));
   // All or nothing: a failing batch leaves the sequence where it was before this call.
@@ -43,6 +59,8 @@ void Session::eval_batches(std::span<const int32_t> tokens, bool all_logits,
     batch.pos0 = position_;
     batch.all_logits = all_logits;
     const SequenceKv kv = kv_.layers();
+    float* const state = recurrent_.data();
+    if (!recurrent_.empty()) batch.recurrent = std::span<float* const>(&state, 1);
     if (all_logits || last_batch) {
       model_.forward(batch, std::span(&kv, 1), out, pool_, &stats_);
     } else {
@@ -58,7 +76,31 @@ void Session::eval_batches(std::span<const int32_t> tokens, bool all_logits,
 void Session::truncate(int64_t position) {
   STRATA_CHECK(position >= 0 && position <= position_,
                "cannot truncate a sequence of {} tokens to {}", position_, position);
+  if (position == position_) return;
+  if (position == 0) {
+    reset();
+    return;
+  }
+  STRATA_CHECK(recurrent_.empty(),
+               "cannot truncate a sequence of {} tokens to {}: {} keeps recurrent state that "
+               "cannot be rewound (take a snapshot() at that position and restore() it)",
+               position_, position, model_.hparams().arch);
   position_ = position;
+}
+
+SessionSnapshot Session::snapshot() const {
+  return {position_, recurrent_};
+}
+
+void Session::restore(const SessionSnapshot& snapshot) {
+  STRATA_CHECK(snapshot.position >= 0 && snapshot.position <= position_,
+               "cannot restore a snapshot at position {} in a sequence of {} tokens",
+               snapshot.position, position_);
+  STRATA_CHECK(snapshot.recurrent.size() == recurrent_.size(),
+               "snapshot has {} floats of recurrent state, the model needs {}",
+               snapshot.recurrent.size(), recurrent_.size());
+  recurrent_ = snapshot.recurrent;
+  position_ = snapshot.position;
 }
 
 }  // namespace strata

@@ -12,6 +12,14 @@
 
 namespace strata {
 
+// A point of a sequence to come back to: its length and, for hybrid models, a copy of the
+// recurrent state (conv + delta-rule state of every recurrent layer) at that length. Recurrent
+// state cannot be rewound token by token, so going back means restoring a snapshot.
+struct SessionSnapshot {
+  int64_t position = 0;
+  std::vector<float> recurrent;  // Model::recurrent_state_floats() floats (empty otherwise)
+};
+
 class Session {
  public:
   Session(Model& model, int64_t n_ctx, GgmlType kv_type, ThreadPool& pool);
@@ -24,9 +32,20 @@ class Session {
   int64_t position() const { return position_; }
 
   int64_t capacity() const { return kv_.capacity(); }
-  void reset() { position_ = 0; }
+  // An empty sequence: position 0, recurrent state zeroed.
+  void reset();
   // Forgets every token from `position` on (their cache rows are overwritten by what follows).
+  // Models with recurrent state can only go back to 0 (or stay where they are): otherwise this
+  // throws, and restore(snapshot) is the way back.
   void truncate(int64_t position);
+  // The current position and recurrent state.
+  SessionSnapshot snapshot() const;
+  // Goes back to a snapshot taken earlier in this sequence's history (its position must not be
+  // past the current one, and the tokens before it must not have been replaced since): the KV
+  // cache is truncated to its position and the recurrent state copied back.
+  void restore(const SessionSnapshot& snapshot);
+  // The recurrent state (empty for models without recurrent layers).
+  std::span<const float> recurrent_state() const { return recurrent_; }
   const KvCache& kv_cache() const { return kv_; }
   Model& model() { return model_; }
   ForwardStats& stats() { return stats_; }
@@ -39,6 +58,7 @@ class Session {
   KvCache kv_;
   ThreadPool& pool_;
   int64_t position_ = 0;
+  std::vector<float> recurrent_;  // [Model::recurrent_state_floats()], zero = fresh sequence
   ForwardStats stats_;
 };
 

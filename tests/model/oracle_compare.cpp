@@ -15,7 +15,7 @@ LogitsComparison compare_logits(const LogitsFile& reference, const std::vector<f
   const int64_t v = reference.n_vocab;
   STRATA_CHECK(static_cast<int64_t>(ours.size()) == reference.rows() * v,
                "{} logits, expected {} rows of {}", ours.size(), reference.rows(), v);
-  double err = 0, ref = 0;
+  double err = 0, ref = 0, err_unflipped = 0, ref_unflipped = 0;
   for (int64_t r = 0; r < reference.rows(); ++r) {
     const float* a = ours.data() + r * v;
     const float* b = reference.row(r);
@@ -31,7 +31,12 @@ LogitsComparison compare_logits(const LogitsFile& reference, const std::vector<f
     const double row_nmse = row_err / row_ref;
     if (r == 0) c.first_row_nmse = row_nmse;
     c.worst_row_nmse = std::max(c.worst_row_nmse, row_nmse);
-    if (row_nmse > 1e-2) c.rows_over_1e2++;
+    if (row_nmse > 1e-2) {
+      c.rows_over_1e2++;
+    } else {
+      err_unflipped += row_err;
+      ref_unflipped += row_ref;
+    }
     // Argmax agreement only where the reference's best token is clearly ahead of the second.
     std::vector<int64_t> order(static_cast<size_t>(v));
     for (int64_t i = 0; i < v; ++i) order[static_cast<size_t>(i)] = i;
@@ -45,6 +50,7 @@ LogitsComparison compare_logits(const LogitsFile& reference, const std::vector<f
     c.rows++;
   }
   c.nmse = err / ref;
+  c.nmse_unflipped = ref_unflipped > 0 ? err_unflipped / ref_unflipped : 0.0;
   return c;
 }
 

@@ -11,7 +11,8 @@ struct LogitsComparison {
   double nmse = 0;            // over all rows: sum (a - b)^2 / sum b^2
   double first_row_nmse = 0;  // the first token: attention is trivial, everything else is not
   double worst_row_nmse = 0;
-  int rows_over_1e2 = 0;  // rows with NMSE > 1e-2 (a router near-tie flipped an expert)
+  int rows_over_1e2 = 0;      // rows with NMSE > 1e-2 (a router near-tie flipped an expert)
+  double nmse_unflipped = 0;  // over the rows with NMSE <= 1e-2 only
   double max_abs_error = 0;
   int rows = 0;
   int clear_rows = 0;    // rows whose reference top-2 margin is clear

@@ -8,6 +8,7 @@
 namespace strata::archs {
 
 std::unique_ptr<Model> make_qwen3moe(GgufFile file);
+std::unique_ptr<Model> make_qwen35moe(GgufFile file);
 std::unique_ptr<Model> make_qwen3(GgufFile file);
 std::unique_ptr<Model> make_llama(GgufFile file);
 

@@ -173,3 +173,99 @@ TEST(Scheduler, RefusesInvalidJobs) {
 
 }  // namespace
 }  // namespace strata
+
+namespace strata {
+namespace {
+
+TEST(Scheduler, RecordsExpertSelectionsOfEveryToken) {
+  auto model = tiny_model();
+  const ModelHParams& hp = model->hparams();
+  ThreadPool pool(2);
+  Scheduler scheduler(*model, pool, {.n_slots = 2, .n_ctx = 128, .record_experts = true});
+  Collected a, b;
+  ASSERT_TRUE(scheduler.submit(greedy_job(prompt_of(1, 20), 5, a)));
+  ASSERT_TRUE(scheduler.submit(greedy_job(prompt_of(2, 9), 3, b)));
+  a.done.get_future().wait();
+  b.done.get_future().wait();
+  int64_t tokens = 0;
+  const auto counts = scheduler.expert_counts(&tokens);
+  // Every prompt token and every generated token but the last ran through the model.
+  EXPECT_EQ(tokens, (20 + 4) + (9 + 2));
+  ASSERT_EQ(static_cast<int64_t>(counts.size()), hp.n_layer * hp.n_expert);
+  for (int64_t l = 0; l < hp.n_layer; ++l) {
+    uint64_t sum = 0;
+    for (int64_t e = 0; e < hp.n_expert; ++e) sum += counts[l * hp.n_expert + e];
+    EXPECT_EQ(sum, static_cast<uint64_t>(tokens * hp.n_expert_used)) << "layer " << l;
+  }
+}
+
+}  // namespace
+}  // namespace strata
+
+namespace strata {
+namespace {
+
+// Hybrid (Gated DeltaNet) models: a recurrent state per slot, snapshots for prefix reuse.
+std::unique_ptr<Model> tiny_hybrid() {
+  return Model::load((test::oracle_dir() / "gdn" / "models" / "tiny-qwen35moe-Q8_0.gguf").string());
+}
+
+TEST(Scheduler, HybridModelGenerationsMatchSessions) {
+  auto model = tiny_hybrid();
+  ThreadPool pool(2);
+  const std::vector<std::vector<int32_t>> prompts = {prompt_of(5, 70), prompt_of(6, 3),
+                                                     prompt_of(7, 33)};
+  std::vector<std::vector<int32_t>> expected;
+  for (const auto& p : prompts) expected.push_back(session_greedy(*model, p, 10, pool));
+  Scheduler scheduler(
+      *model, pool,
+      {.n_slots = 2, .n_ctx = 256, .page_size = 16, .batch_tokens = 40, .prefill_chunk = 24});
+  std::vector<Collected> got(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i)
+    ASSERT_TRUE(scheduler.submit(greedy_job(prompts[i], 10, got[i])));
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(got[i].done.get_future().get().reason, FinishReason::length);
+    EXPECT_EQ(got[i].tokens, expected[i]) << "prompt " << i;
+  }
+}
+
+TEST(Scheduler, HybridPrefixReuseResumesFromSnapshotOrLiveState) {
+  auto model = tiny_hybrid();
+  ThreadPool pool(2);
+  Scheduler scheduler(*model, pool, {.n_slots = 1, .n_ctx = 256, .page_size = 16});
+  const std::vector<int32_t> first = prompt_of(8, 50);
+  Collected a;
+  ASSERT_TRUE(scheduler.submit(greedy_job(first, 4, a)));
+  a.done.get_future().wait();
+
+  // Same start, different continuation: the state after `first` is a snapshot (the slot went on
+  // generating), so 50 tokens are reused.
+  std::vector<int32_t> second = first;
+  for (int i = 0; i < 20; ++i) second.push_back(400 + i);
+  Collected b;
+  ASSERT_TRUE(scheduler.submit(greedy_job(second, 6, b)));
+  EXPECT_EQ(b.done.get_future().get().cached_tokens, 50);
+  EXPECT_EQ(b.tokens, session_greedy(*model, second, 6, pool));
+
+  // The next turn carries everything the slot ran (prompt + generated but the last): the live
+  // state continues it.
+  std::vector<int32_t> third = second;
+  third.insert(third.end(), b.tokens.begin(), b.tokens.end() - 1);
+  for (int i = 0; i < 5; ++i) third.push_back(300 + i);
+  Collected c;
+  ASSERT_TRUE(scheduler.submit(greedy_job(third, 6, c)));
+  EXPECT_EQ(c.done.get_future().get().cached_tokens,
+            static_cast<int64_t>(second.size() + b.tokens.size() - 1));
+  EXPECT_EQ(c.tokens, session_greedy(*model, third, 6, pool));
+
+  // A prompt sharing only a few tokens with no state to resume from starts over.
+  std::vector<int32_t> other(first.begin(), first.begin() + 10);
+  other.push_back(7);
+  Collected d;
+  ASSERT_TRUE(scheduler.submit(greedy_job(other, 3, d)));
+  EXPECT_EQ(d.done.get_future().get().cached_tokens, 0);
+  EXPECT_EQ(d.tokens, session_greedy(*model, other, 3, pool));
+}
+
+}  // namespace
+}  // namespace strata

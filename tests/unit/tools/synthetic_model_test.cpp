@@ -57,6 +57,53 @@ TEST(SyntheticModel, EveryArchitectureLoadsAndRuns) {
   }
 }
 
+TEST(SyntheticModel, Qwen35MoeHybridLoadsAndRuns) {
+  for (const char* ftype : {"Q4_K_M", "Q8_0"}) {
+    SCOPED_TRACE(ftype);
+    SyntheticModelSpec s;
+    s.arch = "qwen35moe";
+    s.ftype = ftype;
+    s.n_layer = 5;  // GDN, GDN, GDN, attention, GDN
+    const auto path = (test::temp_dir() / "hybrid.gguf").string();
+    write_synthetic_model(s, path);
+    auto model = Model::load(path);
+    EXPECT_EQ(model->hparams().arch, "qwen35moe");
+    EXPECT_EQ(model->kv_layers(), (std::vector<bool>{false, false, false, true, false}));
+    EXPECT_GT(model->recurrent_state_floats(), 0);
+    const auto logits = run_tokens(*model, 12);
+    ASSERT_EQ(logits.size(), 12u * 512);
+    for (float v : logits) ASSERT_TRUE(std::isfinite(v));
+    const GgufFile f = GgufFile::open(path);
+    EXPECT_EQ(f.find_tensor("blk.3.attn_q.weight")->shape, (std::vector<int64_t>{256, 2 * 4 * 64}));
+    EXPECT_EQ(f.find_tensor("blk.0.ssm_conv1d.weight")->shape, (std::vector<int64_t>{4, 512}));
+  }
+}
+
+// The Qwen3.5-35B-A3B preset's shapes, checked on the metadata and the tensor table (one
+// layer of each kind; the file is ~0.4 GB per GDN layer, so only 4 layers).
+TEST(SyntheticModel, Qwen35_35B_Shape) {
+  SyntheticModelSpec s = qwen35_35b_a3b_spec(4);
+  s.n_vocab = 512;  // the shapes that matter are the layers'
+  const auto path = (test::temp_dir() / "q35.gguf").string();
+  write_synthetic_model(s, path);
+  const GgufFile f = GgufFile::open(path);
+  EXPECT_EQ(f.get_int("qwen35moe.ssm.inner_size"), 4096);
+  EXPECT_EQ(f.get_int("qwen35moe.ssm.group_count"), 16);
+  EXPECT_EQ(f.get_int("qwen35moe.ssm.time_step_rank"), 32);
+  EXPECT_EQ(f.get_int("qwen35moe.rope.dimension_count"), 64);
+  EXPECT_EQ(f.find_tensor("blk.0.attn_qkv.weight")->shape, (std::vector<int64_t>{2048, 8192}));
+  EXPECT_EQ(f.find_tensor("blk.3.attn_q.weight")->shape, (std::vector<int64_t>{2048, 8192}));
+  EXPECT_EQ(f.find_tensor("blk.3.attn_k.weight")->shape, (std::vector<int64_t>{2048, 512}));
+  EXPECT_EQ(f.find_tensor("blk.0.ffn_up_exps.weight")->shape,
+            (std::vector<int64_t>{2048, 512, 256}));
+  EXPECT_EQ(f.find_tensor("blk.0.ffn_down_shexp.weight")->shape, (std::vector<int64_t>{512, 2048}));
+  auto model = Model::load(path);
+  // Per sequence: 3 GDN layers x (conv 3 x 8192 + S 32 x 128 x 128) floats, plus the header.
+  EXPECT_EQ(model->recurrent_state_floats(), 16 + 3 * (3 * 8192 + 32 * 128 * 128));
+  const auto logits = run_tokens(*model, 3);
+  for (float v : logits) ASSERT_TRUE(std::isfinite(v));
+}
+
 TEST(SyntheticModel, Qwen3_30B_Shape) {
   const SyntheticModelSpec s = qwen3_30b_a3b_spec(8);
   EXPECT_EQ(s.n_embd, 2048);

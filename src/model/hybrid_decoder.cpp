@@ -1,0 +1,226 @@
+#include "model/hybrid_decoder.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "model/decoder.h"
+#include "model/tensor_role.h"
+#include "model/weight_loader.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "util/profiler.h"
+
+namespace strata {
+namespace {
+
+std::string layer_name(int64_t layer, const char* name) {
+  return "blk." + std::to_string(layer) + "." + name;
+}
+
+}  // namespace
+
+HybridDecoder::HybridDecoder(GgufFile file, ModelHParams hparams, Options options)
+    : Model(std::move(file), std::move(hparams)),
+      options_(std::move(options)),
+      rope_(hparams_.rope_style, hparams_.head_dim, hparams_.n_rot, hparams_.rope_base) {
+  const ModelHParams& hp = hparams_;
+  const GatedDeltaNetParams& p = options_.gdn;
+  STRATA_CHECK(static_cast<int64_t>(options_.recurrent.size()) == hp.n_layer,
+               "{}: {} recurrent-layer flags for {} layers", file_.name(),
+               options_.recurrent.size(), hp.n_layer);
+  WeightLoader loader(file_);
+  token_embd_ = loader.matrix("token_embd.weight", hp.n_embd, hp.n_vocab);
+  output_norm_ = loader.vector("output_norm.weight", hp.n_embd);
+  output_ = loader.optional_matrix("output.weight", hp.n_embd, hp.n_vocab);
+  if (!output_.data) output_ = token_embd_;  // tied embeddings
+  const int64_t conv_dim = p.conv_dim(), v_dim = p.n_v_heads * p.d_v;
+  state_floats_ = kHeader;
+  layers_.resize(static_cast<size_t>(hp.n_layer));
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    Layer& l = layers_[static_cast<size_t>(il)];
+    l.attn_norm = loader.vector(layer_tensor(il, "attn_norm"), hp.n_embd);
+    if (options_.recurrent[static_cast<size_t>(il)]) {
+      GatedDeltaNetWeights& g = l.gdn;
+      g.qkv = loader.matrix(layer_tensor(il, "attn_qkv"), hp.n_embd, conv_dim);
+      g.gate = loader.matrix(layer_tensor(il, "attn_gate"), hp.n_embd, v_dim);
+      g.beta = loader.matrix(layer_tensor(il, "ssm_beta"), hp.n_embd, p.n_v_heads);
+      g.alpha = loader.matrix(layer_tensor(il, "ssm_alpha"), hp.n_embd, p.n_v_heads);
+      // GGUF {kernel, conv_dim}: channel c's taps are consecutive; stored [tap][channel] here so
+      // the convolution runs along channels.
+      const float* conv = loader.floats(layer_tensor(il, "ssm_conv1d"), {p.conv_kernel, conv_dim});
+      l.conv.resize(static_cast<size_t>(p.conv_kernel * conv_dim));
+      for (int64_t c = 0; c < conv_dim; ++c) {
+        for (int64_t j = 0; j < p.conv_kernel; ++j)
+          l.conv[static_cast<size_t>(j * conv_dim + c)] = conv[c * p.conv_kernel + j];
+      }
+      g.conv = l.conv.data();
+      g.dt_bias = loader.vector(layer_name(il, "ssm_dt.bias"), p.n_v_heads);
+      g.a_neg = loader.vector(layer_name(il, "ssm_a"), p.n_v_heads);
+      g.norm = loader.vector(layer_tensor(il, "ssm_norm"), p.d_v);
+      g.out = loader.matrix(layer_tensor(il, "ssm_out"), v_dim, hp.n_embd);
+      l.state_offset = state_floats_;
+      state_floats_ += p.conv_state_floats() + p.ssm_state_floats();
+    } else {
+      l.attn = declare_attention(loader, hp, il, /*with_qk_norm=*/true, /*gated_q=*/true);
+    }
+    l.post_norm = loader.vector(layer_tensor(il, "post_attention_norm"), hp.n_embd);
+    l.moe = declare_moe_ffn(loader, hp, il);
+    if (options_.n_ff_shexp > 0) {
+      const int64_t f = options_.n_ff_shexp;
+      l.moe.shared = {loader.matrix(layer_tensor(il, "ffn_gate_shexp"), hp.n_embd, f),
+                      loader.matrix(layer_tensor(il, "ffn_up_shexp"), hp.n_embd, f),
+                      loader.matrix(layer_tensor(il, "ffn_down_shexp"), f, hp.n_embd)};
+      l.moe.shared_gate = loader.optional_vector(layer_tensor(il, "ffn_gate_inp_shexp"), hp.n_embd);
+    }
+  }
+  int64_t skipped = 0;
+  for (const std::string& name : loader.unused()) {
+    const std::optional<int> layer = tensor_layer(name);
+    if (layer && *layer >= hp.n_layer && *layer < hp.n_layer + options_.skipped_layers) {
+      ++skipped;  // the multi-token-prediction block: not used for plain decoding
+      continue;
+    }
+    log::warn("{}: tensor '{}' is not used by the {} architecture", file_.name(), name, hp.arch);
+  }
+  if (skipped > 0) {
+    log::info("{}: {} tensors of the multi-token-prediction block are not loaded", file_.name(),
+              skipped);
+  }
+}
+
+bool HybridDecoder::layer_has_kv(int64_t layer) const {
+  return layer < 0 || layer >= hparams_.n_layer || !options_.recurrent[static_cast<size_t>(layer)];
+}
+
+void HybridDecoder::group_by_sequence(const ForwardBatch& batch, std::span<float* const> states) {
+  const size_t n = layout_.sequence.size();
+  order_.resize(n);
+  std::iota(order_.begin(), order_.end(), 0);
+  std::stable_sort(order_.begin(), order_.end(), [&](int32_t a, int32_t b) {
+    return layout_.sequence[static_cast<size_t>(a)] < layout_.sequence[static_cast<size_t>(b)];
+  });
+  tokens_.resize(n);
+  sequence_.resize(n);
+  position_.resize(n);
+  std::vector<int32_t> row_of(n);
+  for (size_t i = 0; i < n; ++i) {
+    const auto from = static_cast<size_t>(order_[i]);
+    tokens_[i] = batch.tokens[from];
+    sequence_[i] = layout_.sequence[from];
+    position_[i] = layout_.position[from];
+    row_of[from] = static_cast<int32_t>(i);
+  }
+  logit_rows_.clear();
+  for (int32_t row : layout_.logit_rows) logit_rows_.push_back(row_of[static_cast<size_t>(row)]);
+  runs_.clear();
+  for (size_t i = 0; i < n; ++i) {
+    if (i == 0 || sequence_[i] != sequence_[i - 1]) {
+      runs_.push_back({sequence_[i], static_cast<int64_t>(i), 0});
+    }
+    runs_.back().count++;
+  }
+  for (const SequenceRun& run : runs_) {
+    const float* state = states[static_cast<size_t>(run.sequence)];
+    const auto consumed = static_cast<int64_t>(state[0]);
+    const int64_t first = position_[static_cast<size_t>(run.begin)];
+    STRATA_CHECK(consumed == first,
+                 "sequence {}: its recurrent state has consumed {} tokens, but the batch continues "
+                 "it at position {} (a hybrid model's state cannot be rewound: restore a snapshot "
+                 "taken at that position)",
+                 run.sequence, consumed, first);
+  }
+}
+
+void HybridDecoder::forward(const ForwardBatch& batch, std::span<const SequenceKv> kv,
+                            float* logits, ThreadPool& pool, ForwardStats* stats) {
+  const ModelHParams& hp = hparams_;
+  layout_.build(batch, kv, hp.n_layer);
+  STRATA_CHECK(batch.recurrent.size() == kv.size(),
+               "{} keeps recurrent state: the batch has {} state buffers for {} sequences", hp.arch,
+               batch.recurrent.size(), kv.size());
+  for (size_t s = 0; s < batch.recurrent.size(); ++s) {
+    STRATA_CHECK(batch.recurrent[s] != nullptr, "sequence {} has no recurrent state buffer", s);
+  }
+  group_by_sequence(batch, batch.recurrent);
+
+  const int64_t n = static_cast<int64_t>(tokens_.size());
+  const size_t size = static_cast<size_t>(n * hp.n_embd);
+  x_.resize(size);
+  normed_.resize(size);
+  delta_.resize(size);
+  {
+    STRATA_PROFILE("embedding");
+    embed_tokens(token_embd_, tokens_, x_.data());
+  }
+
+  AttentionParams attn_params = attention_params(hp, rope_);
+  attn_params.output_gate = true;
+  MoeParams moe = moe_params(hp);
+  if (stats) moe.distinct_experts = &stats->distinct_experts;
+  const bool count_experts =
+      stats && static_cast<int64_t>(stats->expert_counts.size()) == hp.n_layer * hp.n_expert;
+  const GatedDeltaNetParams& p = options_.gdn;
+
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    const Layer& l = layers_[static_cast<size_t>(il)];
+    norm_rows(x_.data(), l.attn_norm, n);
+    if (options_.recurrent[static_cast<size_t>(il)]) {
+      layer_runs_.clear();
+      for (const SequenceRun& run : runs_) {
+        float* state = batch.recurrent[static_cast<size_t>(run.sequence)] + l.state_offset;
+        layer_runs_.push_back({run.begin, run.count, state, state + p.conv_state_floats()});
+      }
+      gated_delta_net_block(l.gdn, p, normed_.data(), n, layer_runs_, delta_.data(), pool);
+    } else {
+      layer_caches_.clear();
+      for (const SequenceKv& sequence_kv : kv) layer_caches_.push_back(sequence_kv[il]);
+      const TokenPlacement at{sequence_, position_, layer_caches_};
+      attention_block(l.attn, attn_params, normed_.data(), n, at, delta_.data(), pool);
+    }
+    add_residual(x_.data(), delta_.data(), static_cast<int64_t>(size));
+
+    norm_rows(x_.data(), l.post_norm, n);
+    moe.selection_counts = count_experts ? &stats->expert_counts[il * hp.n_expert] : nullptr;
+    moe_ffn_block(l.moe, moe, normed_.data(), n, delta_.data(), pool);
+    add_residual(x_.data(), delta_.data(), static_cast<int64_t>(size));
+  }
+  for (const SequenceRun& run : runs_) {
+    float* state = batch.recurrent[static_cast<size_t>(run.sequence)];
+    state[0] = static_cast<float>(static_cast<int64_t>(state[0]) + run.count);
+  }
+  STRATA_PROFILE("output head");
+  output_head(output_, output_norm_, hp.rms_eps, x_.data(), logit_rows_, logits, pool);
+}
+
+void HybridDecoder::norm_rows(const float* x, const float* weight, int64_t n) {
+  STRATA_PROFILE("norms");
+  rms_norm_rows(x, weight, normed_.data(), n, hparams_.n_embd, hparams_.rms_eps);
+}
+
+int64_t HybridDecoder::dense_bytes_per_token() const {
+  const ModelHParams& hp = hparams_;
+  const GatedDeltaNetParams& p = options_.gdn;
+  int64_t total = output_.bytes() + token_embd_.row_bytes + hp.n_embd * 4;
+  for (const Layer& l : layers_) {
+    total += matrix_bytes({&l.attn.wq, &l.attn.wk, &l.attn.wv, &l.attn.wo, &l.gdn.qkv, &l.gdn.gate,
+                           &l.gdn.beta, &l.gdn.alpha, &l.gdn.out, &l.moe.router, &l.moe.shared.gate,
+                           &l.moe.shared.up, &l.moe.shared.down});
+    total += 2 * hp.n_embd * 4;  // norms
+    if (l.moe.shared_gate) total += hp.n_embd * 4;
+    if (l.gdn.qkv.data)
+      total += static_cast<int64_t>(l.conv.size()) * 4 + (2 * p.n_v_heads + p.d_v) * 4;
+  }
+  return total;
+}
+
+int64_t HybridDecoder::expert_bytes() const {
+  if (layers_.empty()) return 0;
+  const Layer& l = layers_.front();
+  return matrix_bytes({&l.moe.gate_exps, &l.moe.up_exps, &l.moe.down_exps}) / hparams_.n_expert;
+}
+
+int64_t HybridDecoder::recurrent_bytes_per_token() const {
+  return 2 * 4 * (state_floats_ - kHeader);  // every layer's conv state and S, read and written
+}
+
+}  // namespace strata

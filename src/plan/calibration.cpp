@@ -1,0 +1,470 @@
+#include "plan/calibration.h"
+
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "ops/activations.h"
+#include "ops/attention.h"
+#include "ops/matmul.h"
+#include "ops/rms_norm.h"
+#include "ops/rope.h"
+#include "quant/quant.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "util/thread_pool.h"
+
+namespace strata::plan {
+namespace {
+
+// Bumped when what is measured changes, so older cache entries are measured again.
+constexpr int kCalibrationVersion = 2;
+constexpr int64_t kCols = 2048;     // row length of the GEMV and dense GEMM matrices
+constexpr int64_t kTileRows = 61;   // quantized rows tiled over the buffer (a prime: pages differ)
+constexpr int64_t kGemmRows = 256;  // activation rows of the dense prefill GEMM
+constexpr int64_t kExpertRows = 768;   // expert-shaped matrix: 768 x 2048
+constexpr int64_t kExpertTokens = 32;  // 512 tokens x 8 used / 128 experts
+constexpr int64_t kSmallGemvBytes = int64_t{1} << 20;
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Seconds per call of fn, calling it until at least `min_seconds` and `min_calls` have passed.
+// Calls are summed, not filtered (no best-of or median): `strata bench` reports means, and on a
+// shared machine the calibration then sees the same kind of interference (a pool thread
+// preempted) the benchmark does, averaged over a window long enough to smooth it.
+template <typename Fn>
+double seconds_per_call(Fn&& fn, double min_seconds, int min_calls) {
+  int calls = 0;
+  const auto start = Clock::now();
+  double elapsed = 0;
+  while (calls < min_calls || elapsed < min_seconds) {
+    fn();
+    ++calls;
+    elapsed = seconds_since(start);
+  }
+  return elapsed / calls;
+}
+
+std::string today() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::localtime_r(&now, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+struct FreeDeleter {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+using Buffer = std::unique_ptr<uint8_t, FreeDeleter>;
+
+Buffer allocate(int64_t bytes) {
+  void* raw = nullptr;
+  STRATA_CHECK(::posix_memalign(&raw, 4096, static_cast<size_t>(bytes)) == 0,
+               "calibration: cannot allocate {} bytes", bytes);
+  // Model weights are mmap-ed file pages (4 KiB pages); keep the TLB behaviour the same.
+  ::madvise(raw, static_cast<size_t>(bytes), MADV_NOHUGEPAGE);
+  return Buffer(static_cast<uint8_t*>(raw));
+}
+
+std::vector<float> random_floats(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+// Fills `bytes` of `buffer` with rows of `type` (kCols values each): kTileRows rows quantized from
+// random values, repeated. Returns the number of whole rows.
+int64_t fill_rows(uint8_t* buffer, int64_t bytes, GgmlType type) {
+  const quant::TypeTraits& t = quant::traits(type);
+  const int64_t row_bytes = quant::row_bytes(type, kCols);
+  const std::vector<float> values = random_floats(kTileRows * kCols, 7);
+  std::vector<uint8_t> tile(static_cast<size_t>(kTileRows * row_bytes));
+  for (int64_t r = 0; r < kTileRows; ++r) {
+    t.kernels.quantize_row(values.data() + r * kCols, tile.data() + r * row_bytes, kCols);
+  }
+  const int64_t rows = bytes / row_bytes;
+  for (int64_t r = 0; r < rows; r += kTileRows) {
+    const int64_t n = std::min(kTileRows, rows - r);
+    std::memcpy(buffer + r * row_bytes, tile.data(), static_cast<size_t>(n * row_bytes));
+  }
+  return rows;
+}
+
+ops::QuantizedRows activations(GgmlType weight_type, int64_t rows, int64_t cols) {
+  const std::vector<float> x = random_floats(rows * cols, 11);
+  ops::QuantizedRows a;
+  a.quantize(x.data(), rows, cols, cols, quant::traits(weight_type).activation_type);
+  return a;
+}
+
+struct StreamResult {
+  double gemv_gbps = 0;
+  double gemv_fixed_us = 0;
+};
+
+// Decode: one activation row against the whole buffer, then (optionally) ~1 MiB matrices taken
+// one after another from the buffer, each read cold.
+StreamResult measure_gemv(uint8_t* buffer, int64_t rows, GgmlType type, ThreadPool& pool,
+                          bool small_matrices, double window) {
+  const int64_t row_bytes = quant::row_bytes(type, kCols);
+  const ops::WeightMatrix w{type, buffer, kCols, rows, row_bytes};
+  const ops::QuantizedRows a = activations(type, 1, kCols);
+  std::vector<float> out(static_cast<size_t>(rows));
+  ops::matmul(w, a, out.data(), rows, pool);  // warm-up
+  StreamResult r;
+  r.gemv_gbps = static_cast<double>(w.bytes()) /
+                seconds_per_call([&] { ops::matmul(w, a, out.data(), rows, pool); }, window, 3) /
+                1e9;
+  if (!small_matrices) return r;
+  const int64_t small_rows = std::max<int64_t>(1, kSmallGemvBytes / row_bytes);
+  const int64_t n_small = std::max<int64_t>(1, rows / small_rows);
+  int64_t next = 0;
+  const double per_call = seconds_per_call(
+      [&] {
+        ops::matmul(w.slice(next * small_rows, std::min(small_rows, rows)), a, out.data(),
+                    small_rows, pool);
+        next = (next + 1) % n_small;
+      },
+      window, 20);
+  const double stream_s = static_cast<double>(small_rows * row_bytes) / (r.gemv_gbps * 1e9);
+  r.gemv_fixed_us = std::max(0.0, (per_call - stream_s) * 1e6);
+  return r;
+}
+
+// Prefill: `tokens` activation rows against `w_rows` x `cols` slices taken one after another from
+// the buffer (weights come from RAM, as a layer's do). Multiply-accumulates per second / 1e9.
+double measure_gemm(uint8_t* buffer, int64_t buffer_bytes, GgmlType type, int64_t w_rows,
+                    int64_t cols, int64_t tokens, ThreadPool& pool, double window) {
+  const int64_t row_bytes = quant::row_bytes(type, cols);
+  const int64_t rows_in_buffer = buffer_bytes / row_bytes;
+  STRATA_CHECK(rows_in_buffer >= w_rows, "calibration buffer too small");
+  const ops::QuantizedRows a = activations(type, tokens, cols);
+  std::vector<float> out(static_cast<size_t>(tokens * w_rows));
+  int64_t next = 0;
+  auto one = [&] {
+    if (next + w_rows > rows_in_buffer) next = 0;
+    const ops::WeightMatrix w{type, buffer + next * row_bytes, cols, w_rows, row_bytes};
+    next += w_rows;
+    ops::matmul(w, a, out.data(), w_rows, pool);
+  };
+  one();  // warm-up
+  const double macs = static_cast<double>(w_rows) * static_cast<double>(cols) * tokens;
+  return macs / seconds_per_call(one, window, 2) / 1e9;
+}
+
+double measure_dispatch_us(ThreadPool& pool, double window) {
+  const int64_t tasks = pool.size();
+  std::atomic<int64_t> sink{0};
+  const ThreadPool::TaskFn fn = [&](int64_t t, int) {
+    sink.fetch_add(t, std::memory_order_relaxed);
+  };
+  for (int i = 0; i < 100; ++i) pool.run(tasks, fn);
+  return seconds_per_call([&] { pool.run(tasks, fn); }, window, 1000) * 1e6;
+}
+
+// The small single-threaded ops over 2048 values on the calling thread, ns per value each.
+SerialCosts measure_serial_ns(double window) {
+  const int64_t n = kCols;
+  std::vector<float> x = random_floats(n, 3), y = random_floats(n, 5), w = random_floats(n, 9);
+  std::vector<uint8_t> q(static_cast<size_t>(quant::row_bytes(GgmlType::Q8_K, n)));
+  const quant::QuantizeRowFn quantize = quant::traits(GgmlType::Q8_K).kernels.quantize_row;
+  std::vector<float> out(static_cast<size_t>(n));
+  const ops::Rope rope(ops::RopeStyle::neox, 128, 128, 1e6f);
+  int64_t pos = 0;
+  auto time_ns = [&](auto&& op) {
+    for (int i = 0; i < 20; ++i) op();
+    return seconds_per_call(op, window, 200) * 1e9 / static_cast<double>(n);
+  };
+  SerialCosts c;
+  c.norm_ns = time_ns([&] { ops::rms_norm(x.data(), w.data(), out.data(), n, 1e-6f); });
+  c.quantize_ns = time_ns([&] { quantize(x.data(), q.data(), n); });
+  c.swiglu_ns = time_ns([&] { ops::swiglu(x.data(), y.data(), out.data(), n); });
+  c.axpy_ns = time_ns([&] { ops::axpy(0.5f, x.data(), out.data(), n); });
+  c.rope_ns = time_ns([&] {
+    std::copy(x.begin(), x.end(), out.begin());
+    rope.apply_heads(out.data(), n / 128, pos);
+    pos = (pos + 37) % 4096;
+  });
+  return c;
+}
+
+// Attention of a 512-token prompt over itself as prefill runs it (ops::attend_group per token and
+// KV head, token t over t + 1 positions), on one thread, in Qwen3-30B-A3B's geometry: f16 cache,
+// 4 KV heads interleaved per position, head_dim 128; with 8 and with 1 query heads per KV head:
+// t(g) = positions x head_dim x (kv + g x head).
+std::pair<double, double> measure_attention_ns() {
+  constexpr int64_t kTokens = 512, kKvHeads = 4, kDim = 128, kGroup = 8;
+  const int64_t row_bytes = quant::row_bytes(GgmlType::F16, kDim);
+  const int64_t bytes = kTokens * kKvHeads * row_bytes;
+  std::vector<uint8_t> k(static_cast<size_t>(bytes)), v(static_cast<size_t>(bytes));
+  const std::vector<float> values = random_floats(kTokens * kKvHeads * kDim, 13);
+  const quant::QuantizeRowFn to_f16 = quant::traits(GgmlType::F16).kernels.quantize_row;
+  for (int64_t r = 0; r < kTokens * kKvHeads; ++r) {
+    to_f16(values.data() + r * kDim, k.data() + r * row_bytes, kDim);
+    to_f16(values.data() + r * kDim, v.data() + r * row_bytes, kDim);
+  }
+  ops::KvLayerView view;
+  view.type = GgmlType::F16;
+  view.k = k.data();
+  view.v = v.data();
+  view.n_kv_heads = kKvHeads;
+  view.head_dim = kDim;
+  view.head_row_bytes = row_bytes;
+  const std::vector<float> q = random_floats(kGroup * kDim, 17);
+  std::vector<float> out(static_cast<size_t>(kGroup * kDim));
+  auto time_group = [&](int64_t g) {
+    for (int64_t h = 0; h < kKvHeads; ++h)
+      ops::attend_group(view, h, q.data(), g, kTokens, 0.088f, out.data());  // warm-up
+    const auto start = Clock::now();
+    for (int64_t t = 0; t < kTokens; ++t) {
+      for (int64_t h = 0; h < kKvHeads; ++h)
+        ops::attend_group(view, h, q.data(), g, t + 1, 0.088f, out.data());
+    }
+    const double work = kKvHeads * (kTokens * (kTokens + 1) / 2.0) * kDim;
+    return seconds_since(start) * 1e9 / work;
+  };
+  const double t1 = time_group(1), t8 = time_group(kGroup);
+  // Noise can make the difference tiny or negative; keep both parts positive.
+  const double head = std::max((t8 - t1) / (kGroup - 1), 0.05 * t8 / kGroup);
+  const double kv = std::max(t1 - head, 0.05 * t1);
+  return {kv, head};
+}
+
+nlohmann::json to_json(const CpuCalibration& c) {
+  nlohmann::json types = nlohmann::json::object();
+  for (const auto& t : c.types) {
+    types[std::string(ggml_type_name(t.type))] = {{"gemv_gbps", t.gemv_gbps},
+                                                  {"gemm_gmacs", t.gemm_gmacs},
+                                                  {"expert_gemm_gmacs", t.expert_gemm_gmacs}};
+  }
+  return {{"version", kCalibrationVersion},
+          {"cpu_model", c.cpu_model},
+          {"threads", c.threads},
+          {"date", c.date},
+          {"build", c.build},
+          {"dispatch_us", c.dispatch_us},
+          {"gemv_fixed_us", c.gemv_fixed_us},
+          {"serial_ns",
+           {{"norm", c.serial.norm_ns},
+            {"quantize", c.serial.quantize_ns},
+            {"swiglu", c.serial.swiglu_ns},
+            {"axpy", c.serial.axpy_ns},
+            {"rope", c.serial.rope_ns}}},
+          {"attention_kv_ns", c.attention_kv_ns},
+          {"attention_head_ns", c.attention_head_ns},
+          {"types", types}};
+}
+
+CpuCalibration from_json(const nlohmann::json& j) {
+  CpuCalibration c;
+  c.cpu_model = j.at("cpu_model").get<std::string>();
+  c.threads = j.at("threads").get<int>();
+  c.date = j.at("date").get<std::string>();
+  c.build = j.at("build").get<std::string>();
+  c.dispatch_us = j.at("dispatch_us").get<double>();
+  c.gemv_fixed_us = j.at("gemv_fixed_us").get<double>();
+  const auto& serial = j.at("serial_ns");
+  c.serial.norm_ns = serial.at("norm").get<double>();
+  c.serial.quantize_ns = serial.at("quantize").get<double>();
+  c.serial.swiglu_ns = serial.at("swiglu").get<double>();
+  c.serial.axpy_ns = serial.at("axpy").get<double>();
+  c.serial.rope_ns = serial.at("rope").get<double>();
+  c.attention_kv_ns = j.at("attention_kv_ns").get<double>();
+  c.attention_head_ns = j.at("attention_head_ns").get<double>();
+  for (const auto& [name, v] : j.at("types").items()) {
+    const auto type = ggml_type_from_name(name);
+    if (!type) continue;
+    c.types.push_back({*type, v.at("gemv_gbps").get<double>(), v.at("gemm_gmacs").get<double>(),
+                       v.at("expert_gemm_gmacs").get<double>()});
+  }
+  return c;
+}
+
+std::vector<GgmlType> with_f32(std::vector<GgmlType> types) {
+  types.push_back(GgmlType::F32);  // routers
+  std::sort(types.begin(), types.end());
+  types.erase(std::unique(types.begin(), types.end()), types.end());
+  std::erase_if(types, [](GgmlType t) { return !quant::is_supported(t); });
+  return types;
+}
+
+}  // namespace
+
+const TypeCalibration* CpuCalibration::find(GgmlType type) const {
+  for (const auto& t : types) {
+    if (t.type == type) return &t;
+  }
+  return nullptr;
+}
+
+std::string build_identity() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "unknown";
+  struct stat st {};
+  if (::stat(exe.c_str(), &st) != 0) return exe.string();
+  return fmt::format("{} {} {}", exe.string(), static_cast<int64_t>(st.st_size),
+                     static_cast<int64_t>(st.st_mtime));
+}
+
+GgmlType type_for_bits_per_weight(double bpw) {
+  const std::pair<GgmlType, double> types[] = {{GgmlType::Q2_K, 2.625},  {GgmlType::Q3_K, 3.4375},
+                                               {GgmlType::IQ4_XS, 4.25}, {GgmlType::Q4_K, 4.5},
+                                               {GgmlType::Q5_K, 5.5},    {GgmlType::Q6_K, 6.5625},
+                                               {GgmlType::Q8_0, 8.5}};
+  GgmlType best = GgmlType::Q4_K;
+  double best_d = 1e9;
+  for (const auto& [t, b] : types) {
+    if (std::abs(b - bpw) < best_d) {
+      best_d = std::abs(b - bpw);
+      best = t;
+    }
+  }
+  return best;
+}
+
+CpuCalibration calibrate_cpu(const CalibrationOptions& options) {
+  STRATA_CHECK(options.threads > 0 && options.threads <= 4096,
+               "calibration: expected 1..4096 threads, found {}", options.threads);
+  const auto start = Clock::now();
+  CpuCalibration c;
+  c.threads = options.threads;
+  c.date = today();
+  c.build = build_identity();
+  c.source = "measured " + c.date;
+  ThreadPool pool(options.threads);
+  const double window = options.window_seconds;
+  c.dispatch_us = measure_dispatch_us(pool, 0.2 * window);
+  c.serial = measure_serial_ns(0.1 * window);
+  std::tie(c.attention_kv_ns, c.attention_head_ns) = measure_attention_ns();
+
+  const std::vector<GgmlType> types = with_f32(options.types);
+  // At least one 2048 x 2048 f32 matrix (the dense GEMM shape).
+  const int64_t bytes = std::max<int64_t>(options.stream_bytes, kCols * kCols * 4);
+  Buffer buffer = allocate(bytes);
+  bool fixed_measured = false;
+  for (GgmlType type : types) {
+    const int64_t rows = fill_rows(buffer.get(), bytes, type);
+    // The per-dispatch overhead once, on the first quantized type (it does not depend on it).
+    const bool small = !fixed_measured && (type != GgmlType::F32 || types.size() == 1);
+    const StreamResult s = measure_gemv(buffer.get(), rows, type, pool, small, window);
+    if (small) {
+      c.gemv_fixed_us = s.gemv_fixed_us;
+      fixed_measured = true;
+    }
+    TypeCalibration t;
+    t.type = type;
+    t.gemv_gbps = s.gemv_gbps;
+    const int64_t used = rows * quant::row_bytes(type, kCols);
+    t.gemm_gmacs = measure_gemm(buffer.get(), used, type, kCols, kCols, kGemmRows, pool, window);
+    t.expert_gemm_gmacs =
+        measure_gemm(buffer.get(), used, type, kExpertRows, kCols, kExpertTokens, pool, window);
+    c.types.push_back(t);
+  }
+  c.seconds = seconds_since(start);
+  return c;
+}
+
+CpuCalibration cached_cpu_calibration(const std::string& cache_path, const std::string& cpu_model,
+                                      const CalibrationOptions& options, bool remeasure) {
+  nlohmann::json cache = nlohmann::json::object();
+  {
+    std::ifstream in(cache_path);
+    if (in) {
+      try {
+        cache = nlohmann::json::parse(in);
+        if (!cache.is_object()) cache = nlohmann::json::object();
+      } catch (const std::exception& e) {
+        log::warn("ignoring unreadable hardware cache {}: {}", cache_path, e.what());
+        cache = nlohmann::json::object();
+      }
+    }
+  }
+  const std::string build = build_identity();
+  nlohmann::json& entries = cache["cpu_calibrations"];
+  if (!entries.is_array()) entries = nlohmann::json::array();
+  auto matches = [&](const nlohmann::json& e) {
+    return e.is_object() && e.value("version", 0) == kCalibrationVersion &&
+           e.value("cpu_model", "") == cpu_model && e.value("threads", 0) == options.threads &&
+           e.value("build", "") == build;
+  };
+  const std::vector<GgmlType> wanted = with_f32(options.types);
+  std::optional<CpuCalibration> cached;
+  if (!remeasure) {
+    for (const auto& e : entries) {
+      if (!matches(e)) continue;
+      try {
+        cached = from_json(e);
+      } catch (const std::exception& ex) {
+        log::warn("ignoring an unreadable calibration in {}: {}", cache_path, ex.what());
+      }
+      break;
+    }
+  }
+  CpuCalibration result;
+  if (cached) {
+    std::vector<GgmlType> missing;
+    for (GgmlType t : wanted) {
+      if (!cached->find(t)) missing.push_back(t);
+    }
+    if (missing.empty()) {
+      cached->source = "cached, measured " + cached->date;
+      return *cached;
+    }
+    CalibrationOptions more = options;
+    more.types = missing;
+    log::info("calibrating the CPU cost model for {} more weight type(s), {} threads",
+              missing.size(), options.threads);
+    const CpuCalibration extra = calibrate_cpu(more);
+    result = *cached;
+    for (const auto& t : extra.types) {
+      if (!result.find(t.type)) result.types.push_back(t);
+    }
+    result.seconds = extra.seconds;
+    result.source = "cached, measured " + result.date + " (types added " + extra.date + ")";
+  } else {
+    log::info("calibrating the CPU cost model with {} threads (micro-benchmarks, a few seconds)",
+              options.threads);
+    result = calibrate_cpu(options);
+  }
+  result.cpu_model = cpu_model;
+  nlohmann::json kept = nlohmann::json::array();
+  for (const auto& e : entries) {
+    if (e.is_object() &&
+        !(e.value("cpu_model", "") == cpu_model && e.value("threads", 0) == options.threads))
+      kept.push_back(e);
+  }
+  kept.push_back(to_json(result));
+  entries = std::move(kept);
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(cache_path).parent_path(), ec);
+  std::ofstream out(cache_path);
+  if (out) {
+    out << cache.dump(2) << "\n";
+  } else {
+    log::warn("cannot write the hardware cache {}", cache_path);
+  }
+  return result;
+}
+
+}  // namespace strata::plan

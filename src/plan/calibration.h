@@ -1,0 +1,92 @@
+#pragma once
+// Calibration of the CPU cost model on this machine: short micro-benchmarks of strata's own
+// kernels (ops::matmul, attention, the small per-token ops) and of the ThreadPool, at the thread
+// count a plan is made for. The numbers follow whatever kernels the build has; they are cached
+// next to the RAM bandwidth measurement (hardware.json) per CPU model, thread count and build.
+//
+// What is measured, and what each number means to the cost model (cost_model.cpp):
+//   gemv_gbps          decode: GB/s of weight bytes one GEMV (one activation row) streams from a
+//                      matrix far larger than the caches (rows of 2048), per weight type;
+//   gemv_fixed_us      decode: the extra time of one GEMV dispatch beyond its bytes at that rate,
+//                      from ~1 MiB matrices read cold (pool wake-up, prefetch ramp, tail);
+//   dispatch_us        one ThreadPool::run round trip with nothing to do;
+//   serial             the small single-threaded ops (RMS norm, activation quantization, SwiGLU,
+//                      weighted sum, RoPE), ns per value each op touches;
+//   gemm_gmacs         prefill: multiply-accumulates per second of a 2048 x 2048 matrix with 256
+//                      activation rows, per weight type (weights cycled through RAM);
+//   expert_gemm_gmacs  prefill: the same for an expert-shaped 768 x 2048 matrix with 32 rows
+//                      (512 tokens x 8 of 128 experts);
+//   attention_*_ns     attention over cached positions (ops::attend_group, f16 cache): per
+//                      position and element of the head, once per KV head (decoding K and V) and
+//                      once per query head (scores and weighted values).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gguf/ggml_type.h"
+
+namespace strata::plan {
+
+struct TypeCalibration {
+  GgmlType type = GgmlType::F32;
+  double gemv_gbps = 0;
+  double gemm_gmacs = 0;
+  double expert_gemm_gmacs = 0;
+};
+
+// The small single-threaded ops, ns per value: RMS norm, activation quantization (Q8_K), SwiGLU,
+// y += a x (residual adds and the experts' weighted sum), RoPE (including the copy in).
+struct SerialCosts {
+  double norm_ns = 0;
+  double quantize_ns = 0;
+  double swiglu_ns = 0;
+  double axpy_ns = 0;
+  double rope_ns = 0;
+};
+
+struct CpuCalibration {
+  std::string cpu_model;
+  int threads = 0;
+  std::string date;    // YYYY-MM-DD of the measurement
+  std::string build;   // identity of the binary whose kernels were measured
+  std::string source;  // "measured 2026-11-29" or "cached, measured 2026-11-29"
+  double dispatch_us = 0;
+  double gemv_fixed_us = 0;
+  SerialCosts serial;
+  double attention_kv_ns = 0;    // per position, per KV head, per element of head_dim
+  double attention_head_ns = 0;  // per position, per query head, per element of head_dim
+  std::vector<TypeCalibration> types;
+  double seconds = 0;  // wall time the measurements took (this run)
+
+  // The rates of `type`; null when it was not measured.
+  const TypeCalibration* find(GgmlType type) const;
+};
+
+struct CalibrationOptions {
+  int threads = 1;                            // (in ProbeOptions: 0 = the physical cores)
+  std::vector<GgmlType> types;                // weight types to measure (F32 is always added)
+  int64_t stream_bytes = int64_t{256} << 20;  // GEMV matrix: far larger than the caches
+  // Each rate is timed over at least this long (repetitions summed), to average the load of a
+  // shared machine; the whole calibration takes ~(0.5 + 3 x types) windows plus filling buffers.
+  double window_seconds = 0.15;
+};
+
+// Runs the micro-benchmarks (about 0.6 s per weight type with the default window, plus ~0.2 s).
+CpuCalibration calibrate_cpu(const CalibrationOptions& options);
+
+// The cached calibration for this CPU model, thread count and build, with any missing types
+// measured and added; everything measured again when `remeasure`. `cache_path` is the
+// hardware.json the RAM bandwidth probe uses.
+CpuCalibration cached_cpu_calibration(const std::string& cache_path, const std::string& cpu_model,
+                                      const CalibrationOptions& options, bool remeasure);
+
+// The quantized type a preset's uniform bits per weight stands for (nearest bits per weight among
+// Q2_K, Q3_K, IQ4_XS, Q4_K, Q5_K, Q6_K, Q8_0).
+GgmlType type_for_bits_per_weight(double bits_per_weight);
+
+// An identity of the running binary (path, size, modification time): a rebuilt binary may have
+// other kernels, so its calibration is not reused.
+std::string build_identity();
+
+}  // namespace strata::plan

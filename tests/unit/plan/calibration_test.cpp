@@ -1,0 +1,223 @@
+// CPU calibration: the micro-benchmarks give positive finite numbers and are cached per CPU model
+// and thread count; the calibrated cost model's arithmetic on a tiny oracle model.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+
+#include "gguf/gguf_file.h"
+#include "plan/calibration.h"
+#include "plan/cost_model.h"
+#include "plan/hardware.h"
+#include "plan/inventory.h"
+#include "plan/placement.h"
+#include "support/test_support.h"
+
+namespace strata::plan {
+namespace {
+
+bool positive_finite(double x) {
+  return std::isfinite(x) && x > 0;
+}
+
+// Small and quick: no assertion on speed, only on the shape of the results.
+CalibrationOptions quick(std::vector<GgmlType> types) {
+  CalibrationOptions o;
+  o.threads = 2;
+  o.types = std::move(types);
+  o.stream_bytes = int64_t{12} << 20;
+  o.window_seconds = 0.002;
+  return o;
+}
+
+void expect_valid(const CpuCalibration& c) {
+  EXPECT_TRUE(positive_finite(c.dispatch_us));
+  EXPECT_TRUE(std::isfinite(c.gemv_fixed_us) && c.gemv_fixed_us >= 0);
+  for (double v : {c.serial.norm_ns, c.serial.quantize_ns, c.serial.swiglu_ns, c.serial.axpy_ns,
+                   c.serial.rope_ns, c.attention_kv_ns, c.attention_head_ns}) {
+    EXPECT_TRUE(positive_finite(v)) << v;
+  }
+  for (const auto& t : c.types) {
+    EXPECT_TRUE(positive_finite(t.gemv_gbps)) << ggml_type_name(t.type);
+    EXPECT_TRUE(positive_finite(t.gemm_gmacs)) << ggml_type_name(t.type);
+    EXPECT_TRUE(positive_finite(t.expert_gemm_gmacs)) << ggml_type_name(t.type);
+  }
+}
+
+TEST(Calibration, MeasuresPositiveFiniteRatesForEveryTypeAndF32) {
+  const CpuCalibration c = calibrate_cpu(quick({GgmlType::Q4_K, GgmlType::Q8_0}));
+  EXPECT_EQ(c.threads, 2);
+  ASSERT_EQ(c.types.size(), 3u);  // F32 (routers) is always measured
+  EXPECT_NE(c.find(GgmlType::F32), nullptr);
+  EXPECT_NE(c.find(GgmlType::Q4_K), nullptr);
+  EXPECT_NE(c.find(GgmlType::Q8_0), nullptr);
+  EXPECT_EQ(c.find(GgmlType::Q6_K), nullptr);
+  EXPECT_FALSE(c.date.empty());
+  expect_valid(c);
+}
+
+TEST(Calibration, IsCachedPerCpuModelAndThreadsAndExtendedWithMissingTypes) {
+  const std::string path = (test::temp_dir() / "cache" / "hardware.json").string();
+  const CpuCalibration first =
+      cached_cpu_calibration(path, "Test CPU", quick({GgmlType::Q4_K}), false);
+  EXPECT_EQ(first.source.rfind("measured", 0), 0u) << first.source;
+  ASSERT_TRUE(std::filesystem::exists(path));
+  expect_valid(first);
+
+  // Reused as it was.
+  const CpuCalibration again =
+      cached_cpu_calibration(path, "Test CPU", quick({GgmlType::Q4_K}), false);
+  EXPECT_EQ(again.source.rfind("cached", 0), 0u) << again.source;
+  EXPECT_EQ(again.dispatch_us, first.dispatch_us);
+  EXPECT_EQ(again.find(GgmlType::Q4_K)->gemv_gbps, first.find(GgmlType::Q4_K)->gemv_gbps);
+
+  // A type not yet measured is measured and added; the cached ones stay.
+  const CpuCalibration more =
+      cached_cpu_calibration(path, "Test CPU", quick({GgmlType::Q4_K, GgmlType::Q6_K}), false);
+  ASSERT_NE(more.find(GgmlType::Q6_K), nullptr);
+  EXPECT_EQ(more.find(GgmlType::Q4_K)->gemv_gbps, first.find(GgmlType::Q4_K)->gemv_gbps);
+  expect_valid(more);
+
+  // Another thread count or CPU model is a separate entry; --remeasure measures again.
+  CalibrationOptions one = quick({GgmlType::Q4_K});
+  one.threads = 1;
+  EXPECT_EQ(cached_cpu_calibration(path, "Test CPU", one, false).source.rfind("measured", 0), 0u);
+  EXPECT_EQ(cached_cpu_calibration(path, "Test CPU", one, false).source.rfind("cached", 0), 0u);
+  EXPECT_EQ(cached_cpu_calibration(path, "Other CPU", one, false).source.rfind("measured", 0), 0u);
+  EXPECT_EQ(cached_cpu_calibration(path, "Test CPU", one, true).source.rfind("measured", 0), 0u);
+  EXPECT_EQ(cached_cpu_calibration(path, "Test CPU", quick({GgmlType::Q4_K}), false)
+                .source.rfind("cached", 0),
+            0u);
+}
+
+TEST(Calibration, ProbedMachineIsCalibratedInTheXdgCacheHypotheticalIsNot) {
+  const auto dir = test::temp_dir() / "xdg";
+  ::setenv("XDG_CACHE_HOME", dir.c_str(), 1);
+  HardwareOverrides probed;
+  probed.gpus = {"none"};
+  ProbeOptions probe;
+  probe.measure_bytes = int64_t{8} << 20;
+  probe.calibration = quick({GgmlType::Q4_K});
+  probe.calibration.threads = 1;
+  const HardwareProfile hw = make_hardware_profile(probed, probe);
+  ASSERT_TRUE(hw.cpu_calibration.has_value());
+  EXPECT_EQ(hw.threads, 1);
+  EXPECT_EQ(hw.cpu_calibration->threads, 1);
+  EXPECT_TRUE(std::filesystem::exists(dir / "strata" / "hardware.json"));
+  // The RAM bandwidth entry and the calibration share the file; both are reused.
+  const HardwareProfile again = make_hardware_profile(probed, probe);
+  EXPECT_EQ(again.ram_bandwidth_source.rfind("cached", 0), 0u) << again.ram_bandwidth_source;
+  EXPECT_EQ(again.cpu_calibration->source.rfind("cached", 0), 0u) << again.cpu_calibration->source;
+
+  HardwareOverrides hypothetical = probed;
+  hypothetical.ram = "32G:29.1";
+  hypothetical.cores = 6;
+  EXPECT_FALSE(make_hardware_profile(hypothetical, probe).cpu_calibration.has_value());
+  ::unsetenv("XDG_CACHE_HOME");
+}
+
+TEST(Calibration, BitsPerWeightPickTheNearestType) {
+  EXPECT_EQ(type_for_bits_per_weight(4.5), GgmlType::Q4_K);
+  EXPECT_EQ(type_for_bits_per_weight(4.3), GgmlType::IQ4_XS);
+  EXPECT_EQ(type_for_bits_per_weight(8.5), GgmlType::Q8_0);
+  EXPECT_EQ(type_for_bits_per_weight(3.6), GgmlType::Q3_K);
+}
+
+// Given calibration numbers, the cost model is plain arithmetic over the file's tensors.
+TEST(CalibratedCostModel, TinyOracleModelArithmetic) {
+  const GgufFile file =
+      GgufFile::open((test::oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string());
+  const ModelInventory inv = inventory_from_gguf(file);
+  // 2 layers, n_embd 256, 4 heads / 2 KV heads of 64, 8 experts (2 used) of 256.
+  ASSERT_EQ(inv.n_layer, 2);
+  ASSERT_EQ(inv.n_embd, 256);
+  ASSERT_EQ(inv.n_ff_exp, 256);
+
+  CpuCalibration cal;
+  cal.threads = 2;
+  cal.dispatch_us = 2;
+  cal.gemv_fixed_us = 5;
+  cal.serial = {1.0, 0.5, 2.0, 0.25, 3.0};  // norm, quantize, swiglu, axpy, rope (ns/value)
+  cal.attention_kv_ns = 0.2;
+  cal.attention_head_ns = 0.1;
+  // GB/s for decode, GMAC/s for prefill (dense, expert-shaped).
+  cal.types = {{GgmlType::F32, 10, 5, 5},     {GgmlType::F16, 12, 6, 6},
+               {GgmlType::Q4_K, 20, 100, 80}, {GgmlType::Q5_K, 18, 90, 70},
+               {GgmlType::Q6_K, 16, 80, 60},  {GgmlType::Q8_0, 25, 60, 50}};
+  HardwareProfile hw;
+  hw.physical_cores = 2;
+  hw.threads = 2;
+  hw.ram_total_bytes = hw.ram_available_bytes = uint64_t{8} << 30;
+  hw.ram_bandwidth_gbps = 30;
+  hw.cpu_calibration = cal;
+  const double dram_gbps[] = {0};
+  (void)dram_gbps;
+
+  auto rate = [&](GgmlType t) { return cal.find(t)->gemv_gbps; };
+  auto gemm = [&](GgmlType t) { return cal.find(t)->gemm_gmacs; };
+  auto expert_gemm = [&](GgmlType t) { return cal.find(t)->expert_gemm_gmacs; };
+  // Decode weights: every non-expert tensor but the embeddings, 2 of 8 experts' slices.
+  double weight_ms = 0, dense_mac_ms = 0, expert_mac_ms = 0, output_ms = 0;
+  for (const auto& t : file.tensors()) {
+    const double bytes = static_cast<double>(t.bytes);
+    const bool matrix = t.shape.size() >= 2 && t.shape[1] > 1;
+    if (t.name == "token_embd.weight") continue;
+    if (t.name.find("_exps") != std::string::npos) {
+      weight_ms += bytes / 8 * 2 / rate(t.type) / 1e6;
+      expert_mac_ms += static_cast<double>(t.elements()) / 8 * 2 * 512 / expert_gemm(t.type) / 1e6;
+    } else if (t.name.rfind("output", 0) == 0) {
+      output_ms += bytes / rate(t.type) / 1e6;
+    } else {
+      weight_ms += bytes / rate(t.type) / 1e6;
+      if (matrix) dense_mac_ms += static_cast<double>(t.elements()) * 512 / gemm(t.type) / 1e6;
+    }
+  }
+  // Per layer and token: 5 matrix products (q, k, v, o, router) + gate/up + down at 5 us, two
+  // attention dispatches at 2 us; serial values x ns: norms 2x256x1, residual adds 2x256x0.25,
+  // quantized inputs 3x256x0.5, q/k norm + RoPE (256+128)x(1+3), KV store 2x128x0.5, attention
+  // output 256x0.5, SwiGLU + quantization 2x256x(2+0.5), weighted sum 2x256x0.25.
+  const double dispatch_ms = (7 * 5 + 2 * 2) / 1e3;
+  const double pool_ns = (256 + 128) * 4.0 + 2 * 128 * 0.5;
+  const double serial_ns = 512 + 128 + 384 + pool_ns + 256 * 0.5 + 2 * 256 * 2.5 + 2 * 256 * 0.25;
+  ASSERT_DOUBLE_EQ(serial_ns, 4224);
+  const double fixed_ms = 2 * (dispatch_ms + serial_ns / 1e6) + 5 / 1e3 + 256 * 1.5 / 1e6;
+
+  Placement cpu;
+  cpu.layers.resize(2);
+  for (auto& l : cpu.layers) l.expert_device.assign(8, kCpuDevice);
+  const CostConstants& c = default_cost_constants();
+  const DecodeEstimate d0 = estimate_decode(inv, hw, cpu, 2.0, 0, c);
+  EXPECT_NEAR(d0.fixed_ms, fixed_ms, 1e-9);
+  EXPECT_NEAR(d0.weight_ms[0], weight_ms + output_ms, 1e-9);
+  EXPECT_NEAR(d0.kv_ms[0], 0, 1e-12);
+  EXPECT_NEAR(d0.total_ms, fixed_ms + weight_ms + output_ms, 1e-9);
+
+  // At 1000 positions, per layer: 2 KV heads on 2 threads (one round) x 1000 x 64 x
+  // (0.2 + 2 x 0.1) ns = 25.6 us of attention; 1000 x 512 B of f16 K and V at 30 GB/s is 17.1 us.
+  const DecodeEstimate d1 = estimate_decode(inv, hw, cpu, 2.0, 1000, c);
+  EXPECT_NEAR(d1.kv_ms[0], 2 * 0.0256, 1e-9);
+  EXPECT_NEAR(d1.total_ms - d0.total_ms, 2 * 0.0256, 1e-9);
+
+  // Prefill of a 512-token micro-batch: the products, attention over the batch's own positions
+  // (2 KV heads x 512 x 513 / 2 positions x 64 x 0.4 ns over 2 threads), the serial ops (the
+  // per-token pool part over 2 threads), dispatches, and one output-head product.
+  const PrefillEstimate p = estimate_prefill(inv, hw, cpu, c);
+  EXPECT_NEAR(p.compute_ms, dense_mac_ms + expert_mac_ms, 1e-9);
+  const double attention_ms = 2 * (2 * 512 * 513 / 2.0 * 64 * 0.4 / 2 / 1e6);
+  EXPECT_NEAR(p.attention_ms, attention_ms, 1e-9);
+  const double serial_ms =
+      2 * (512 * (serial_ns - pool_ns / 2) / 1e6 + dispatch_ms) + output_ms + 5 / 1e3;
+  EXPECT_NEAR(p.serial_ms, serial_ms, 1e-9);
+  EXPECT_NEAR(p.tokens_per_second,
+              512 / (dense_mac_ms + expert_mac_ms + attention_ms + serial_ms) * 1e3, 1e-6);
+
+  // Without the calibration the FIELD constants price the same machine differently.
+  HardwareProfile field = hw;
+  field.cpu_calibration.reset();
+  EXPECT_NE(estimate_decode(inv, field, cpu, 2.0, 0, c).total_ms, d0.total_ms);
+}
+
+}  // namespace
+}  // namespace strata::plan
