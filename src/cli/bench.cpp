@@ -123,8 +123,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--no-bandwidth", o->skip_bandwidth, "Skip the RAM bandwidth measurement");
   cmd->add_flag("--profile", o->profile,
                 "After the timed runs, one more pp and tg run each with a per-op time profile");
-  cmd->callback([o] {
+  cmd->callback([o, cmd] {
     STRATA_CHECK(o->n_prompt > 0 || o->n_gen > 0, "nothing to measure: -p and -n are both 0");
+    apply_cpu_plan(*cmd, o->model,
+                   std::max<int64_t>({o->n_prompt, int64_t{o->depth} + o->n_gen, 1}));
     auto model = load_model(o->model);
     const ModelHParams& hp = model->hparams();
     const int threads = o->model.thread_count();

@@ -2,6 +2,9 @@
 
 #include <charconv>
 
+#include "plan/cpu_settings.h"
+#include "plan/hardware.h"
+#include "plan/inventory.h"
 #include "runtime/kv_cache.h"
 #include "util/cpu_features.h"
 #include "util/error.h"
@@ -44,6 +47,22 @@ std::unique_ptr<Model> load_model(const ModelOptions& options) {
             hp.n_expert ? fmt::format(", {} experts, {} used", hp.n_expert, hp.n_expert_used) : "",
             options.thread_count());
   return model;
+}
+
+void apply_cpu_plan(const CLI::App& cmd, ModelOptions& o, int64_t kv_positions) {
+  const bool threads_given = cmd.count("--threads") > 0;
+  const bool load_given = cmd.count("--load") > 0;
+  const bool kv_given = cmd.count("--kv-type") > 0;
+  if (threads_given && load_given && kv_given) return;
+  const plan::ModelInventory inventory = plan::inventory_from_gguf(GgufFile::open(o.path));
+  const plan::CpuRunSettings s = plan::choose_cpu_settings(inventory, plan::available_ram_bytes(),
+                                                           physical_core_count(), kv_positions);
+  if (!threads_given) o.threads = s.threads;
+  if (!load_given) o.load = s.load == LoadMode::ram ? "ram" : "mmap";
+  if (!kv_given) o.kv_type = s.kv_type == GgmlType::F16 ? "f16" : "q8_0";
+  log::info(
+      "plan: {}{}", s.reason,
+      threads_given || load_given || kv_given ? " (flags given on the command line win)" : "");
 }
 
 std::vector<int32_t> parse_token_list(const std::string& text) {

@@ -30,6 +30,11 @@ void add_model_options(CLI::App* cmd, ModelOptions& options);
 
 std::unique_ptr<Model> load_model(const ModelOptions& options);
 
+// For each of --threads, --load and --kv-type the user did not give on `cmd`, takes the value
+// the planner chooses for a CPU-only run keeping kv_positions positions (plan/cpu_settings.h),
+// and logs why.
+void apply_cpu_plan(const CLI::App& cmd, ModelOptions& options, int64_t kv_positions);
+
 // "1,2,3" -> {1, 2, 3}; throws naming the bad item.
 std::vector<int32_t> parse_token_list(const std::string& text);
 

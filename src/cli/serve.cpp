@@ -89,7 +89,7 @@ void add_serve_command(CLI::App& app) {
                   "Record expert selections of all requests; written to this file at exit "
                   "(strata plan --profile reads it)");
   add_sampling_flags(cmd, o->sampling);
-  cmd->callback([o] {
+  cmd->callback([o, cmd] {
     // Signals go to one waiting thread (blocked everywhere else, before any thread starts).
     sigset_t signals;
     sigemptyset(&signals);
@@ -100,6 +100,8 @@ void add_serve_command(CLI::App& app) {
     if (o->api_key.empty()) {
       if (const char* env = std::getenv("STRATA_API_KEY")) o->api_key = env;
     }
+    apply_cpu_plan(*cmd, o->model,
+                   o->kv_size > 0 ? o->kv_size : o->model.ctx * int64_t{o->parallel});
     auto model = load_model(o->model);
     const std::string kind = model->file().find_string("tokenizer.ggml.model").value_or("no_vocab");
     if (kind == "no_vocab" || kind == "none")

@@ -195,6 +195,10 @@ double pcie_gbps_from_sysfs(std::string bus_id) {
 
 }  // namespace
 
+uint64_t available_ram_bytes() {
+  return read_meminfo().second;
+}
+
 std::string default_hardware_cache_path() {
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
     return (std::filesystem::path(xdg) / "strata" / "hardware.json").string();

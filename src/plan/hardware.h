@@ -89,6 +89,9 @@ std::pair<uint64_t, double> parse_ram_spec(std::string_view spec);
 // The GPUs the CUDA driver reports (empty when libcuda.so.1 is absent or reports none).
 std::vector<GpuInfo> probe_cuda_gpus();
 
+// MemAvailable of /proc/meminfo (0 when unreadable): a cheap probe, no calibration.
+uint64_t available_ram_bytes();
+
 std::string default_hardware_cache_path();
 
 }  // namespace strata::plan

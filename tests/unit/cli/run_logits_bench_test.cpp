@@ -111,6 +111,23 @@ TEST(BenchCommand, JsonReportsSpeedsBytesAndRoofline) {
   EXPECT_GT(j["bytes_per_token"].get<double>(), j["dense_bytes_per_token"].get<double>());
 }
 
+TEST(BenchCommand, UsesThePlannedSettingsUnlessFlagsAreGiven) {
+  const std::string model = (test::oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string();
+  auto r = run_strata("bench -m " + model + " -p 8 -n 2 -r 1 --json --no-bandwidth", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["load"], "ram");  // a 2 MiB model fits in memory
+  EXPECT_EQ(j["kv_type"], "f16");
+  r = run_strata("bench -m " + model + " -p 8 -n 2 -r 1 --json --no-bandwidth --load mmap -t 1",
+                 false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["load"], "mmap");
+  EXPECT_EQ(j["threads"], 1);
+  r = run_strata("bench -m " + model + " -p 8 -n 2 -r 1 --no-bandwidth");
+  EXPECT_NE(r.output.find("plan: "), std::string::npos) << r.output;
+}
+
 TEST(BenchCommand, ProfileSplitsPrefillAndDecodeByOp) {
   const auto r = run_strata(
       "bench -m " + (test::oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string() +
