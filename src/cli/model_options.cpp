@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "ops/matmul.h"
 #include "plan/cpu_settings.h"
 #include "plan/hardware.h"
 #include "plan/inventory.h"
@@ -37,9 +38,15 @@ void add_model_options(CLI::App* cmd, ModelOptions& o) {
   cmd->add_option("--load", o.load,
                   "mmap: use weights in place from the file; ram: read the file into memory")
       ->capture_default_str();
+  cmd->add_option("--repack", o.repack,
+                  "on: prompt batches repack weight rows into interleaved tiles (fast, same "
+                  "results); off: row-by-row kernels")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
 }
 
 std::unique_ptr<Model> load_model(const ModelOptions& options) {
+  ops::set_tile_gemm(options.repack == "on");
   const LoadMode mode = options.load_mode();
   auto model = Model::load(options.path, mode);
   const ModelHParams& hp = model->hparams();

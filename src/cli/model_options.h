@@ -19,13 +19,14 @@ struct ModelOptions {
   int64_t ctx = 4096;
   std::string kv_type = "f16";
   std::string load = "mmap";
+  std::string repack = "on";
 
   int thread_count() const;
   LoadMode load_mode() const;
   GgmlType kv_cache_type() const;
 };
 
-// -m/--model, -t/--threads, --ctx, --kv-type, --load.
+// -m/--model, -t/--threads, --ctx, --kv-type, --load, --repack.
 void add_model_options(CLI::App* cmd, ModelOptions& options);
 
 std::unique_ptr<Model> load_model(const ModelOptions& options);

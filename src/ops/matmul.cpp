@@ -1,6 +1,7 @@
 #include "ops/matmul.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "quant/quant.h"
@@ -37,6 +38,8 @@ constexpr int64_t kPrefetchBytes = 8192;
 // about one token's vec_dot_multi, so break-even lies near 2.
 constexpr int64_t kMinGemmTokens = 3;
 
+std::atomic<bool> g_tile_gemm{true};
+
 // Prefetches the lines of [p, p + n) that lie before `end`.
 inline void prefetch_range(const uint8_t* p, int64_t n, const uint8_t* end) {
   const uint8_t* stop = std::min(p + n, end);
@@ -52,7 +55,7 @@ void matmul_rows_impl(const WeightMatrix& w, const QuantizedRows& a, TokenOf tok
                       int64_t row_begin, int64_t row_end) {
   const quant::TypeKernels& k = quant::traits(w.type).kernels;
   const int64_t a_bytes = a.row_bytes();
-  if (k.gemm && n_out >= kMinGemmTokens) {
+  if (k.gemm && n_out >= kMinGemmTokens && g_tile_gemm.load(std::memory_order_relaxed)) {
     std::vector<const uint8_t*> act(static_cast<size_t>(n_out));
     for (int64_t i = 0; i < n_out; ++i) act[static_cast<size_t>(i)] = a.row(token_of(i));
     k.gemm(w.cols, w.row(row_begin), w.row_bytes, row_end - row_begin, act.data(), n_out,
@@ -117,6 +120,10 @@ void matmul_rows_indexed(const WeightMatrix& w, const QuantizedRows& a, const in
   matmul_rows_impl(
       w, a, [ids](int64_t i) { return static_cast<int64_t>(ids[i]); }, n_ids, false, out,
       out_stride, row_begin, row_end);
+}
+
+void set_tile_gemm(bool enabled) {
+  g_tile_gemm.store(enabled);
 }
 
 int64_t matmul_row_block(const WeightMatrix& w, int64_t n_tokens, int n_threads) {

@@ -62,6 +62,10 @@ void matmul_rows_indexed(const WeightMatrix& w, const QuantizedRows& a, const in
 void matmul(const WeightMatrix& w, const QuantizedRows& a, float* out, int64_t out_stride,
             ThreadPool& pool);
 
+// Whether products of 3+ tokens repack weight rows into interleaved tiles (the fast prefill
+// path, on by default; results are bit-identical either way). Off: `--repack off`, for A/B runs.
+void set_tile_gemm(bool enabled);
+
 // Rows per work item: enough to amortize scheduling, few enough to balance threads.
 int64_t matmul_row_block(const WeightMatrix& w, int64_t n_tokens, int n_threads);
 

@@ -93,6 +93,26 @@ TEST(LogitsCommand, WritesOrclThatMatchesTheReference) {
   }
 }
 
+TEST(LogitsCommand, RepackOnAndOffGiveIdenticalLogits) {
+  // The tile GEMM and the row-by-row kernels sum in the same order: bit-identical logits.
+  for (const std::string m :
+       {"tiny-qwen3moe-Q4_K_M", "tiny-qwen3moe-Q8_0", "tiny-qwen3moe-Q5_K_M"}) {
+    const auto ref =
+        LogitsFile::read((test::oracle_dir() / "logits" / (m + ".f16kv.orcl")).string());
+    std::vector<LogitsFile> runs;
+    for (const std::string repack : {"on", "off"}) {
+      const auto out = (test::temp_dir() / ("repack-" + repack + ".orcl")).string();
+      const auto r =
+          run_strata("logits -m " + (test::oracle_dir() / "models" / (m + ".gguf")).string() +
+                     " --repack " + repack + " --tokens " + join(ref.prompt) + " -n 4 -o " + out);
+      ASSERT_EQ(r.exit_code, 0) << r.output;
+      runs.push_back(LogitsFile::read(out));
+    }
+    EXPECT_EQ(runs[0].logits, runs[1].logits) << m;
+    EXPECT_EQ(runs[0].gen, runs[1].gen) << m;
+  }
+}
+
 TEST(BenchCommand, JsonReportsSpeedsBytesAndRoofline) {
   const auto r = run_strata(
       "bench -m " + (test::oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string() +
