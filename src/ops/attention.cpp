@@ -439,16 +439,29 @@ void chunk_rows(const KvLayerView& kv, int64_t kv_head, int64_t p0, int64_t coun
 }
 
 // Decodes positions [p0, p0 + count) of kv_head: keys transposed into keys_t, values as rows.
+// Meanwhile it asks for the rows of the next `next_count` positions, spread over the decoding so
+// they arrive while this chunk is computed: a long-context decode step streams the cache from
+// memory, and one burst of prefetches would stall on the miss buffers instead.
 void decode_chunk(const KvLayerView& kv, int64_t kv_head, int64_t p0, int64_t count,
-                  const ChunkKernels& k, Workspace& ws) {
+                  int64_t next_count, const ChunkKernels& k, Workspace& ws) {
   const int64_t d = kv.head_dim;
   const uint8_t* k_rows[kChunk];
   const uint8_t* v_rows[kChunk];
   chunk_rows(kv, kv_head, p0, count, k_rows, v_rows);
+  const uint8_t* next_k[kChunk];
+  const uint8_t* next_v[kChunk];
+  chunk_rows(kv, kv_head, p0 + count, next_count, next_k, next_v);
   const bool f16 = kv.type == GgmlType::F16 && k.f16_row;
   const quant::DequantizeRowFn dequantize = quant::traits(kv.type).kernels.dequantize_row;
   float* values = ws.values.data();
-  for (int64_t j = 0; j < count; ++j) {
+  for (int64_t j = 0; j < std::max(count, next_count); ++j) {
+    if (j < next_count) {
+      for (int64_t b = 0; b < kv.head_row_bytes; b += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(next_k[j] + b), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(next_v[j] + b), _MM_HINT_T0);
+      }
+    }
+    if (j >= count) continue;
     if (f16) {
       k.f16_row(v_rows[j], d, values + j * d);
     } else {
@@ -508,7 +521,8 @@ void attend_block(const KvLayerView& kv, int64_t kv_head, const float* q, int64_
   const ChunkKernels& k = chunk_kernels(d);
   alignas(64) float scores[kRowBlock * kChunk];
   for (int64_t p0 = 0; p0 < max_positions; p0 += kChunk) {
-    decode_chunk(kv, kv_head, p0, std::min(kChunk, max_positions - p0), k, ws);
+    const int64_t decoded = std::min(kChunk, max_positions - p0);
+    decode_chunk(kv, kv_head, p0, decoded, std::min(kChunk, max_positions - p0 - decoded), k, ws);
     for (int64_t t = 0; t < n_tokens; ++t) {
       if (n_positions[t] <= p0) continue;
       const int64_t count = std::min(kChunk, n_positions[t] - p0);
