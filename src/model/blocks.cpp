@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <vector>
 
 #include "ops/activations.h"
 #include "ops/gated_delta_net.h"
@@ -118,13 +119,36 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
   const int64_t group = p.n_head / p.n_head_kv;
   {
     STRATA_PROFILE("attention: over the kv cache");
-    // One task per (token, KV head): the group of query heads sharing it reads its keys and
-    // values once.
-    pool.run(n * p.n_head_kv, [&](int64_t task, int) {
-      const int64_t t = task / p.n_head_kv, kvh = task % p.n_head_kv;
-      ops::attend_group(cache_of(at, t), kvh, q + t * q_dim + kvh * group * hd, group,
-                        at.position[static_cast<size_t>(t)] + 1, scale,
-                        attn + t * q_dim + kvh * group * hd);
+    // One task per (block of consecutive tokens of one sequence, KV head): the block's query
+    // heads read each chunk of its keys and values once (attend_block gives every token what it
+    // would get alone, so the blocking is free to follow the thread count). Blocks are small
+    // enough to leave a few tasks per thread, and the costliest (longest contexts) run first.
+    std::vector<int64_t> lengths(static_cast<size_t>(n));
+    for (int64_t t = 0; t < n; ++t)
+      lengths[static_cast<size_t>(t)] = at.position[static_cast<size_t>(t)] + 1;
+    const int64_t max_block = std::clamp<int64_t>(n * p.n_head_kv / (4 * pool.size()), 1, 16);
+    struct TokenBlock {
+      int64_t first, count, cost;
+    };
+    std::vector<TokenBlock> blocks;
+    for (int64_t t = 0; t < n;) {
+      int64_t end = t + 1, cost = lengths[static_cast<size_t>(t)];
+      while (end < n && end - t < max_block &&
+             at.sequence[static_cast<size_t>(end)] == at.sequence[static_cast<size_t>(t)]) {
+        cost += lengths[static_cast<size_t>(end)];
+        ++end;
+      }
+      blocks.push_back({t, end - t, cost});
+      t = end;
+    }
+    std::stable_sort(blocks.begin(), blocks.end(),
+                     [](const TokenBlock& a, const TokenBlock& b) { return a.cost > b.cost; });
+    pool.run(static_cast<int64_t>(blocks.size()) * p.n_head_kv, [&](int64_t task, int) {
+      const TokenBlock& b = blocks[static_cast<size_t>(task / p.n_head_kv)];
+      const int64_t kvh = task % p.n_head_kv;
+      ops::attend_block(cache_of(at, b.first), kvh, q + b.first * q_dim + kvh * group * hd, q_dim,
+                        group, b.count, lengths.data() + b.first, scale,
+                        attn + b.first * q_dim + kvh * group * hd, q_dim);
     });
   }
 

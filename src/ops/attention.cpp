@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <vector>
 
 #include "quant/quant.h"
@@ -24,50 +25,68 @@ void kv_store(const KvLayerView& kv, int64_t pos, const float* keys, const float
 
 namespace {
 
-// The two inner loops of attention over a chunk of positions already decoded to f32:
-// scores[j] = q . k_j * scale and acc += sum_j p_j v_j. Plain loops the compiler vectorizes;
-// they are instantiated once per instruction set (the body is inlined into each clone so the
-// vectorizer sees the clone's target) and chosen once from CPUID.
-// Four positions at a time: four independent sums keep the FMA pipeline busy.
-#define STRATA_CHUNK_SCORES_BODY                                              \
-  int64_t j = 0;                                                              \
-  for (; j + 4 <= count; j += 4) {                                            \
-    const float *k0 = keys + j * d, *k1 = k0 + d, *k2 = k1 + d, *k3 = k2 + d; \
-    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;                         \
-    for (int64_t i = 0; i < d; ++i) {                                         \
-      s0 += q[i] * k0[i];                                                     \
-      s1 += q[i] * k1[i];                                                     \
-      s2 += q[i] * k2[i];                                                     \
-      s3 += q[i] * k3[i];                                                     \
-    }                                                                         \
-    scores[j] = s0 * scale;                                                   \
-    scores[j + 1] = s1 * scale;                                               \
-    scores[j + 2] = s2 * scale;                                               \
-    scores[j + 3] = s3 * scale;                                               \
-  }                                                                           \
-  for (; j < count; ++j) {                                                    \
-    const float* k = keys + j * d;                                            \
-    float sum = 0.0f;                                                         \
-    for (int64_t i = 0; i < d; ++i) sum += q[i] * k[i];                       \
-    scores[j] = sum * scale;                                                  \
+// Positions are scored a chunk at a time, chunks starting at position 0 whatever the page size
+// or the other tokens of a block; the online softmax rescales once per chunk.
+constexpr int64_t kChunk = 64;
+// Softmax sums are kept in 16 lanes (position j of a chunk adds into lane j % 16) and added up in
+// a fixed tree at the end, so the sum vectorizes and every path adds in the same order.
+constexpr int64_t kLanes = 16;
+constexpr int64_t kRowBlock = 4;  // query rows scored and accumulated together
+
+// 64-byte aligned storage for the chunk buffers the kernels load whole vectors from.
+template <typename T>
+struct Aligned64 {
+  using value_type = T;
+  Aligned64() = default;
+  template <typename U>
+  Aligned64(const Aligned64<U>&) {}
+  T* allocate(size_t n) {
+    return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{64}));
   }
-// Output slices of 64 values stay in registers while every position of the chunk adds in.
-#define STRATA_CHUNK_VALUES_BODY                          \
-  int64_t i0 = 0;                                         \
-  for (; i0 + 64 <= d; i0 += 64) {                        \
-    float a[64];                                          \
-    for (int ii = 0; ii < 64; ++ii) a[ii] = acc[i0 + ii]; \
-    for (int64_t j = 0; j < count; ++j) {                 \
-      const float w = weights[j];                         \
-      const float* v = values + j * d + i0;               \
-      for (int ii = 0; ii < 64; ++ii) a[ii] += w * v[ii]; \
-    }                                                     \
-    for (int ii = 0; ii < 64; ++ii) acc[i0 + ii] = a[ii]; \
-  }                                                       \
-  for (int64_t j = 0; j < count && i0 < d; ++j) {         \
-    const float w = weights[j];                           \
-    const float* v = values + j * d;                      \
-    for (int64_t i = i0; i < d; ++i) acc[i] += w * v[i];  \
+  void deallocate(T* p, size_t) { ::operator delete (p, std::align_val_t{64}); }
+  template <typename U>
+  bool operator==(const Aligned64<U>&) const {
+    return true;
+  }
+};
+using AlignedFloats = std::vector<float, Aligned64<float>>;
+
+int64_t round_up_lanes(int64_t n) {
+  return (n + kLanes - 1) / kLanes * kLanes;
+}
+
+// Arithmetic shared by every path, whatever the instruction set or the blocking:
+//   score(q, k_j) = scale * fma(q[d-1], k_j[d-1], ... fma(q[1], k_j[1], q[0] * k_j[0]))
+//   acc_i        = fma(p_j, v_j[i], acc_i) over the positions j of a chunk in order,
+// one chain per (query, key) and per (query, dimension): a query row's result does not depend on
+// which other rows are computed beside it. The portable kernels below fuse where the target has
+// FMA (so they give what the AVX-512 kernels give) and multiply-add otherwise.
+#define STRATA_SCORES_BODY(MADD)                                           \
+  const int64_t n = n_vectors * kLanes;                                    \
+  for (int64_t r = 0; r < n_rows; ++r) {                                   \
+    float a[kChunk] = {};                                                  \
+    const float* qr = q + r * d;                                           \
+    for (int64_t i = 0; i < d; ++i) {                                      \
+      const float qi = qr[i];                                              \
+      const float* k = keys_t + i * kChunk;                                \
+      for (int64_t l = 0; l < n; ++l) a[l] = MADD(qi, k[l], a[l]);         \
+    }                                                                      \
+    for (int64_t l = 0; l < n; ++l) scores[r * kChunk + l] = a[l] * scale; \
+  }
+#define STRATA_VALUES_BODY(MADD)                                    \
+  for (int64_t r = 0; r < n_rows; ++r) {                            \
+    for (int64_t i0 = 0; i0 < d; i0 += 64) {                        \
+      const int64_t w = std::min<int64_t>(64, d - i0);              \
+      float a[64];                                                  \
+      float* acc_r = acc + r * d + i0;                              \
+      for (int64_t i = 0; i < w; ++i) a[i] = acc_r[i];              \
+      for (int64_t j = 0; j < count; ++j) {                         \
+        const float p = weights[r * kChunk + j];                    \
+        const float* v = values + j * d + i0;                       \
+        for (int64_t i = 0; i < w; ++i) a[i] = MADD(p, v[i], a[i]); \
+      }                                                             \
+      for (int64_t i = 0; i < w; ++i) acc_r[i] = a[i];              \
+    }                                                               \
   }
 
 // exp(x) for the softmax weights (x <= 0 here): 2^n * e^r with |r| <= ln2/2 and a degree-6
@@ -89,155 +108,455 @@ namespace {
     std::memcpy(&scale2, &bits, sizeof scale2);                 \
     values_out[j] = p * scale2;                                 \
   }
-// Reassociating the dot product's sum (fast-math) is what lets it vectorize.
-#define STRATA_CHUNK_CLONES(suffix, isa)                                                         \
-  __attribute__((target(isa), optimize("O3", "fast-math"))) void chunk_scores_##suffix(          \
-      const float* q, const float* keys, int64_t count, int64_t d, float scale, float* scores) { \
-    STRATA_CHUNK_SCORES_BODY                                                                     \
-  }                                                                                              \
-  __attribute__((target(isa), optimize("O3"))) void chunk_values_##suffix(                       \
-      const float* weights, const float* values, int64_t count, int64_t d, float* acc) {         \
-    STRATA_CHUNK_VALUES_BODY                                                                     \
-  }                                                                                              \
-  __attribute__((target(isa), optimize("O3"))) void exp_##suffix(                                \
-      const float* values_in, int64_t count, float* values_out) {                                \
-    STRATA_EXP_BODY                                                                              \
+
+// One query row's online-softmax step over a chunk: scores[0, count) become the weights
+// exp(score - new max), what was accumulated under the old maximum is rescaled, and the weights
+// add into the lane sums. Lanes past `count` (up to the next multiple of 16) are padded with
+// -inf for the maximum and 0 for the sums, which leaves both exactly as they were.
+#define STRATA_SOFTMAX_BODY                                                                     \
+  const int64_t padded = round_up_lanes(count);                                                 \
+  for (int64_t j = count; j < padded; ++j) scores[j] = -std::numeric_limits<float>::infinity(); \
+  float lane_max[kLanes];                                                                       \
+  for (int64_t l = 0; l < kLanes; ++l) lane_max[l] = *running_max;                              \
+  for (int64_t j0 = 0; j0 < padded; j0 += kLanes) {                                             \
+    for (int64_t l = 0; l < kLanes; ++l)                                                        \
+      lane_max[l] = lane_max[l] < scores[j0 + l] ? scores[j0 + l] : lane_max[l];                \
+  }                                                                                             \
+  float chunk_max = lane_max[0];                                                                \
+  for (int64_t l = 1; l < kLanes; ++l) chunk_max = std::max(chunk_max, lane_max[l]);            \
+  const float correction = std::exp(*running_max - chunk_max);                                  \
+  if (correction != 1.0f) {                                                                     \
+    for (int64_t i = 0; i < d; ++i) acc[i] *= correction;                                       \
+    for (int64_t l = 0; l < kLanes; ++l) lane_sum[l] *= correction;                             \
+  }                                                                                             \
+  *running_max = chunk_max;                                                                     \
+  {                                                                                             \
+    const float* values_in = scores;                                                            \
+    float* values_out = scores;                                                                 \
+    for (int64_t j = 0; j < count; ++j) scores[j] -= chunk_max;                                 \
+    STRATA_EXP_BODY                                                                             \
+  }                                                                                             \
+  for (int64_t j = count; j < padded; ++j) scores[j] = 0.0f;                                    \
+  for (int64_t j0 = 0; j0 < padded; j0 += kLanes) {                                             \
+    for (int64_t l = 0; l < kLanes; ++l) lane_sum[l] += scores[j0 + l];                         \
   }
 
-STRATA_CHUNK_CLONES(avx512, "avx512f,avx512bw,avx512vl,avx2,fma,prefer-vector-width=512")
-STRATA_CHUNK_CLONES(avx2, "avx2,fma")
-STRATA_CHUNK_CLONES(baseline, "sse2")
+#define STRATA_FUSED_MADD(a, b, c) std::fma(a, b, c)
+#define STRATA_PLAIN_MADD(a, b, c) ((a) * (b) + (c))
+
+#define STRATA_CHUNK_CLONES(suffix, isa, MADD)                                                    \
+  __attribute__((target(isa), optimize("O3"))) void scores_loop_##suffix(                         \
+      const float* q, int64_t n_rows, const float* keys_t, int64_t n_vectors, int64_t d,          \
+      float scale, float* scores) {                                                               \
+    STRATA_SCORES_BODY(MADD)                                                                      \
+  }                                                                                               \
+  __attribute__((target(isa), optimize("O3"))) void values_loop_##suffix(                         \
+      const float* weights, int64_t n_rows, const float* values, int64_t count, int64_t d,        \
+      float* acc) {                                                                               \
+    STRATA_VALUES_BODY(MADD)                                                                      \
+  }                                                                                               \
+  __attribute__((target(isa), optimize("O3"))) void softmax_##suffix(                             \
+      float* scores, int64_t count, float* running_max, float* lane_sum, float* acc, int64_t d) { \
+    STRATA_SOFTMAX_BODY                                                                           \
+  }
+
+STRATA_CHUNK_CLONES(avx512, "avx512f,avx512bw,avx512vl,avx2,fma,prefer-vector-width=512",
+                    STRATA_FUSED_MADD)
+STRATA_CHUNK_CLONES(avx2, "avx2,fma", STRATA_FUSED_MADD)
+STRATA_CHUNK_CLONES(baseline, "sse2", STRATA_PLAIN_MADD)
+
+// keys_t[i][j] = rows[j][i] for j < count, 0 up to the next multiple of 16.
+void transpose_keys_portable(const float* rows, int64_t count, int64_t d, float* keys_t) {
+  const int64_t padded = round_up_lanes(count);
+  for (int64_t i = 0; i < d; ++i) {
+    for (int64_t j = 0; j < padded; ++j)
+      keys_t[i * kChunk + j] = j < count ? rows[j * d + i] : 0.0f;
+  }
+}
 
 // GCC 12's own avx512fintrin.h trips -Wmaybe-uninitialized (_mm512_undefined_*; GCC bug 105593).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
-// F16 rows (row j at base + j * stride bytes) to f32 rows of d values, d a multiple of the
-// vector width (head sizes are 64, 128, 256).
-__attribute__((target("avx512f"))) void f16_rows_avx512(const uint8_t* base, int64_t stride,
-                                                        int64_t count, int64_t d, float* out) {
+
+// ---- AVX-512 kernels: the portable arithmetic with the rows and columns held in registers ----
+
+// Scores of n_rows (NR) queries against 16 * NV keys: NR * NV accumulators, each dimension one
+// broadcast per query and one load per 16 keys.
+template <int NR, int NV>
+__attribute__((target("avx512f"))) void scores_block_avx512(const float* q, const float* keys_t,
+                                                            int64_t d, float scale, float* scores) {
+  __m512 acc[NR][NV];
+  for (int r = 0; r < NR; ++r)
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < d; ++i) {
+    __m512 k[NV];
+    for (int v = 0; v < NV; ++v) k[v] = _mm512_load_ps(keys_t + i * kChunk + v * kLanes);
+    for (int r = 0; r < NR; ++r) {
+      const __m512 qi = _mm512_set1_ps(q[r * d + i]);
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(qi, k[v], acc[r][v]);
+    }
+  }
+  const __m512 s = _mm512_set1_ps(scale);
+  for (int r = 0; r < NR; ++r)
+    for (int v = 0; v < NV; ++v)
+      _mm512_store_ps(scores + r * kChunk + v * kLanes, _mm512_mul_ps(acc[r][v], s));
+}
+
+// acc[r][i0 .. i0 + 16 NV) += sum_j weights[r][j] values[j][...] for n_rows (NR) rows.
+template <int NR, int NV>
+__attribute__((target("avx512f"))) void values_block_avx512(const float* weights,
+                                                            const float* values, int64_t count,
+                                                            int64_t d, int64_t i0, float* acc) {
+  __m512 a[NR][NV];
+  for (int r = 0; r < NR; ++r)
+    for (int v = 0; v < NV; ++v) a[r][v] = _mm512_loadu_ps(acc + r * d + i0 + v * kLanes);
   for (int64_t j = 0; j < count; ++j) {
-    const uint8_t* src = base + j * stride;
-    for (int64_t i = 0; i < d; i += 16) {
-      _mm512_storeu_ps(
-          out + j * d + i,
-          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 2 * i))));
+    __m512 x[NV];
+    for (int v = 0; v < NV; ++v) x[v] = _mm512_load_ps(values + j * d + i0 + v * kLanes);
+    for (int r = 0; r < NR; ++r) {
+      const __m512 p = _mm512_set1_ps(weights[r * kChunk + j]);
+      for (int v = 0; v < NV; ++v) a[r][v] = _mm512_fmadd_ps(p, x[v], a[r][v]);
+    }
+  }
+  for (int r = 0; r < NR; ++r)
+    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(acc + r * d + i0 + v * kLanes, a[r][v]);
+}
+
+using ScoresBlockFn = void (*)(const float*, const float*, int64_t, float, float*);
+using ValuesBlockFn = void (*)(const float*, const float*, int64_t, int64_t, int64_t, float*);
+
+template <int NR>
+constexpr ScoresBlockFn kScoresRow[4] = {scores_block_avx512<NR, 1>, scores_block_avx512<NR, 2>,
+                                         scores_block_avx512<NR, 3>, scores_block_avx512<NR, 4>};
+constexpr const ScoresBlockFn* kScoresBlocks[4] = {kScoresRow<1>, kScoresRow<2>, kScoresRow<3>,
+                                                   kScoresRow<4>};
+template <int NR>
+constexpr ValuesBlockFn kValuesRow[4] = {values_block_avx512<NR, 1>, values_block_avx512<NR, 2>,
+                                         values_block_avx512<NR, 3>, values_block_avx512<NR, 4>};
+constexpr const ValuesBlockFn* kValuesBlocks[4] = {kValuesRow<1>, kValuesRow<2>, kValuesRow<3>,
+                                                   kValuesRow<4>};
+
+// d a multiple of 16; n_rows <= kRowBlock.
+void scores_avx512(const float* q, int64_t n_rows, const float* keys_t, int64_t n_vectors,
+                   int64_t d, float scale, float* scores) {
+  kScoresBlocks[n_rows - 1][n_vectors - 1](q, keys_t, d, scale, scores);
+}
+void values_avx512_blocks(const float* weights, int64_t n_rows, const float* values, int64_t count,
+                          int64_t d, float* acc) {
+  for (int64_t i0 = 0; i0 < d; i0 += 64) {
+    const int64_t nv = std::min<int64_t>(4, (d - i0) / kLanes);
+    kValuesBlocks[n_rows - 1][nv - 1](weights, values, count, d, i0, acc);
+  }
+}
+
+// exp(x) as in STRATA_EXP_BODY, 16 lanes (the polynomial's steps fused).
+__attribute__((target("avx512f"))) inline __m512 exp_avx512(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145752f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860677e-06f), r);
+  __m512 p = _mm512_set1_ps(1.38888889e-3f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.33333333e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.16666667e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.66666667e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  const __m512i bits =
+      _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+  return _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
+}
+
+// STRATA_SOFTMAX_BODY in registers, the correction factor from the same polynomial.
+__attribute__((target("avx512f"))) void softmax_avx512_row(float* scores, int64_t count,
+                                                           float* running_max, float* lane_sum,
+                                                           float* acc, int64_t d) {
+  const int64_t n_vectors = round_up_lanes(count) / kLanes;
+  const __mmask16 last = static_cast<__mmask16>(0xffffu >> (n_vectors * kLanes - count));
+  const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __m512 s[4];
+  __m512 m = _mm512_set1_ps(*running_max);
+  for (int64_t v = 0; v < n_vectors; ++v) {
+    s[v] = _mm512_load_ps(scores + v * kLanes);
+    if (v == n_vectors - 1) s[v] = _mm512_mask_mov_ps(minus_inf, last, s[v]);
+    m = _mm512_max_ps(m, s[v]);
+  }
+  const float chunk_max = _mm512_reduce_max_ps(m);
+  const __m512 correction = exp_avx512(_mm512_set1_ps(*running_max - chunk_max));
+  __m512 sum = _mm512_loadu_ps(lane_sum);
+  if (_mm512_cvtss_f32(correction) != 1.0f) {
+    for (int64_t i = 0; i < d; i += kLanes)
+      _mm512_storeu_ps(acc + i, _mm512_mul_ps(_mm512_loadu_ps(acc + i), correction));
+    sum = _mm512_mul_ps(sum, correction);
+  }
+  *running_max = chunk_max;
+  const __m512 mx = _mm512_set1_ps(chunk_max);
+  for (int64_t v = 0; v < n_vectors; ++v) {
+    __m512 w = exp_avx512(_mm512_sub_ps(s[v], mx));
+    if (v == n_vectors - 1) w = _mm512_maskz_mov_ps(last, w);
+    _mm512_store_ps(scores + v * kLanes, w);
+    sum = _mm512_add_ps(sum, w);
+  }
+  _mm512_storeu_ps(lane_sum, sum);
+}
+
+// In-register transpose of a 16 x 16 tile: r[m] lane l becomes r[l] lane m.
+__attribute__((target("avx512f"))) inline void transpose16_avx512(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  // u[4G + e], 128-bit lane L: column 4L + e of rows 4G .. 4G + 3.
+  __m512 u[16];
+  for (int g = 0; g < 4; ++g) {
+    const __m512d a = _mm512_castps_pd(t[4 * g]), b = _mm512_castps_pd(t[4 * g + 2]);
+    const __m512d c = _mm512_castps_pd(t[4 * g + 1]), e = _mm512_castps_pd(t[4 * g + 3]);
+    u[4 * g] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+    u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+    u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, e));
+    u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, e));
+  }
+  for (int e = 0; e < 4; ++e) {
+    const __m512 v0 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0x44);
+    const __m512 v1 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0xee);
+    const __m512 v2 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0x44);
+    const __m512 v3 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0xee);
+    r[e] = _mm512_shuffle_f32x4(v0, v2, 0x88);
+    r[4 + e] = _mm512_shuffle_f32x4(v0, v2, 0xdd);
+    r[8 + e] = _mm512_shuffle_f32x4(v1, v3, 0x88);
+    r[12 + e] = _mm512_shuffle_f32x4(v1, v3, 0xdd);
+  }
+}
+
+// keys_t[i][j] = key j's dimension i for j < count (F16 rows at rows[j]), 0 up to the next
+// multiple of 16; d a multiple of 16.
+__attribute__((target("avx512f"))) void f16_keys_t_avx512(const uint8_t* const* rows, int64_t count,
+                                                          int64_t d, float* keys_t) {
+  for (int64_t j0 = 0; j0 < count; j0 += kLanes) {
+    const int64_t n = std::min(kLanes, count - j0);
+    for (int64_t i0 = 0; i0 < d; i0 += kLanes) {
+      __m512 r[16];
+      for (int m = 0; m < 16; ++m) {
+        r[m] = m < n ? _mm512_cvtph_ps(_mm256_loadu_si256(
+                           reinterpret_cast<const __m256i*>(rows[j0 + m] + 2 * i0)))
+                     : _mm512_setzero_ps();
+      }
+      transpose16_avx512(r);
+      for (int m = 0; m < 16; ++m) _mm512_store_ps(keys_t + (i0 + m) * kChunk + j0, r[m]);
     }
   }
 }
-__attribute__((target("avx2,f16c"))) void f16_rows_avx2(const uint8_t* base, int64_t stride,
-                                                        int64_t count, int64_t d, float* out) {
-  for (int64_t j = 0; j < count; ++j) {
-    const uint8_t* src = base + j * stride;
-    for (int64_t i = 0; i < d; i += 8) {
-      _mm256_storeu_ps(
-          out + j * d + i,
-          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * i))));
+// The same from f32 rows (row j at rows + j * d).
+__attribute__((target("avx512f"))) void f32_keys_t_avx512(const float* rows, int64_t count,
+                                                          int64_t d, float* keys_t) {
+  for (int64_t j0 = 0; j0 < count; j0 += kLanes) {
+    const int64_t n = std::min(kLanes, count - j0);
+    for (int64_t i0 = 0; i0 < d; i0 += kLanes) {
+      __m512 r[16];
+      for (int m = 0; m < 16; ++m)
+        r[m] = m < n ? _mm512_loadu_ps(rows + (j0 + m) * d + i0) : _mm512_setzero_ps();
+      transpose16_avx512(r);
+      for (int m = 0; m < 16; ++m) _mm512_store_ps(keys_t + (i0 + m) * kChunk + j0, r[m]);
     }
+  }
+}
+
+// An F16 row of d values (a multiple of the vector width) to f32.
+__attribute__((target("avx512f"))) void f16_row_avx512(const uint8_t* src, int64_t d, float* out) {
+  for (int64_t i = 0; i < d; i += 16) {
+    _mm512_storeu_ps(
+        out + i,
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 2 * i))));
+  }
+}
+__attribute__((target("avx2,f16c"))) void f16_row_avx2(const uint8_t* src, int64_t d, float* out) {
+  for (int64_t i = 0; i < d; i += 8) {
+    _mm256_storeu_ps(
+        out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * i))));
   }
 }
 
 #pragma GCC diagnostic pop
 
 struct ChunkKernels {
-  void (*scores)(const float*, const float*, int64_t, int64_t, float, float*);
-  void (*values)(const float*, const float*, int64_t, int64_t, float*);
-  void (*exp)(const float*, int64_t, float*);
-  void (*f16_rows)(const uint8_t*, int64_t, int64_t, int64_t, float*);  // null without F16C
+  void (*scores)(const float*, int64_t, const float*, int64_t, int64_t, float, float*);
+  void (*values)(const float*, int64_t, const float*, int64_t, int64_t, float*);
+  void (*softmax)(float*, int64_t, float*, float*, float*, int64_t);
+  void (*f16_keys_t)(const uint8_t* const*, int64_t, int64_t, float*);  // null: via f32 rows
+  void (*f32_keys_t)(const float*, int64_t, int64_t, float*);
+  void (*f16_row)(const uint8_t*, int64_t, float*);  // null: the type's dequantize_row
 };
 
-const ChunkKernels& chunk_kernels() {
-  static const ChunkKernels k = [] {
-    const CpuFeatures& cpu = cpu_features();
-    if (cpu.has_avx512_level()) {
-      return ChunkKernels{chunk_scores_avx512, chunk_values_avx512, exp_avx512, f16_rows_avx512};
+// The kernels for head size d: the register-blocked AVX-512 ones where d is a multiple of 16,
+// else the loops for the best instruction set (same arithmetic either way).
+const ChunkKernels& chunk_kernels(int64_t d) {
+  static const CpuFeatures& cpu = cpu_features();
+  static const ChunkKernels avx512{scores_avx512,     values_avx512_blocks, softmax_avx512_row,
+                                   f16_keys_t_avx512, f32_keys_t_avx512,    f16_row_avx512};
+  static const ChunkKernels avx512_loops{scores_loop_avx512,      values_loop_avx512,
+                                         softmax_avx512,          nullptr,
+                                         transpose_keys_portable, nullptr};
+  static const ChunkKernels avx2{scores_loop_avx2, values_loop_avx2,        softmax_avx2,
+                                 nullptr,          transpose_keys_portable, f16_row_avx2};
+  static const ChunkKernels avx2_odd{scores_loop_avx2, values_loop_avx2,        softmax_avx2,
+                                     nullptr,          transpose_keys_portable, nullptr};
+  static const ChunkKernels baseline{scores_loop_baseline,    values_loop_baseline,
+                                     softmax_baseline,        nullptr,
+                                     transpose_keys_portable, nullptr};
+  if (cpu.has_avx512_level()) return d % 16 == 0 ? avx512 : avx512_loops;
+  if (cpu.has_avx2_level()) return d % 8 == 0 ? avx2 : avx2_odd;
+  return baseline;
+}
+
+// Per-thread buffers for one chunk, reused across calls.
+struct Workspace {
+  AlignedFloats keys_t;            // [d][kChunk]
+  AlignedFloats values;            // [kChunk][d]
+  AlignedFloats rows;              // [kChunk][d] keys decoded row by row
+  AlignedFloats queries;           // [n_rows][d]
+  std::vector<float> running_max;  // [n_rows]
+  std::vector<float> lane_sum;     // [n_rows][kLanes]
+};
+
+// The key and value rows of positions [p0, p0 + count) of kv_head, run by run, a run being
+// positions in consecutive slots (one page).
+void chunk_rows(const KvLayerView& kv, int64_t kv_head, int64_t p0, int64_t count,
+                const uint8_t** k_rows, const uint8_t** v_rows) {
+  const int64_t stride = kv.n_kv_heads * kv.head_row_bytes;  // next slot, same head
+  for (int64_t j0 = 0; j0 < count;) {
+    const int64_t run = std::min(count - j0, kv.contiguous_from(p0 + j0));
+    const uint8_t* kr = kv.k_row(p0 + j0, kv_head);
+    const uint8_t* vr = kv.v_row(p0 + j0, kv_head);
+    for (int64_t j = 0; j < run; ++j) {
+      k_rows[j0 + j] = kr + j * stride;
+      v_rows[j0 + j] = vr + j * stride;
     }
-    if (cpu.has_avx2_level()) {
-      return ChunkKernels{chunk_scores_avx2, chunk_values_avx2, exp_avx2, f16_rows_avx2};
+    j0 += run;
+  }
+}
+
+// Decodes positions [p0, p0 + count) of kv_head: keys transposed into keys_t, values as rows.
+// Meanwhile it asks for the rows of the next `next_count` positions, spread over the decoding so
+// they arrive while this chunk is computed: a long-context decode step streams the cache from
+// memory, and one burst of prefetches would stall on the miss buffers instead.
+void decode_chunk(const KvLayerView& kv, int64_t kv_head, int64_t p0, int64_t count,
+                  int64_t next_count, const ChunkKernels& k, Workspace& ws) {
+  const int64_t d = kv.head_dim;
+  const uint8_t* k_rows[kChunk];
+  const uint8_t* v_rows[kChunk];
+  chunk_rows(kv, kv_head, p0, count, k_rows, v_rows);
+  const uint8_t* next_k[kChunk];
+  const uint8_t* next_v[kChunk];
+  chunk_rows(kv, kv_head, p0 + count, next_count, next_k, next_v);
+  const bool f16 = kv.type == GgmlType::F16 && k.f16_row;
+  const quant::DequantizeRowFn dequantize = quant::traits(kv.type).kernels.dequantize_row;
+  float* values = ws.values.data();
+  for (int64_t j = 0; j < std::max(count, next_count); ++j) {
+    if (j < next_count) {
+      for (int64_t b = 0; b < kv.head_row_bytes; b += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(next_k[j] + b), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(next_v[j] + b), _MM_HINT_T0);
+      }
     }
-    return ChunkKernels{chunk_scores_baseline, chunk_values_baseline, exp_baseline, nullptr};
-  }();
-  return k;
+    if (j >= count) continue;
+    if (f16) {
+      k.f16_row(v_rows[j], d, values + j * d);
+    } else {
+      dequantize(v_rows[j], values + j * d, d);
+    }
+  }
+  if (kv.type == GgmlType::F16 && k.f16_keys_t) {
+    k.f16_keys_t(k_rows, count, d, ws.keys_t.data());
+    return;
+  }
+  float* rows = ws.rows.data();
+  for (int64_t j = 0; j < count; ++j) {
+    if (f16) {
+      k.f16_row(k_rows[j], d, rows + j * d);
+    } else {
+      dequantize(k_rows[j], rows + j * d, d);
+    }
+  }
+  k.f32_keys_t(rows, count, d, ws.keys_t.data());
 }
 
 }  // namespace
 
-void attend_group(const KvLayerView& kv, int64_t kv_head, const float* q, int64_t n_group,
-                  int64_t n_positions, float scale, float* out) {
+void attend_block(const KvLayerView& kv, int64_t kv_head, const float* q, int64_t q_stride,
+                  int64_t n_group, int64_t n_tokens, const int64_t* n_positions, float scale,
+                  float* out, int64_t out_stride) {
   const int64_t d = kv.head_dim;
-  STRATA_CHECK(d <= kMaxHeadDim, "head size {} exceeds {}", d, kMaxHeadDim);
+  STRATA_CHECK(d >= 1 && d <= kMaxHeadDim, "head size {} outside [1, {}]", d, kMaxHeadDim);
   STRATA_CHECK(n_group >= 1 && n_group <= kMaxGroup, "{} query heads per KV head exceeds {}",
                n_group, kMaxGroup);
-  const quant::TypeTraits& t = quant::traits(kv.type);
+  STRATA_CHECK(!kv.pages || kv.page_size > 0, "paged KV view without a page size");
+  const int64_t n_rows = n_tokens * n_group;
+  thread_local Workspace ws;
+  ws.keys_t.resize(static_cast<size_t>(d * kChunk));
+  ws.values.resize(static_cast<size_t>(kChunk * d));
+  ws.rows.resize(static_cast<size_t>(kChunk * d));
+  ws.queries.resize(static_cast<size_t>(n_rows * d));
+  ws.running_max.assign(static_cast<size_t>(n_rows), -std::numeric_limits<float>::infinity());
+  ws.lane_sum.assign(static_cast<size_t>(n_rows * kLanes), 0.0f);
+
   // Queries meet the keys rounded to the keys' partner format (F16 for F16 keys, Q8_0 for
   // Q8_0), as other GGUF engines compute Q.K; then everything runs on f32 copies of a chunk of
-  // keys and values, each decoded once for the whole group of heads.
-  const quant::TypeTraits& qt = quant::traits(t.activation_type);
+  // keys and values, each decoded once for the whole block of query rows.
+  const quant::TypeTraits& qt = quant::traits(quant::traits(kv.type).activation_type);
   alignas(64) uint8_t packed[kMaxHeadDim * 2];
-  alignas(64) float queries[kMaxGroup][kMaxHeadDim];
-  for (int64_t g = 0; g < n_group; ++g) {
-    qt.kernels.quantize_row(q + g * d, packed, d);
-    qt.kernels.dequantize_row(packed, queries[g], d);
+  int64_t max_positions = 0;
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    max_positions = std::max(max_positions, n_positions[t]);
+    for (int64_t g = 0; g < n_group; ++g) {
+      qt.kernels.quantize_row(q + t * q_stride + g * d, packed, d);
+      qt.kernels.dequantize_row(packed, ws.queries.data() + (t * n_group + g) * d, d);
+      float* o = out + t * out_stride + g * d;
+      for (int64_t i = 0; i < d; ++i) o[i] = 0.0f;
+    }
   }
 
-  constexpr int64_t kChunk = 64;
-  thread_local std::vector<float> keys, values;  // [kChunk][d], reused across calls
-  keys.resize(static_cast<size_t>(kChunk * d));
-  values.resize(static_cast<size_t>(kChunk * d));
-  alignas(64) float scores[kMaxGroup][kChunk];
-  float running_max[kMaxGroup], running_sum[kMaxGroup];
-  for (int64_t g = 0; g < n_group; ++g) {
-    running_max[g] = -std::numeric_limits<float>::infinity();
-    running_sum[g] = 0.0f;
-    for (int64_t i = 0; i < d; ++i) out[g * d + i] = 0.0f;
-  }
-  const ChunkKernels& k = chunk_kernels();
-  const bool f16_fast = kv.type == GgmlType::F16 && k.f16_rows && d % 16 == 0;
-  const int64_t stride = kv.n_kv_heads * kv.head_row_bytes;  // next slot, same head
-  STRATA_CHECK(!kv.pages || kv.page_size > 0, "paged KV view without a page size");
-  for (int64_t p0 = 0; p0 < n_positions; p0 += kChunk) {
-    const int64_t count = std::min(kChunk, n_positions - p0);
-    // Decode the chunk run by run, a run being positions in consecutive slots (one page).
-    for (int64_t j0 = 0; j0 < count;) {
-      const int64_t run = std::min(count - j0, kv.contiguous_from(p0 + j0));
-      const uint8_t* k_rows = kv.k_row(p0 + j0, kv_head);
-      const uint8_t* v_rows = kv.v_row(p0 + j0, kv_head);
-      float* k_out = keys.data() + j0 * d;
-      float* v_out = values.data() + j0 * d;
-      if (f16_fast) {
-        k.f16_rows(k_rows, stride, run, d, k_out);
-        k.f16_rows(v_rows, stride, run, d, v_out);
-      } else {
-        for (int64_t j = 0; j < run; ++j) {
-          t.kernels.dequantize_row(k_rows + j * stride, k_out + j * d, d);
-          t.kernels.dequantize_row(v_rows + j * stride, v_out + j * d, d);
+  const ChunkKernels& k = chunk_kernels(d);
+  alignas(64) float scores[kRowBlock * kChunk];
+  for (int64_t p0 = 0; p0 < max_positions; p0 += kChunk) {
+    const int64_t decoded = std::min(kChunk, max_positions - p0);
+    decode_chunk(kv, kv_head, p0, decoded, std::min(kChunk, max_positions - p0 - decoded), k, ws);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      if (n_positions[t] <= p0) continue;
+      const int64_t count = std::min(kChunk, n_positions[t] - p0);
+      // The rows of a block belong to one token, so they share `count`.
+      for (int64_t g0 = 0; g0 < n_group; g0 += kRowBlock) {
+        const int64_t nr = std::min(kRowBlock, n_group - g0);
+        const int64_t row0 = t * n_group + g0;
+        float* acc = out + t * out_stride + g0 * d;
+        k.scores(ws.queries.data() + row0 * d, nr, ws.keys_t.data(), round_up_lanes(count) / kLanes,
+                 d, scale, scores);
+        for (int64_t r = 0; r < nr; ++r) {
+          k.softmax(scores + r * kChunk, count, &ws.running_max[static_cast<size_t>(row0 + r)],
+                    ws.lane_sum.data() + (row0 + r) * kLanes, acc + r * d, d);
         }
+        k.values(scores, nr, ws.values.data(), count, d, acc);
       }
-      j0 += run;
     }
+  }
+  for (int64_t t = 0; t < n_tokens; ++t) {
     for (int64_t g = 0; g < n_group; ++g) {
-      k.scores(queries[g], keys.data(), count, d, scale, scores[g]);
-      // Online softmax: rescale what was accumulated under the old maximum.
-      float chunk_max = running_max[g];
-      for (int64_t j = 0; j < count; ++j) chunk_max = std::max(chunk_max, scores[g][j]);
-      const float correction = std::exp(running_max[g] - chunk_max);
-      if (correction != 1.0f) {
-        for (int64_t i = 0; i < d; ++i) out[g * d + i] *= correction;
-        running_sum[g] *= correction;
+      float* lanes = ws.lane_sum.data() + (t * n_group + g) * kLanes;
+      for (int64_t w = kLanes / 2; w >= 1; w /= 2) {
+        for (int64_t l = 0; l < w; ++l) lanes[l] += lanes[l + w];
       }
-      running_max[g] = chunk_max;
-      for (int64_t j = 0; j < count; ++j) scores[g][j] -= chunk_max;
-      k.exp(scores[g], count, scores[g]);
-      float sum = 0.0f;
-      for (int64_t j = 0; j < count; ++j) sum += scores[g][j];
-      running_sum[g] += sum;
-      k.values(scores[g], values.data(), count, d, out + g * d);
+      const float inv = lanes[0] > 0 ? 1.0f / lanes[0] : 0.0f;
+      float* o = out + t * out_stride + g * d;
+      for (int64_t i = 0; i < d; ++i) o[i] *= inv;
     }
   }
-  for (int64_t g = 0; g < n_group; ++g) {
-    const float inv = running_sum[g] > 0 ? 1.0f / running_sum[g] : 0.0f;
-    for (int64_t i = 0; i < d; ++i) out[g * d + i] *= inv;
-  }
+}
+
+void attend_group(const KvLayerView& kv, int64_t kv_head, const float* q, int64_t n_group,
+                  int64_t n_positions, float scale, float* out) {
+  attend_block(kv, kv_head, q, 0, n_group, 1, &n_positions, scale, out, 0);
 }
 
 }  // namespace strata::ops

@@ -49,12 +49,20 @@ void kv_store(const KvLayerView& kv, int64_t pos, const float* keys, const float
 // For the n_group query heads that share kv_head (GQA), each q_g = q + g * head_dim:
 // out_g = softmax(q_g . K[0..n_positions) * scale) V, written at out + g * head_dim.
 // Each key and value row is read once for the whole group, which divides the KV-cache traffic of
-// a decode step by the group size (8 for Qwen3-30B-A3B), and scores are computed a chunk of
-// positions at a time so the softmax bookkeeping vectorizes. A chunk is decoded in runs that
-// never cross a page boundary, while the chunks themselves stay 64 positions from position 0
-// whatever the page size: paged and contiguous caches give bit-identical results.
+// a decode step by the group size (8 for Qwen3-30B-A3B). Positions are scored a chunk of 64 at a
+// time (keys decoded transposed, so a chunk's scores are plain vector FMAs), chunks starting at
+// position 0 whatever the page size: paged and contiguous caches give bit-identical results.
 void attend_group(const KvLayerView& kv, int64_t kv_head, const float* q, int64_t n_group,
                   int64_t n_positions, float scale, float* out);
+
+// attend_group for n_tokens query tokens of one sequence at once: token t's heads at
+// q + t * q_stride (each + g * head_dim) attend over positions [0, n_positions[t]) and write
+// out + t * out_stride (+ g * head_dim). Each chunk of keys and values is decoded once for the
+// whole block (prefill: consecutive tokens of a sequence), and every token gets exactly, bit for
+// bit, what attend_group gives it alone: its arithmetic does not depend on the other tokens.
+void attend_block(const KvLayerView& kv, int64_t kv_head, const float* q, int64_t q_stride,
+                  int64_t n_group, int64_t n_tokens, const int64_t* n_positions, float scale,
+                  float* out, int64_t out_stride);
 
 // One query head (n_group = 1).
 inline void attend(const KvLayerView& kv, int64_t kv_head, const float* q, int64_t n_positions,
