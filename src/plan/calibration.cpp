@@ -61,15 +61,6 @@ double seconds_per_call(Fn&& fn, double min_seconds, int min_calls) {
   return elapsed / calls;
 }
 
-std::string today() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  ::localtime_r(&now, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
-  return buf;
-}
-
 struct FreeDeleter {
   void operator()(uint8_t* p) const { std::free(p); }
 };
@@ -250,31 +241,6 @@ std::pair<double, double> measure_attention_ns() {
   return {kv, head};
 }
 
-nlohmann::json to_json(const CpuCalibration& c) {
-  nlohmann::json types = nlohmann::json::object();
-  for (const auto& t : c.types) {
-    types[std::string(ggml_type_name(t.type))] = {{"gemv_gbps", t.gemv_gbps},
-                                                  {"gemm_gmacs", t.gemm_gmacs},
-                                                  {"expert_gemm_gmacs", t.expert_gemm_gmacs}};
-  }
-  return {{"version", kCalibrationVersion},
-          {"cpu_model", c.cpu_model},
-          {"threads", c.threads},
-          {"date", c.date},
-          {"build", c.build},
-          {"dispatch_us", c.dispatch_us},
-          {"gemv_fixed_us", c.gemv_fixed_us},
-          {"serial_ns",
-           {{"norm", c.serial.norm_ns},
-            {"quantize", c.serial.quantize_ns},
-            {"swiglu", c.serial.swiglu_ns},
-            {"axpy", c.serial.axpy_ns},
-            {"rope", c.serial.rope_ns}}},
-          {"attention_kv_ns", c.attention_kv_ns},
-          {"attention_head_ns", c.attention_head_ns},
-          {"types", types}};
-}
-
 CpuCalibration from_json(const nlohmann::json& j) {
   CpuCalibration c;
   c.cpu_model = j.at("cpu_model").get<std::string>();
@@ -309,6 +275,40 @@ std::vector<GgmlType> with_f32(std::vector<GgmlType> types) {
 }
 
 }  // namespace
+
+std::string today_date() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::localtime_r(&now, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+nlohmann::json calibration_json(const CpuCalibration& c) {
+  nlohmann::json types = nlohmann::json::object();
+  for (const auto& t : c.types) {
+    types[std::string(ggml_type_name(t.type))] = {{"gemv_gbps", t.gemv_gbps},
+                                                  {"gemm_gmacs", t.gemm_gmacs},
+                                                  {"expert_gemm_gmacs", t.expert_gemm_gmacs}};
+  }
+  return {{"version", kCalibrationVersion},
+          {"cpu_model", c.cpu_model},
+          {"threads", c.threads},
+          {"date", c.date},
+          {"build", c.build},
+          {"dispatch_us", c.dispatch_us},
+          {"gemv_fixed_us", c.gemv_fixed_us},
+          {"serial_ns",
+           {{"norm", c.serial.norm_ns},
+            {"quantize", c.serial.quantize_ns},
+            {"swiglu", c.serial.swiglu_ns},
+            {"axpy", c.serial.axpy_ns},
+            {"rope", c.serial.rope_ns}}},
+          {"attention_kv_ns", c.attention_kv_ns},
+          {"attention_head_ns", c.attention_head_ns},
+          {"types", types}};
+}
 
 const TypeCalibration* CpuCalibration::find(GgmlType type) const {
   for (const auto& t : types) {
@@ -349,7 +349,7 @@ CpuCalibration calibrate_cpu(const CalibrationOptions& options) {
   const auto start = Clock::now();
   CpuCalibration c;
   c.threads = options.threads;
-  c.date = today();
+  c.date = today_date();
   c.build = build_identity();
   c.source = "measured " + c.date;
   ThreadPool pool(options.threads);
@@ -454,7 +454,7 @@ CpuCalibration cached_cpu_calibration(const std::string& cache_path, const std::
         !(e.value("cpu_model", "") == cpu_model && e.value("threads", 0) == options.threads))
       kept.push_back(e);
   }
-  kept.push_back(to_json(result));
+  kept.push_back(calibration_json(result));
   entries = std::move(kept);
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(cache_path).parent_path(), ec);

@@ -21,6 +21,7 @@
 //                      once per query head (scores and weighted values).
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -88,5 +89,11 @@ GgmlType type_for_bits_per_weight(double bits_per_weight);
 // An identity of the running binary (path, size, modification time): a rebuilt binary may have
 // other kernels, so its calibration is not reused.
 std::string build_identity();
+
+// Today as YYYY-MM-DD (local time), the date stamped on cached measurements.
+std::string today_date();
+
+// The calibration as JSON (the cache entry; also printed by `strata plan --json`).
+nlohmann::json calibration_json(const CpuCalibration& c);
 
 }  // namespace strata::plan

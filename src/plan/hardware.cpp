@@ -74,15 +74,6 @@ std::pair<uint64_t, uint64_t> read_meminfo() {
   return {total, available};
 }
 
-std::string today() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  ::localtime_r(&now, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
-  return buf;
-}
-
 // Bandwidth: measured once per machine (CPU model) and cached with its date.
 void fill_ram_bandwidth(HardwareProfile& hw, const ProbeOptions& probe) {
   const std::string path =
@@ -105,7 +96,7 @@ void fill_ram_bandwidth(HardwareProfile& hw, const ProbeOptions& probe) {
   ThreadPool pool(std::max(1, hw.physical_cores));
   const BandwidthMeasurement m = measure_read_bandwidth(pool, probe.measure_bytes, 3);
   hw.ram_bandwidth_gbps = m.read_gbps;
-  hw.ram_bandwidth_source = "measured " + today();
+  hw.ram_bandwidth_source = "measured " + today_date();
   // Other entries (the CPU calibrations) stay.
   nlohmann::json j = nlohmann::json::object();
   {
@@ -120,7 +111,7 @@ void fill_ram_bandwidth(HardwareProfile& hw, const ProbeOptions& probe) {
     }
   }
   j["cpu_model"] = hw.cpu_model;
-  j["date"] = today();
+  j["date"] = today_date();
   j["read_gbps"] = m.read_gbps;
   j["threads"] = m.threads;
   j["buffer_bytes"] = m.buffer_bytes;

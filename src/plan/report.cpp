@@ -231,26 +231,9 @@ nlohmann::json plan_json(const ModelInventory& inv, const HardwareProfile& hw, c
                    {"gpus", gpus}};
   if (hw.cpu_calibration) {
     const CpuCalibration& c = *hw.cpu_calibration;
-    nlohmann::json types = nlohmann::json::object();
-    for (const auto& t : c.types) {
-      types[std::string(ggml_type_name(t.type))] = {{"gemv_gbps", t.gemv_gbps},
-                                                    {"gemm_gmacs", t.gemm_gmacs},
-                                                    {"expert_gemm_gmacs", t.expert_gemm_gmacs}};
-    }
-    j["hardware"]["cpu_calibration"] = {{"threads", c.threads},
-                                        {"source", c.source},
-                                        {"seconds", c.seconds},
-                                        {"dispatch_us", c.dispatch_us},
-                                        {"gemv_fixed_us", c.gemv_fixed_us},
-                                        {"serial_ns",
-                                         {{"norm", c.serial.norm_ns},
-                                          {"quantize", c.serial.quantize_ns},
-                                          {"swiglu", c.serial.swiglu_ns},
-                                          {"axpy", c.serial.axpy_ns},
-                                          {"rope", c.serial.rope_ns}}},
-                                        {"attention_kv_ns", c.attention_kv_ns},
-                                        {"attention_head_ns", c.attention_head_ns},
-                                        {"types", types}};
+    nlohmann::json& out = j["hardware"]["cpu_calibration"] = calibration_json(c);
+    out["source"] = c.source;
+    out["seconds"] = c.seconds;
   }
   j["goal"] = {{"context", plan.context}, {"kv_type", plan.kv_type}};
   j["fits"] = plan.fits;
