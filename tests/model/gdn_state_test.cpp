@@ -14,6 +14,7 @@
 
 #include <cmath>
 
+#include "batched_run.h"
 #include "model/model.h"
 #include "runtime/kv_pool.h"
 #include "runtime/session.h"
@@ -43,16 +44,7 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
 // Logits of every token, fed in batches of the given sizes.
 std::vector<float> run(Model& model, const std::vector<int32_t>& tokens,
                        const std::vector<size_t>& batches, ThreadPool& pool) {
-  Session session(model, 256, GgmlType::F16, pool);
-  std::vector<float> all, logits;
-  size_t done = 0;
-  for (size_t count : batches) {
-    session.eval(std::span<const int32_t>(tokens.data() + done, count), true, logits);
-    all.insert(all.end(), logits.begin(), logits.end());
-    done += count;
-  }
-  EXPECT_EQ(done, tokens.size());
-  return all;
+  return test::logits_in_batches(model, tokens, batches, GgmlType::F16, pool);
 }
 
 TEST(GdnState, ModelDeclaresItsState) {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "batched_run.h"
 #include "model/model.h"
 #include "runtime/session.h"
 #include "support/test_support.h"
@@ -14,16 +15,7 @@ namespace {
 
 std::vector<float> run(Model& model, const std::vector<int32_t>& tokens,
                        const std::vector<size_t>& batches, GgmlType kv_type, ThreadPool& pool) {
-  Session session(model, 64, kv_type, pool);
-  std::vector<float> all, logits;
-  size_t done = 0;
-  for (size_t count : batches) {
-    session.eval(std::span<const int32_t>(tokens.data() + done, count), true, logits);
-    all.insert(all.end(), logits.begin(), logits.end());
-    done += count;
-  }
-  EXPECT_EQ(done, tokens.size());
-  return all;
+  return test::logits_in_batches(model, tokens, batches, kv_type, pool, 64);
 }
 
 TEST(PrefillDecode, BatchedAndTokenByTokenAgree) {
