@@ -26,7 +26,7 @@ namespace strata::server {
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;                   // 0: any free port (see Server::port)
-  std::string api_key;               // empty: no authentication
+  std::string api_key{};             // empty: no authentication
   std::string model_id{};            // the id clients send and /v1/models lists
   size_t max_body_bytes = 32 << 20;  // larger request bodies get 413
   int http_threads = 32;             // concurrent connections served

@@ -248,6 +248,19 @@ TEST(Server, ApiKeyIsRequiredWhenSet) {
   EXPECT_EQ(anonymous_health->status, 200);
 }
 
+TEST(Server, OversizedBodiesAre413) {
+  ServerStack s({.n_slots = 1, .n_ctx = 128}, {.max_body_bytes = 4096});
+  const std::string big = chat_body({{"stop", std::string(8000, 'x')}});
+  auto r = s.client().Post("/v1/chat/completions", big, "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 413);
+  EXPECT_TRUE(Json::parse(r->body)["error"]["message"].is_string()) << r->body;
+  auto ok =
+      s.client().Post("/v1/chat/completions", chat_body({{"max_tokens", 2}}), "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+}
+
 TEST(Server, FullQueueAnswers503WithRetryAfter) {
   ServerStack s({.n_slots = 1, .n_ctx = 256, .max_queue = 0});
   // One long generation holds the only slot; with no queue, the next request is refused.
