@@ -30,7 +30,7 @@ namespace strata::plan {
 namespace {
 
 // Bumped when what is measured changes, so older cache entries are measured again.
-constexpr int kCalibrationVersion = 2;
+constexpr int kCalibrationVersion = 3;
 constexpr int64_t kCols = 2048;     // row length of the GEMV and dense GEMM matrices
 constexpr int64_t kTileRows = 61;   // quantized rows tiled over the buffer (a prime: pages differ)
 constexpr int64_t kGemmRows = 256;  // activation rows of the dense prefill GEMM
@@ -261,7 +261,8 @@ CpuCalibration from_json(const nlohmann::json& j) {
     const auto type = ggml_type_from_name(name);
     if (!type) continue;
     c.types.push_back({*type, v.at("gemv_gbps").get<double>(), v.at("gemm_gmacs").get<double>(),
-                       v.at("expert_gemm_gmacs").get<double>()});
+                       v.at("expert_gemm_gmacs").get<double>(),
+                       v.at("expert_down_gemm_gmacs").get<double>()});
   }
   return c;
 }
@@ -288,9 +289,11 @@ std::string today_date() {
 nlohmann::json calibration_json(const CpuCalibration& c) {
   nlohmann::json types = nlohmann::json::object();
   for (const auto& t : c.types) {
-    types[std::string(ggml_type_name(t.type))] = {{"gemv_gbps", t.gemv_gbps},
-                                                  {"gemm_gmacs", t.gemm_gmacs},
-                                                  {"expert_gemm_gmacs", t.expert_gemm_gmacs}};
+    types[std::string(ggml_type_name(t.type))] = {
+        {"gemv_gbps", t.gemv_gbps},
+        {"gemm_gmacs", t.gemm_gmacs},
+        {"expert_gemm_gmacs", t.expert_gemm_gmacs},
+        {"expert_down_gemm_gmacs", t.expert_down_gemm_gmacs}};
   }
   return {{"version", kCalibrationVersion},
           {"cpu_model", c.cpu_model},
@@ -379,6 +382,9 @@ CpuCalibration calibrate_cpu(const CalibrationOptions& options) {
     t.gemm_gmacs = measure_gemm(buffer.get(), used, type, kCols, kCols, kGemmRows, pool, window);
     t.expert_gemm_gmacs =
         measure_gemm(buffer.get(), used, type, kExpertRows, kCols, kExpertTokens, pool, window);
+    // The same quantized blocks read as rows of 768 values (blocks are self-contained).
+    t.expert_down_gemm_gmacs =
+        measure_gemm(buffer.get(), used, type, kCols, kExpertRows, kExpertTokens, pool, window);
     c.types.push_back(t);
   }
   c.seconds = seconds_since(start);

@@ -16,6 +16,8 @@
 //                      activation rows, per weight type (weights cycled through RAM);
 //   expert_gemm_gmacs  prefill: the same for an expert-shaped 768 x 2048 matrix with 32 rows
 //                      (512 tokens x 8 of 128 experts);
+//   expert_down_gemm_gmacs  the same for the down projection's shape, 2048 rows of 768 values
+//                      (short rows: the per-row and per-tile costs weigh more);
 //   attention_*_ns     attention over cached positions (ops::attend_group, f16 cache): per
 //                      position and element of the head, once per KV head (decoding K and V) and
 //                      once per query head (scores and weighted values).
@@ -34,6 +36,7 @@ struct TypeCalibration {
   double gemv_gbps = 0;
   double gemm_gmacs = 0;
   double expert_gemm_gmacs = 0;
+  double expert_down_gemm_gmacs = 0;
 };
 
 // The small single-threaded ops, ns per value: RMS norm, activation quantization (Q8_K), SwiGLU,

@@ -223,8 +223,10 @@ PrefillEstimate estimate_prefill(const ModelInventory& inv, const HardwareProfil
       }
       for (const auto& w : layer.expert_slice_by_type) {
         const auto& r = rates_of(cal, w.type);
-        p.compute_ms += static_cast<double>(w.elements) * inv.n_expert_used * batch /
-                        (r.expert_gemm_gmacs * 1e9) * 1e3;
+        const double rate = w.expert_down && r.expert_down_gemm_gmacs > 0 ? r.expert_down_gemm_gmacs
+                                                                          : r.expert_gemm_gmacs;
+        p.compute_ms +=
+            static_cast<double>(w.elements) * inv.n_expert_used * batch / (rate * 1e9) * 1e3;
       }
       if (layer.has_kv_cache) {
         // Token i attends over i + 1 positions; (token, KV head) tasks spread over the threads.

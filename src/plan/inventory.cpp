@@ -44,15 +44,16 @@ int64_t ModelInventory::active_params() const {
 
 namespace {
 
-void add_typed(std::vector<TypedWeights>& v, GgmlType type, uint64_t bytes, int64_t elements) {
+void add_typed(std::vector<TypedWeights>& v, GgmlType type, uint64_t bytes, int64_t elements,
+               bool expert_down = false) {
   for (auto& t : v) {
-    if (t.type == type) {
+    if (t.type == type && t.expert_down == expert_down) {
       t.bytes += bytes;
       t.elements += elements;
       return;
     }
   }
-  v.push_back({type, bytes, elements});
+  v.push_back({type, bytes, elements, expert_down});
 }
 
 // Sums tensors into per-layer totals; routed-expert tensors also get their per-expert slices.
@@ -83,7 +84,8 @@ void summarize(ModelInventory& inv) {
         l.expert_bytes += t.bytes;
         l.expert_slice_bytes += t.expert_slice_bytes;
         l.active_params += t.elements / inv.n_expert * inv.n_expert_used;
-        add_typed(l.expert_slice_by_type, t.type, t.expert_slice_bytes, t.elements / inv.n_expert);
+        add_typed(l.expert_slice_by_type, t.type, t.expert_slice_bytes, t.elements / inv.n_expert,
+                  t.name.find("ffn_down_exps") != std::string::npos);
         l.expert_matrices += 1;
         continue;
       }

@@ -20,6 +20,9 @@ struct TypedWeights {
   GgmlType type = GgmlType::F32;
   uint64_t bytes = 0;
   int64_t elements = 0;  // of matrices only: multiply-accumulates per token
+  // Routed-expert down projections: rows of the expert FFN size (768 / 512 values), a kernel
+  // shape of its own (short rows cost more per value in a prompt batch).
+  bool expert_down = false;
 };
 
 struct InventoryTensor {

@@ -43,6 +43,7 @@ void expect_valid(const CpuCalibration& c) {
     EXPECT_TRUE(positive_finite(t.gemv_gbps)) << ggml_type_name(t.type);
     EXPECT_TRUE(positive_finite(t.gemm_gmacs)) << ggml_type_name(t.type);
     EXPECT_TRUE(positive_finite(t.expert_gemm_gmacs)) << ggml_type_name(t.type);
+    EXPECT_TRUE(positive_finite(t.expert_down_gemm_gmacs)) << ggml_type_name(t.type);
   }
 }
 
@@ -142,10 +143,10 @@ TEST(CalibratedCostModel, TinyOracleModelArithmetic) {
   cal.serial = {1.0, 0.5, 2.0, 0.25, 3.0};  // norm, quantize, swiglu, axpy, rope (ns/value)
   cal.attention_kv_ns = 0.2;
   cal.attention_head_ns = 0.1;
-  // GB/s for decode, GMAC/s for prefill (dense, expert-shaped).
-  cal.types = {{GgmlType::F32, 10, 5, 5},     {GgmlType::F16, 12, 6, 6},
-               {GgmlType::Q4_K, 20, 100, 80}, {GgmlType::Q5_K, 18, 90, 70},
-               {GgmlType::Q6_K, 16, 80, 60},  {GgmlType::Q8_0, 25, 60, 50}};
+  // GB/s for decode, GMAC/s for prefill (dense, expert gate/up shape, expert down shape).
+  cal.types = {{GgmlType::F32, 10, 5, 5, 4},      {GgmlType::F16, 12, 6, 6, 5},
+               {GgmlType::Q4_K, 20, 100, 80, 64}, {GgmlType::Q5_K, 18, 90, 70, 56},
+               {GgmlType::Q6_K, 16, 80, 60, 48},  {GgmlType::Q8_0, 25, 60, 50, 40}};
   HardwareProfile hw;
   hw.physical_cores = 2;
   hw.threads = 2;
@@ -157,7 +158,9 @@ TEST(CalibratedCostModel, TinyOracleModelArithmetic) {
 
   auto rate = [&](GgmlType t) { return cal.find(t)->gemv_gbps; };
   auto gemm = [&](GgmlType t) { return cal.find(t)->gemm_gmacs; };
-  auto expert_gemm = [&](GgmlType t) { return cal.find(t)->expert_gemm_gmacs; };
+  auto expert_gemm = [&](GgmlType t, bool down) {
+    return down ? cal.find(t)->expert_down_gemm_gmacs : cal.find(t)->expert_gemm_gmacs;
+  };
   // Decode weights: every non-expert tensor but the embeddings, 2 of 8 experts' slices.
   double weight_ms = 0, dense_mac_ms = 0, expert_mac_ms = 0, output_ms = 0;
   for (const auto& t : file.tensors()) {
@@ -166,7 +169,9 @@ TEST(CalibratedCostModel, TinyOracleModelArithmetic) {
     if (t.name == "token_embd.weight") continue;
     if (t.name.find("_exps") != std::string::npos) {
       weight_ms += bytes / 8 * 2 / rate(t.type) / 1e6;
-      expert_mac_ms += static_cast<double>(t.elements()) / 8 * 2 * 512 / expert_gemm(t.type) / 1e6;
+      const bool down = t.name.find("ffn_down_exps") != std::string::npos;
+      expert_mac_ms +=
+          static_cast<double>(t.elements()) / 8 * 2 * 512 / expert_gemm(t.type, down) / 1e6;
     } else if (t.name.rfind("output", 0) == 0) {
       output_ms += bytes / rate(t.type) / 1e6;
     } else {
