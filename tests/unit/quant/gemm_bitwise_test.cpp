@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "quant/quant.h"
+#include "quant_test_helpers.h"
 #include "support/test_support.h"
 
 namespace strata::quant {
@@ -22,13 +23,6 @@ uint32_t bits(float v) {
   uint32_t b;
   std::memcpy(&b, &v, sizeof b);
   return b;
-}
-
-std::vector<uint8_t> quantize(GgmlType type, const std::vector<float>& values) {
-  const auto n = static_cast<int64_t>(values.size());
-  std::vector<uint8_t> bytes(static_cast<size_t>(row_bytes(type, n)));
-  kernels_exact(type, Isa::scalar).quantize_row(values.data(), bytes.data(), n);
-  return bytes;
 }
 
 void check(GgmlType type, const TypeKernels& k, int64_t blocks, uint32_t seed) {
@@ -43,14 +37,14 @@ void check(GgmlType type, const TypeKernels& k, int64_t blocks, uint32_t seed) {
     std::memset(w.data() + r * n + b * t.block_elems, 0,
                 static_cast<size_t>(t.block_elems) * sizeof(float));
   }
-  const std::vector<uint8_t> wq = quantize(type, w);
+  const std::vector<uint8_t> wq = test_helpers::quantize_ref(type, w);
   const int64_t w_stride = row_bytes(type, n);
   const int64_t a_stride = row_bytes(t.activation_type, n);
   std::vector<uint8_t> aq(static_cast<size_t>(a_stride * kCols));
   for (int64_t c = 0; c < kCols; ++c) {
-    const auto col = quantize(t.activation_type,
-                              test::random_floats(static_cast<size_t>(n),
-                                                  seed * 31 + 5 + static_cast<uint32_t>(c), 2.0f));
+    const auto col = test_helpers::quantize_ref(
+        t.activation_type, test::random_floats(static_cast<size_t>(n),
+                                               seed * 31 + 5 + static_cast<uint32_t>(c), 2.0f));
     std::memcpy(aq.data() + c * a_stride, col.data(), col.size());
   }
   const auto row = [&](int64_t r) { return wq.data() + r * w_stride; };

@@ -12,40 +12,15 @@
 #include <vector>
 
 #include "quant/quant.h"
+#include "quant_test_helpers.h"
 #include "support/test_support.h"
 
 namespace strata::quant {
 namespace {
 
-struct Case {
-  GgmlType type;
-  Isa isa;
-};
-
-void PrintTo(const Case& c, std::ostream* os) {
-  *os << ggml_type_name(c.type) << "/" << isa_name(c.isa);
-}
-
-std::string case_name(const testing::TestParamInfo<Case>& info) {
-  return std::string(ggml_type_name(info.param.type)) + "_" + std::string(isa_name(info.param.isa));
-}
-
-std::vector<Case> levels_with_gemm() {
-  std::vector<Case> out;
-  for (GgmlType type : supported_types()) {
-    for (Isa isa : available_isas()) {
-      if (kernels_exact(type, isa).gemm) out.push_back({type, isa});
-    }
-  }
-  return out;
-}
-
-std::vector<uint8_t> quantize(GgmlType type, const std::vector<float>& values) {
-  const auto n = static_cast<int64_t>(values.size());
-  std::vector<uint8_t> bytes(static_cast<size_t>(row_bytes(type, n)));
-  kernels_exact(type, Isa::scalar).quantize_row(values.data(), bytes.data(), n);
-  return bytes;
-}
+using test_helpers::levels_with;
+using test_helpers::type_level_name;
+using test_helpers::TypeLevel;
 
 // n_rows weight rows of `blocks` blocks against n_cols activation rows.
 void check(GgmlType type, GemmFn gemm, int64_t blocks, int64_t n_rows, int64_t n_cols,
@@ -55,14 +30,14 @@ void check(GgmlType type, GemmFn gemm, int64_t blocks, int64_t n_rows, int64_t n
   const VecDotFn reference = kernels_exact(type, Isa::scalar).vec_dot;
   // Row-major weights; the float values are kept for the error bound.
   const auto w = test::random_floats(static_cast<size_t>(n * n_rows), seed);
-  const std::vector<uint8_t> wq = quantize(type, w);
+  const std::vector<uint8_t> wq = test_helpers::quantize_ref(type, w);
   const int64_t w_stride = row_bytes(type, n);
   std::vector<std::vector<float>> a;
   std::vector<std::vector<uint8_t>> aq;
   for (int64_t c = 0; c < n_cols; ++c) {
     a.push_back(
         test::random_floats(static_cast<size_t>(n), seed * 7 + 1 + static_cast<uint32_t>(c), 3.0f));
-    aq.push_back(quantize(t.activation_type, a.back()));
+    aq.push_back(test_helpers::quantize_ref(t.activation_type, a.back()));
   }
   // Column c reads activation row (c * 5) % n_cols: any pointer, not a stride.
   std::vector<const uint8_t*> act;
@@ -90,7 +65,7 @@ void check(GgmlType type, GemmFn gemm, int64_t blocks, int64_t n_rows, int64_t n
   }
 }
 
-class Gemm : public testing::TestWithParam<Case> {};
+class Gemm : public testing::TestWithParam<TypeLevel> {};
 
 TEST_P(Gemm, MatchesScalarReference) {
   const auto [type, isa] = GetParam();
@@ -112,7 +87,8 @@ TEST_P(Gemm, ManyColumns) {
   check(type, kernels_exact(type, isa).gemm, 2, 11, 150, 99);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTypes, Gemm, testing::ValuesIn(levels_with_gemm()), case_name);
+INSTANTIATE_TEST_SUITE_P(AllTypes, Gemm, testing::ValuesIn(levels_with(&TypeKernels::gemm)),
+                         type_level_name);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Gemm);
 
 }  // namespace

@@ -9,48 +9,19 @@
 #include <vector>
 
 #include "quant/quant.h"
+#include "quant_test_helpers.h"
 #include "support/test_support.h"
 
 namespace strata::quant {
 namespace {
 
-struct Case {
-  GgmlType type;
-  Isa isa;
-};
+using test_helpers::levels_with;
+using test_helpers::type_level_name;
+using test_helpers::TypeLevel;
 
-void PrintTo(const Case& c, std::ostream* os) {
-  *os << ggml_type_name(c.type) << "/" << isa_name(c.isa);
-}
-
-std::string case_name(const testing::TestParamInfo<Case>& info) {
-  return std::string(ggml_type_name(info.param.type)) + "_" + std::string(isa_name(info.param.isa));
-}
-
-// The (type, level) pairs where a faster level has its own kernel of the given kind; levels
-// without one fall back to the level below and are covered there.
-template <typename Member>
-std::vector<Case> faster_levels_with(Member member) {
-  std::vector<Case> out;
-  for (GgmlType type : supported_types()) {
-    for (Isa isa : available_isas()) {
-      if (isa != Isa::scalar && kernels_exact(type, isa).*member) out.push_back({type, isa});
-    }
-  }
-  return out;
-}
-
-class DotAgreement : public testing::TestWithParam<Case> {};
-class DequantizeAgreement : public testing::TestWithParam<Case> {};
-class QuantizeAgreement : public testing::TestWithParam<Case> {};
-
-std::vector<uint8_t> quantize(GgmlType type, const std::vector<float>& values) {
-  std::vector<uint8_t> bytes(
-      static_cast<size_t>(row_bytes(type, static_cast<int64_t>(values.size()))));
-  const TypeKernels ref = kernels_exact(type, Isa::scalar);
-  ref.quantize_row(values.data(), bytes.data(), static_cast<int64_t>(values.size()));
-  return bytes;
-}
+class DotAgreement : public testing::TestWithParam<TypeLevel> {};
+class DequantizeAgreement : public testing::TestWithParam<TypeLevel> {};
+class QuantizeAgreement : public testing::TestWithParam<TypeLevel> {};
 
 TEST_P(DotAgreement, MatchesReference) {
   const auto [type, isa] = GetParam();
@@ -62,8 +33,8 @@ TEST_P(DotAgreement, MatchesReference) {
     const int64_t n = blocks * std::max<int64_t>(t.block_elems, 32);
     const auto w = test::random_floats(static_cast<size_t>(n), 17 + static_cast<uint32_t>(blocks));
     const auto a = test::random_floats(static_cast<size_t>(n), 91 + static_cast<uint32_t>(blocks));
-    const auto wq = quantize(type, w);
-    const auto aq = quantize(t.activation_type, a);
+    const auto wq = test_helpers::quantize_ref(type, w);
+    const auto aq = test_helpers::quantize_ref(t.activation_type, a);
     const float expected = ref.vec_dot(n, wq.data(), aq.data());
     const float got = fast.vec_dot(n, wq.data(), aq.data());
     // Bound: float re-association over n terms, relative to the magnitude of the terms.
@@ -78,7 +49,7 @@ TEST_P(DequantizeAgreement, MatchesReference) {
   const TypeKernels fast = kernels_exact(type, isa);
   const TypeTraits& t = traits(type);
   const int64_t n = 33 * std::max<int64_t>(t.block_elems, 32);
-  const auto q = quantize(type, test::random_floats(static_cast<size_t>(n), 5));
+  const auto q = test_helpers::quantize_ref(type, test::random_floats(static_cast<size_t>(n), 5));
   std::vector<float> expected(static_cast<size_t>(n)), got(static_cast<size_t>(n));
   kernels_exact(type, Isa::scalar).dequantize_row(q.data(), expected.data(), n);
   fast.dequantize_row(q.data(), got.data(), n);
@@ -97,7 +68,7 @@ TEST_P(QuantizeAgreement, MatchesReference) {
   const auto x = test::random_floats(static_cast<size_t>(n), 23);
   std::vector<uint8_t> qf(static_cast<size_t>(row_bytes(type, n)));
   fast.quantize_row(x.data(), qf.data(), n);
-  const auto qr = quantize(type, x);
+  const auto qr = test_helpers::quantize_ref(type, x);
   std::vector<float> df(static_cast<size_t>(n)), dr(static_cast<size_t>(n));
   const TypeKernels ref = kernels_exact(type, Isa::scalar);
   ASSERT_NE(ref.dequantize_row, nullptr);
@@ -108,13 +79,17 @@ TEST_P(QuantizeAgreement, MatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, DotAgreement,
-                         testing::ValuesIn(faster_levels_with(&TypeKernels::vec_dot)), case_name);
+                         testing::ValuesIn(levels_with(&TypeKernels::vec_dot,
+                                                       /*skip_scalar=*/true)),
+                         type_level_name);
 INSTANTIATE_TEST_SUITE_P(AllTypes, DequantizeAgreement,
-                         testing::ValuesIn(faster_levels_with(&TypeKernels::dequantize_row)),
-                         case_name);
+                         testing::ValuesIn(levels_with(&TypeKernels::dequantize_row,
+                                                       /*skip_scalar=*/true)),
+                         type_level_name);
 INSTANTIATE_TEST_SUITE_P(AllTypes, QuantizeAgreement,
-                         testing::ValuesIn(faster_levels_with(&TypeKernels::quantize_row)),
-                         case_name);
+                         testing::ValuesIn(levels_with(&TypeKernels::quantize_row,
+                                                       /*skip_scalar=*/true)),
+                         type_level_name);
 
 // Every supported weight type has a faster dot product on a CPU with AVX2 (this one has it).
 TEST(QuantTable, EveryWeightTypeHasAFastDot) {

@@ -13,39 +13,15 @@
 #include <vector>
 
 #include "quant/quant.h"
+#include "quant_test_helpers.h"
 #include "support/test_support.h"
 
 namespace strata::quant {
 namespace {
 
-struct Case {
-  GgmlType type;
-  Isa isa;
-};
-
-void PrintTo(const Case& c, std::ostream* os) {
-  *os << ggml_type_name(c.type) << "/" << isa_name(c.isa);
-}
-
-std::string case_name(const testing::TestParamInfo<Case>& info) {
-  return std::string(ggml_type_name(info.param.type)) + "_" + std::string(isa_name(info.param.isa));
-}
-
-std::vector<Case> levels_with_multi() {
-  std::vector<Case> out;
-  for (GgmlType type : supported_types()) {
-    for (Isa isa : available_isas()) {
-      if (kernels_exact(type, isa).vec_dot_multi) out.push_back({type, isa});
-    }
-  }
-  return out;
-}
-
-std::vector<uint8_t> quantize(GgmlType type, const float* values, int64_t n) {
-  std::vector<uint8_t> bytes(static_cast<size_t>(row_bytes(type, n)));
-  kernels_exact(type, Isa::scalar).quantize_row(values, bytes.data(), n);
-  return bytes;
-}
+using test_helpers::levels_with;
+using test_helpers::type_level_name;
+using test_helpers::TypeLevel;
 
 // Checks multi against single for one weight row and `kMaxMultiDot` activation rows stored
 // back to back at offset 1 of the buffer (so that rows start at odd addresses). Returns whether
@@ -54,7 +30,7 @@ bool check(GgmlType type, VecDotFn single, VecDotMultiFn multi, int64_t blocks, 
   const TypeTraits& t = traits(type);
   const int64_t n = blocks * t.block_elems;
   const auto w = test::random_floats(static_cast<size_t>(n), seed);
-  const auto wq = quantize(type, w.data(), n);
+  const auto wq = test_helpers::quantize_ref(type, w);
   const int64_t stride = row_bytes(t.activation_type, n);
   std::vector<float> a(static_cast<size_t>(n * kMaxMultiDot));
   std::vector<uint8_t> aq(static_cast<size_t>(stride * kMaxMultiDot + 1));
@@ -62,7 +38,7 @@ bool check(GgmlType type, VecDotFn single, VecDotMultiFn multi, int64_t blocks, 
     const auto col =
         test::random_floats(static_cast<size_t>(n), seed * 31 + 7 + static_cast<uint32_t>(j));
     std::memcpy(a.data() + j * n, col.data(), col.size() * sizeof(float));
-    const auto q = quantize(t.activation_type, col.data(), n);
+    const auto q = test_helpers::quantize_ref(t.activation_type, col);
     std::memcpy(aq.data() + 1 + j * stride, q.data(), q.size());
   }
   // Aligned copies for the single-row reference.
@@ -93,7 +69,7 @@ bool check(GgmlType type, VecDotFn single, VecDotMultiFn multi, int64_t blocks, 
   return identical;
 }
 
-class MultiDot : public testing::TestWithParam<Case> {};
+class MultiDot : public testing::TestWithParam<TypeLevel> {};
 
 TEST_P(MultiDot, MatchesSingleOfSameLevel) {
   const auto [type, isa] = GetParam();
@@ -111,7 +87,9 @@ TEST_P(MultiDot, MatchesSingleOfSameLevel) {
               identical ? "yes" : "no");
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTypes, MultiDot, testing::ValuesIn(levels_with_multi()), case_name);
+INSTANTIATE_TEST_SUITE_P(AllTypes, MultiDot,
+                         testing::ValuesIn(levels_with(&TypeKernels::vec_dot_multi)),
+                         type_level_name);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(MultiDot);
 
 // What matmul sees: the dispatched kernels of the best level pair a multi-row kernel only with

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <ostream>
+#include <string>
 #include <vector>
 
 #include "quant/quant.h"
@@ -36,6 +38,34 @@ inline void expect_decodes(GgmlType type, const void* block, const std::vector<f
           << ggml_type_name(type) << " " << isa_name(isa) << " element " << i;
     }
   }
+}
+
+// A (type, instruction-set level) test parameter, printed and named "Q4_K/avx512" / "Q4_K_avx512".
+struct TypeLevel {
+  GgmlType type;
+  Isa isa;
+};
+
+inline void PrintTo(const TypeLevel& c, std::ostream* os) {
+  *os << ggml_type_name(c.type) << "/" << isa_name(c.isa);
+}
+
+inline std::string type_level_name(const testing::TestParamInfo<TypeLevel>& info) {
+  return std::string(ggml_type_name(info.param.type)) + "_" + std::string(isa_name(info.param.isa));
+}
+
+// Every (type, level) whose own kernel table has `member` (a TypeKernels field); with
+// skip_scalar, only the faster levels (the ones compared against the scalar reference).
+template <typename Member>
+std::vector<TypeLevel> levels_with(Member member, bool skip_scalar = false) {
+  std::vector<TypeLevel> out;
+  for (GgmlType type : supported_types()) {
+    for (Isa isa : available_isas()) {
+      if (skip_scalar && isa == Isa::scalar) continue;
+      if (kernels_exact(type, isa).*member) out.push_back({type, isa});
+    }
+  }
+  return out;
 }
 
 }  // namespace strata::quant::test_helpers
