@@ -56,7 +56,9 @@ void matmul_rows_impl(const WeightMatrix& w, const QuantizedRows& a, TokenOf tok
   const quant::TypeKernels& k = quant::traits(w.type).kernels;
   const int64_t a_bytes = a.row_bytes();
   if (k.gemm && n_out >= kMinGemmTokens && g_tile_gemm.load(std::memory_order_relaxed)) {
-    std::vector<const uint8_t*> act(static_cast<size_t>(n_out));
+    // Called per block of rows: the pointer list is reused, not allocated each time.
+    static thread_local std::vector<const uint8_t*> act;
+    act.resize(static_cast<size_t>(n_out));
     for (int64_t i = 0; i < n_out; ++i) act[static_cast<size_t>(i)] = a.row(token_of(i));
     k.gemm(w.cols, w.row(row_begin), w.row_bytes, row_end - row_begin, act.data(), n_out,
            out + row_begin, out_stride);

@@ -134,6 +134,7 @@ class Scheduler {
   SchedulerStats stats_;        // counters (guarded by mutex_)
   ForwardStats forward_stats_;  // expert selections (worker thread; copied under mutex_)
   std::vector<uint64_t> expert_counts_;
+  std::vector<float> logits_;  // the last step's logits (worker thread)
   int64_t counted_tokens_ = 0;
   std::thread worker_;
 };

@@ -233,9 +233,7 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
   TextEvents ev;
   for (;;) {
     ev = run->next(kPoll);
-    all.content += ev.delta.content;
-    all.reasoning += ev.delta.reasoning;
-    for (auto& c : ev.delta.tool_calls) all.tool_calls.push_back(std::move(c));
+    all.append(std::move(ev.delta));
     if (ev.finished) break;
   }
   if (ev.error) throw ApiError(500, "server_error", *ev.error);

@@ -47,14 +47,15 @@ void GenerationRun::add_text(const std::string& text, TextEvents& ev) {
   if (stopped_on_string_ || text.empty()) return;
   StopMatcher::Result r = stop_.push(text);
   stopped_on_string_ = r.stopped;
-  if (r.text.empty()) return;
+  emit(r.text, ev);
+}
+
+void GenerationRun::emit(const std::string& text, TextEvents& ev) {
+  if (text.empty()) return;
   if (parser_) {
-    ParsedDelta d = parser_->push(r.text);
-    ev.delta.content += d.content;
-    ev.delta.reasoning += d.reasoning;
-    for (auto& c : d.tool_calls) ev.delta.tool_calls.push_back(std::move(c));
+    ev.delta.append(parser_->push(text));
   } else {
-    ev.delta.content += r.text;
+    ev.delta.content += text;
   }
 }
 
@@ -83,23 +84,8 @@ TextEvents GenerationRun::next(std::chrono::milliseconds wait) {
 
   // Finished: release what the detokenizer, the stop matcher and the parser still hold.
   add_text(detok_.flush(), ev);
-  if (!stopped_on_string_) {
-    const std::string rest = stop_.flush();
-    if (parser_) {
-      ParsedDelta d = parser_->push(rest);
-      ev.delta.content += d.content;
-      ev.delta.reasoning += d.reasoning;
-      for (auto& c : d.tool_calls) ev.delta.tool_calls.push_back(std::move(c));
-    } else {
-      ev.delta.content += rest;
-    }
-  }
-  if (parser_) {
-    ParsedDelta d = parser_->finish();
-    ev.delta.content += d.content;
-    ev.delta.reasoning += d.reasoning;
-    for (auto& c : d.tool_calls) ev.delta.tool_calls.push_back(std::move(c));
-  }
+  if (!stopped_on_string_) emit(stop_.flush(), ev);
+  if (parser_) ev.delta.append(parser_->finish());
   ev.finished = true;
   finished_ = true;
   ev.result = *done;

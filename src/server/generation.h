@@ -50,7 +50,10 @@ class GenerationRun {
   uint64_t id() const { return id_; }
 
  private:
+  // Detokenized text through the stop matcher, then emit().
   void add_text(const std::string& text, TextEvents& ev);
+  // Text past the stop matcher into the event: through the chat parser, or as content.
+  void emit(const std::string& text, TextEvents& ev);
 
   Scheduler& scheduler_;
   std::shared_ptr<TokenChannel> channel_;

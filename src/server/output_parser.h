@@ -25,6 +25,12 @@ struct ParsedDelta {
   std::string reasoning;
   std::vector<ToolCall> tool_calls;
   bool empty() const { return content.empty() && reasoning.empty() && tool_calls.empty(); }
+  // Adds what came after (text concatenated, tool calls in order).
+  void append(ParsedDelta&& later) {
+    content += later.content;
+    reasoning += later.reasoning;
+    for (auto& c : later.tool_calls) tool_calls.push_back(std::move(c));
+  }
 };
 
 class OutputParser {

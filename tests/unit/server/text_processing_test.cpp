@@ -55,11 +55,7 @@ TEST(PartialSuffixMatch, LongestProperPrefix) {
 ParsedDelta parse_in_pieces(const std::string& text, size_t piece, OutputParserOptions opt) {
   OutputParser p(std::move(opt));
   ParsedDelta all;
-  auto add = [&](ParsedDelta d) {
-    all.content += d.content;
-    all.reasoning += d.reasoning;
-    for (auto& c : d.tool_calls) all.tool_calls.push_back(std::move(c));
-  };
+  auto add = [&](ParsedDelta d) { all.append(std::move(d)); };
   feed(
       text, piece, [&](const std::string& s) { add(p.push(s)); }, [&] { add(p.finish()); });
   return all;
