@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "kv_test_cache.h"
 #include "ops/attention.h"
 #include "quant/quant.h"
 #include "support/test_support.h"
@@ -19,39 +20,13 @@
 namespace strata::ops {
 namespace {
 
-// A cache of n positions, contiguous (page_size 0) or in shuffled pages of page_size.
-struct Cache {
-  std::vector<uint8_t> k, v;
-  std::vector<int32_t> pages;
-  KvLayerView view;
-};
+using test_kv::Cache;
 
+// A cache of n random positions, contiguous (page_size 0) or in shuffled pages of page_size.
 Cache make_cache(GgmlType type, int64_t heads, int64_t d, int64_t n, int64_t page_size,
                  uint32_t seed) {
-  Cache c;
-  const int64_t row_bytes = quant::row_bytes(type, d);
-  int64_t slots = n;
-  if (page_size > 0) {
-    const int64_t needed = (n + page_size - 1) / page_size, n_pages = needed + 2;
-    std::vector<int32_t> order(static_cast<size_t>(n_pages));
-    std::iota(order.begin(), order.end(), 0);
-    std::shuffle(order.begin(), order.end(), std::mt19937(seed));
-    c.pages.assign(order.begin(), order.begin() + needed);
-    slots = n_pages * page_size;
-  }
-  c.k.assign(static_cast<size_t>(slots * heads * row_bytes), 0xff);  // NaN where unwritten
-  c.v.assign(c.k.size(), 0xff);
-  c.view = KvLayerView{type, c.k.data(), c.v.data(), heads, d, row_bytes};
-  if (page_size > 0) {
-    c.view.page_size = page_size;
-    c.view.pages = c.pages.data();
-    c.view.capacity = static_cast<int64_t>(c.pages.size()) * page_size;
-  }
-  const auto keys = test::random_floats(static_cast<size_t>(n * heads * d), seed + 1);
-  const auto values = test::random_floats(static_cast<size_t>(n * heads * d), seed + 2);
-  for (int64_t pos = 0; pos < n; ++pos)
-    kv_store(c.view, pos, &keys[static_cast<size_t>(pos * heads * d)],
-             &values[static_cast<size_t>(pos * heads * d)]);
+  Cache c = test_kv::make_cache(type, heads, d, n, page_size, seed);
+  test_kv::store_random(c.view, n, seed + 1);
   return c;
 }
 

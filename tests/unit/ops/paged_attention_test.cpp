@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "kv_test_cache.h"
 #include "ops/attention.h"
 #include "quant/quant.h"
 #include "support/test_support.h"
@@ -15,30 +16,11 @@
 namespace strata::ops {
 namespace {
 
-struct PagedCache {
-  std::vector<uint8_t> k, v;
-  std::vector<int32_t> pages;
-  KvLayerView view;
-};
+using PagedCache = test_kv::Cache;
 
-// Storage for n_pages pages (more than the sequence needs) with the sequence's pages in a
-// random order, so consecutive page-table entries are never neighbours in memory.
 PagedCache make_paged(GgmlType type, int64_t heads, int64_t d, int64_t n, int64_t page_size,
                       uint32_t seed) {
-  PagedCache c;
-  const int64_t needed = (n + page_size - 1) / page_size, n_pages = needed + 3;
-  const int64_t row_bytes = quant::row_bytes(type, d);
-  c.k.assign(static_cast<size_t>(n_pages * page_size * heads * row_bytes), 0xff);
-  c.v.assign(c.k.size(), 0xff);  // NaN-filled f16: a read of an unwritten slot would show
-  std::vector<int32_t> order(static_cast<size_t>(n_pages));
-  std::iota(order.begin(), order.end(), 0);
-  std::shuffle(order.begin(), order.end(), std::mt19937(seed));
-  c.pages.assign(order.begin(), order.begin() + needed);
-  c.view = KvLayerView{type, c.k.data(), c.v.data(), heads, d, row_bytes};
-  c.view.page_size = page_size;
-  c.view.pages = c.pages.data();
-  c.view.capacity = needed * page_size;
-  return c;
+  return test_kv::make_cache(type, heads, d, n, page_size, seed);
 }
 
 TEST(PagedAttention, EqualsContiguousForEveryPageSize) {
