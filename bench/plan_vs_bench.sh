@@ -3,45 +3,73 @@
 #
 #   bench/plan_vs_bench.sh MODEL.gguf... [THREADS...]
 #
-# Arguments ending in .gguf are models, plain numbers thread counts (default: 1 2). Every row
-# calibrates again (--remeasure, a few seconds) right before its benchmark, so the calibration
-# and the measurement are taken close together on a machine whose load changes; each row runs
-#   strata plan  --json --gpu none -t T --ctx 640
+# Arguments ending in .gguf are models, plain numbers thread counts (default: 1 2). A row is a
+# (model, threads) pair; each round visits every row once and, per row, calibrates again
+# (--remeasure, ~10 s) right before its benchmark:
+#   strata plan  --json --gpu none -t T --ctx 640 --remeasure
 #   strata bench --json -p 512 -n 128 -r 2 -t T --no-bandwidth
-# and one Markdown table row is printed: predicted and measured tg/pp and the error
-# (predicted / measured - 1). STRATA (default build/release/bin/strata) picks the binary;
-# REMEASURE=0 reuses a cached calibration.
+# After ROUNDS rounds (default 3) one Markdown table row per (model, threads) is printed: the
+# median predicted and median measured tg and pp, the error (predicted / measured - 1) and the
+# range of the measured values. Why rounds and medians: on a shared VM the memory bandwidth
+# moves by +-25% over seconds, so one prediction and one measurement a few seconds apart differ by
+# that much whatever the model; spreading each row's samples over the whole run and taking medians
+# compares the model with the machine rather than two moments of the machine.
+# STRATA (default build/release/bin/strata) picks the binary; REMEASURE=0 reuses a cached
+# calibration.
 set -euo pipefail
 
 STRATA=${STRATA:-build/release/bin/strata}
 REMEASURE=${REMEASURE:-1}
+ROUNDS=${ROUNDS:-3}
 models=()
 threads=()
 for arg in "$@"; do
   if [[ $arg =~ ^[0-9]+$ ]]; then threads+=("$arg"); else models+=("$arg"); fi
 done
-if [[ ${#models[@]} -eq 0 ]]; then
-  echo "usage: $0 MODEL.gguf... [THREADS...]" >&2
+if [[ ${#models[@]} -eq 0 || ! $ROUNDS =~ ^[1-9][0-9]*$ ]]; then
+  echo "usage: [ROUNDS=N] $0 MODEL.gguf... [THREADS...]" >&2
   exit 2
 fi
 [[ ${#threads[@]} -gt 0 ]] || threads=(1 2)
 command -v jq >/dev/null || { echo "$0: needs jq" >&2; exit 2; }
+for m in "${models[@]}"; do
+  [[ -r $m ]] || { echo "$0: cannot read $m" >&2; exit 2; }
+done
 
-echo "| model | threads | predicted tg | measured tg | error | predicted pp | measured pp | error |"
+samples=$(mktemp)
+trap 'rm -f "$samples"' EXIT
+extra=()
+if [[ $REMEASURE == 1 ]]; then extra=(--remeasure); fi
+for ((round = 1; round <= ROUNDS; round++)); do
+  for t in "${threads[@]}"; do
+    for m in "${models[@]}"; do
+      echo "round $round/$ROUNDS: $(basename "$m" .gguf), $t threads" >&2
+      plan=$("$STRATA" plan -m "$m" --json --gpu none -t "$t" --ctx 640 "${extra[@]}" 2>/dev/null)
+      bench=$("$STRATA" bench -m "$m" --json -p 512 -n 128 -r 2 -t "$t" --no-bandwidth 2>/dev/null)
+      printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$(basename "$m" .gguf)" "$t" \
+        "$(jq '.predicted.decode_tok_s' <<<"$plan")" "$(jq '.tg.tok_per_s' <<<"$bench")" \
+        "$(jq '.predicted.prompt_tok_s' <<<"$plan")" "$(jq '.pp.tok_per_s' <<<"$bench")" \
+        >>"$samples"
+    done
+  done
+done
+
+echo "| model | threads | predicted tg | measured tg (range) | error | predicted pp | measured pp (range) | error |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 for t in "${threads[@]}"; do
   for m in "${models[@]}"; do
-    extra=()
-    if [[ $REMEASURE == 1 ]]; then extra=(--remeasure); fi
-    plan=$("$STRATA" plan -m "$m" --json --gpu none -t "$t" --ctx 640 "${extra[@]}" 2>/dev/null)
-    bench=$("$STRATA" bench -m "$m" --json -p 512 -n 128 -r 2 -t "$t" --no-bandwidth 2>/dev/null)
-    ptg=$(jq '.predicted.decode_tok_s' <<<"$plan")
-    ppp=$(jq '.predicted.prompt_tok_s' <<<"$plan")
-    mtg=$(jq '.tg.tok_per_s' <<<"$bench")
-    mpp=$(jq '.pp.tok_per_s' <<<"$bench")
-    awk -v m="$(basename "$m" .gguf)" -v t="$t" -v ptg="$ptg" -v mtg="$mtg" -v ppp="$ppp" \
-      -v mpp="$mpp" 'BEGIN {
-        printf "| %s | %d | %.1f | %.1f | %+.1f%% | %.1f | %.1f | %+.1f%% |\n",
-          m, t, ptg, mtg, 100 * (ptg / mtg - 1), ppp, mpp, 100 * (ppp / mpp - 1) }'
+    name=$(basename "$m" .gguf)
+    awk -F'\t' -v m="$name" -v t="$t" '
+      function median(a, n,   i, j, x) {
+        for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+      }
+      $1 == m && $2 == t { n++; ptg[n] = $3; mtg[n] = $4; ppp[n] = $5; mpp[n] = $6
+        if (n == 1 || $4 < tglo) tglo = $4; if (n == 1 || $4 > tghi) tghi = $4
+        if (n == 1 || $6 < pplo) pplo = $6; if (n == 1 || $6 > pphi) pphi = $6 }
+      END {
+        a = median(ptg, n); b = median(mtg, n); c = median(ppp, n); d = median(mpp, n)
+        printf "| %s | %d | %.1f | %.1f (%.1f-%.1f) | %+.1f%% | %.1f | %.1f (%.1f-%.1f) | %+.1f%% |\n",
+          m, t, a, b, tglo, tghi, 100 * (a / b - 1), c, d, pplo, pphi, 100 * (c / d - 1) }' "$samples"
   done
 done

@@ -21,6 +21,7 @@
 #include "ops/matmul.h"
 #include "ops/rms_norm.h"
 #include "ops/rope.h"
+#include "plan/expert_decode_rates.h"
 #include "quant/quant.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -30,12 +31,13 @@ namespace strata::plan {
 namespace {
 
 // Bumped when what is measured changes, so older cache entries are measured again.
-constexpr int kCalibrationVersion = 4;
+constexpr int kCalibrationVersion = 5;
 constexpr int64_t kCols = 2048;     // row length of the GEMV and dense GEMM matrices
 constexpr int64_t kTileRows = 61;   // quantized rows tiled over the buffer (a prime: pages differ)
 constexpr int64_t kGemmRows = 256;  // activation rows of the dense prefill GEMM
 constexpr int64_t kExpertRows = 768;   // expert-shaped matrix: 768 x 2048
 constexpr int64_t kExpertTokens = 32;  // 512 tokens x 8 used / 128 experts
+constexpr int64_t kExpertsUsed = 8;    // experts per token in decode
 constexpr int64_t kSmallGemvBytes = int64_t{1} << 20;
 
 using Clock = std::chrono::steady_clock;
@@ -271,9 +273,10 @@ CpuCalibration from_json(const nlohmann::json& j) {
   for (const auto& [name, v] : j.at("types").items()) {
     const auto type = ggml_type_from_name(name);
     if (!type) continue;
-    c.types.push_back({*type, v.at("gemv_gbps").get<double>(), v.at("gemm_gmacs").get<double>(),
-                       v.at("expert_gemm_gmacs").get<double>(),
-                       v.at("expert_down_gemm_gmacs").get<double>()});
+    c.types.push_back(
+        {*type, v.at("gemv_gbps").get<double>(), v.at("gemm_gmacs").get<double>(),
+         v.at("expert_gemm_gmacs").get<double>(), v.at("expert_down_gemm_gmacs").get<double>(),
+         v.at("expert_gemv_gbps").get<double>(), v.at("expert_down_gemv_gbps").get<double>()});
   }
   return c;
 }
@@ -304,7 +307,9 @@ nlohmann::json calibration_json(const CpuCalibration& c) {
         {"gemv_gbps", t.gemv_gbps},
         {"gemm_gmacs", t.gemm_gmacs},
         {"expert_gemm_gmacs", t.expert_gemm_gmacs},
-        {"expert_down_gemm_gmacs", t.expert_down_gemm_gmacs}};
+        {"expert_down_gemm_gmacs", t.expert_down_gemm_gmacs},
+        {"expert_gemv_gbps", t.expert_gemv_gbps},
+        {"expert_down_gemv_gbps", t.expert_down_gemv_gbps}};
   }
   return {{"version", kCalibrationVersion},
           {"cpu_model", c.cpu_model},
@@ -389,6 +394,11 @@ CpuCalibration calibrate_cpu(const CalibrationOptions& options) {
     TypeCalibration t;
     t.type = type;
     t.gemv_gbps = s.gemv_gbps;
+    const ExpertDecodeRates e =
+        measure_expert_decode_rates(buffer.get(), rows * quant::row_bytes(type, kCols), type, kCols,
+                                    kExpertRows, kExpertsUsed, c.serial, pool, window);
+    t.expert_gemv_gbps = e.gate_up_gbps;
+    t.expert_down_gemv_gbps = e.down_gbps;
     const int64_t used = rows * quant::row_bytes(type, kCols);
     t.gemm_gmacs = measure_gemm(buffer.get(), used, type, kCols, kCols, kGemmRows, pool, window);
     t.expert_gemm_gmacs =

@@ -7,6 +7,8 @@
 // What is measured, and what each number means to the cost model (cost_model.cpp):
 //   gemv_gbps          decode: GB/s of weight bytes one GEMV (one activation row) streams from a
 //                      matrix far larger than the caches (rows of 2048), per weight type;
+//   expert_gemv_gbps   decode: the same for routed experts, from strata's MoE block for one token
+//                      (expert_decode_rates.h): gate+up slices and down slices separately;
 //   gemv_fixed_us      decode: the extra time of one GEMV dispatch beyond its bytes at that rate,
 //                      from ~1 MiB matrices read cold (pool wake-up, prefetch ramp, tail);
 //   dispatch_us        one ThreadPool::run round trip with nothing to do;
@@ -37,6 +39,10 @@ struct TypeCalibration {
   double gemm_gmacs = 0;
   double expert_gemm_gmacs = 0;
   double expert_down_gemm_gmacs = 0;
+  // Decode rates of routed experts' gate+up and down slices; 0 when not measured (the GEMV rate
+  // stands in).
+  double expert_gemv_gbps = 0;
+  double expert_down_gemv_gbps = 0;
 };
 
 // The small single-threaded ops, ns per value: RMS norm, activation quantization (Q8_K), SwiGLU,
@@ -72,11 +78,12 @@ struct CalibrationOptions {
   std::vector<GgmlType> types;                // weight types to measure (F32 is always added)
   int64_t stream_bytes = int64_t{256} << 20;  // GEMV matrix: far larger than the caches
   // Each rate is timed over at least this long (repetitions summed), to average the load of a
-  // shared machine; the whole calibration takes ~(0.5 + 3 x types) windows plus filling buffers.
+  // shared machine; decode rates are the median of 5 such windows. Per weight type: 10 decode
+  // windows (long GEMV, experts) and 3 prefill ones, plus 5 once for the per-product cost.
   double window_seconds = 0.15;
 };
 
-// Runs the micro-benchmarks (about 0.6 s per weight type with the default window, plus ~0.2 s).
+// Runs the micro-benchmarks (about 2 s per weight type with the default window, plus ~1 s).
 CpuCalibration calibrate_cpu(const CalibrationOptions& options);
 
 // The cached calibration for this CPU model, thread count and build, with any missing types

@@ -63,10 +63,44 @@ double calibrated_stream_ms(const CpuCalibration& cal, const std::vector<TypedWe
   return ms;
 }
 
+// Whether decode reads of a type's routed experts have measured rates (which include the MoE
+// block's two dispatches).
+bool expert_decode_measured(const TypeCalibration& r) {
+  return r.expert_gemv_gbps > 0 && r.expert_down_gemv_gbps > 0;
+}
+
+// Decode rate of a routed expert slice: measured for experts, else the long-GEMV rate.
+double expert_decode_gbps(const CpuCalibration& cal, const TypedWeights& w) {
+  const TypeCalibration& r = rates_of(cal, w.type);
+  if (!expert_decode_measured(r)) return r.gemv_gbps;
+  return w.expert_down ? r.expert_down_gemv_gbps : r.expert_gemv_gbps;
+}
+
+// Milliseconds a calibrated CPU takes to read `scale` x the given expert slices in decode.
+double calibrated_expert_stream_ms(const CpuCalibration& cal,
+                                   const std::vector<TypedWeights>& slices, double scale) {
+  double ms = 0;
+  for (const auto& w : slices) {
+    ms += ms_for(scale * static_cast<double>(w.bytes), expert_decode_gbps(cal, w));
+  }
+  return ms;
+}
+
+// Whether every routed expert type of the layer has measured decode rates.
+bool layer_expert_rates_measured(const CpuCalibration& cal, const LayerInventory& layer) {
+  if (layer.expert_slice_by_type.empty()) return false;
+  for (const auto& w : layer.expert_slice_by_type) {
+    if (!expert_decode_measured(rates_of(cal, w.type))) return false;
+  }
+  return true;
+}
+
 // Dispatch cost of one forward of a layer on a calibrated CPU (any number of tokens).
-double calibrated_dispatch_ms(const CpuCalibration& cal, const LayerInventory& layer) {
+// `moe_in_rates`: the MoE block's dispatches are already part of the measured expert rates.
+double calibrated_dispatch_ms(const CpuCalibration& cal, const LayerInventory& layer,
+                              bool moe_in_rates = false) {
   // strata's MoE block: gate and up in one dispatch, down in another.
-  const int products = layer.dense_matrices + (layer.expert_matrices > 0 ? 2 : 0);
+  const int products = layer.dense_matrices + (layer.expert_matrices > 0 && !moe_in_rates ? 2 : 0);
   // Attention: q/k norm + RoPE + KV store, and the attention itself.
   const int other = layer.has_kv_cache ? 2 : 0;
   return (products * cal.gemv_fixed_us + other * cal.dispatch_us) / 1e3;
@@ -75,7 +109,8 @@ double calibrated_dispatch_ms(const CpuCalibration& cal, const LayerInventory& l
 // Per-token fixed cost of a layer in decode: dispatches and the small serial ops.
 double calibrated_layer_fixed_ms(const CpuCalibration& cal, const ModelInventory& inv,
                                  const LayerInventory& layer) {
-  return calibrated_dispatch_ms(cal, layer) + serial_ms_per_token(cal, inv, layer);
+  return calibrated_dispatch_ms(cal, layer, layer_expert_rates_measured(cal, layer)) +
+         serial_ms_per_token(cal, inv, layer);
 }
 
 // Attention of one token over `positions` cached positions, ns of work (one thread).
@@ -149,8 +184,9 @@ DecodeEstimate estimate_decode(const ModelInventory& inv, const HardwareProfile&
       double bytes = mass[dev] * inv.n_expert_used * static_cast<double>(layer.expert_slice_bytes);
       double ms = 0;
       if (dev == kCpuDevice && cal) {
-        // Measured streaming rates from RAM: every active expert byte is read (no reuse assumed).
-        ms = calibrated_stream_ms(*cal, layer.expert_slice_by_type, mass[dev] * inv.n_expert_used);
+        // Measured expert decode rates from RAM: every active expert byte is read (no reuse).
+        ms = calibrated_expert_stream_ms(*cal, layer.expert_slice_by_type,
+                                         mass[dev] * inv.n_expert_used);
       } else {
         if (dev == kCpuDevice) bytes *= c.cpu_expert_dram_fraction;
         ms = ms_for(bytes, bw[dev]);

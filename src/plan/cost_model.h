@@ -113,9 +113,11 @@ double serial_ms_per_token(const CpuCalibration& cal, const ModelInventory& inv,
 
 // Decode cost of one token with `context_tokens` already in the KV cache. On a CPU with a
 // calibration (hw.cpu_calibration), per layer on the CPU:
-//   weights:  sum over weight types of bytes / gemv_gbps(type) (active experts included, every
-//             byte from RAM);
-//   fixed:    matrix products x gemv_fixed_us + other pool dispatches x dispatch_us
+//   weights:  dense: sum over weight types of bytes / gemv_gbps(type); active routed experts:
+//             bytes / expert_gemv_gbps(type) for gate and up, / expert_down_gemv_gbps(type) for
+//             down (every byte from RAM; the GEMV rate when those were not measured);
+//   fixed:    matrix products x gemv_fixed_us (the MoE block's two only when its rates were not
+//             measured: they include them) + other pool dispatches x dispatch_us
 //             + serial_ms_per_token;
 //   KV:       max(KV bytes / RAM bandwidth, ceil(KV heads / threads) x context x head_dim x
 //             (attention_kv_ns + query heads per KV head x attention_head_ns));

@@ -121,12 +121,14 @@ std::string plan_text(const ModelInventory& inv, const HardwareProfile& hw, cons
     const CpuCalibration& c = *hw.cpu_calibration;
     std::string rates;
     for (const auto& t : c.types) {
-      rates += fmt::format("{}{} {:.1f}", rates.empty() ? "" : ", ", ggml_type_name(t.type),
-                           t.gemv_gbps);
+      rates += fmt::format("{}{} {:.1f}/{:.1f}/{:.1f}", rates.empty() ? "" : ", ",
+                           ggml_type_name(t.type), t.gemv_gbps, t.expert_gemv_gbps,
+                           t.expert_down_gemv_gbps);
     }
-    out +=
-        fmt::format("CPU calibrated with {} threads ({}): decode GB/s {}; {:.1f} us per product\n",
-                    c.threads, c.source, rates, c.gemv_fixed_us);
+    out += fmt::format(
+        "CPU calibrated with {} threads ({}): decode GB/s (matrix/expert gate+up/expert down) {}; "
+        "{:.1f} us per product\n",
+        c.threads, c.source, rates, c.gemv_fixed_us);
   }
   out += fmt::format("Goal: context {} tokens, KV cache {}\n\n", plan.context, plan.kv_type);
   if (!plan.fits) out += fmt::format("WARNING: {}\n\n", plan.fit_error);

@@ -44,6 +44,11 @@ void expect_valid(const CpuCalibration& c) {
     EXPECT_TRUE(positive_finite(t.gemm_gmacs)) << ggml_type_name(t.type);
     EXPECT_TRUE(positive_finite(t.expert_gemm_gmacs)) << ggml_type_name(t.type);
     EXPECT_TRUE(positive_finite(t.expert_down_gemm_gmacs)) << ggml_type_name(t.type);
+    // The small test buffer holds too few F32 experts; quantized types always get rates.
+    if (t.type != GgmlType::F32) {
+      EXPECT_TRUE(positive_finite(t.expert_gemv_gbps)) << ggml_type_name(t.type);
+      EXPECT_TRUE(positive_finite(t.expert_down_gemv_gbps)) << ggml_type_name(t.type);
+    }
   }
 }
 
@@ -143,10 +148,11 @@ TEST(CalibratedCostModel, TinyOracleModelArithmetic) {
   cal.serial = {1.0, 0.5, 2.0, 0.25, 3.0};  // norm, quantize, swiglu, axpy, rope (ns/value)
   cal.attention_kv_ns = 0.2;
   cal.attention_head_ns = 0.1;
-  // GB/s for decode, GMAC/s for prefill (dense, expert gate/up shape, expert down shape).
-  cal.types = {{GgmlType::F32, 10, 5, 5, 4},      {GgmlType::F16, 12, 6, 6, 5},
-               {GgmlType::Q4_K, 20, 100, 80, 64}, {GgmlType::Q5_K, 18, 90, 70, 56},
-               {GgmlType::Q6_K, 16, 80, 60, 48},  {GgmlType::Q8_0, 25, 60, 50, 40}};
+  // GB/s for decode, GMAC/s for prefill (dense, expert gate/up shape, expert down shape), GB/s
+  // for decode of routed experts (gate/up, down).
+  cal.types = {{GgmlType::F32, 10, 5, 5, 4, 9, 8},        {GgmlType::F16, 12, 6, 6, 5, 11, 10},
+               {GgmlType::Q4_K, 20, 100, 80, 64, 15, 12}, {GgmlType::Q5_K, 18, 90, 70, 56, 14, 11},
+               {GgmlType::Q6_K, 16, 80, 60, 48, 13, 10},  {GgmlType::Q8_0, 25, 60, 50, 40, 22, 18}};
   HardwareProfile hw;
   hw.physical_cores = 2;
   hw.threads = 2;
@@ -157,19 +163,25 @@ TEST(CalibratedCostModel, TinyOracleModelArithmetic) {
   (void)dram_gbps;
 
   auto rate = [&](GgmlType t) { return cal.find(t)->gemv_gbps; };
+  auto expert_rate = [&](GgmlType t, bool down) {
+    return down ? cal.find(t)->expert_down_gemv_gbps : cal.find(t)->expert_gemv_gbps;
+  };
   auto gemm = [&](GgmlType t) { return cal.find(t)->gemm_gmacs; };
   auto expert_gemm = [&](GgmlType t, bool down) {
     return down ? cal.find(t)->expert_down_gemm_gmacs : cal.find(t)->expert_gemm_gmacs;
   };
-  // Decode weights: every non-expert tensor but the embeddings, 2 of 8 experts' slices.
-  double weight_ms = 0, dense_mac_ms = 0, expert_mac_ms = 0, output_ms = 0;
+  // Decode weights: every non-expert tensor but the embeddings at the GEMV rates; 2 of 8
+  // experts' slices at the expert decode rates (gate/up or down).
+  double weight_ms = 0, expert_ms = 0, expert_gemv_ms = 0, dense_mac_ms = 0, expert_mac_ms = 0,
+         output_ms = 0;
   for (const auto& t : file.tensors()) {
     const double bytes = static_cast<double>(t.bytes);
     const bool matrix = t.shape.size() >= 2 && t.shape[1] > 1;
     if (t.name == "token_embd.weight") continue;
     if (t.name.find("_exps") != std::string::npos) {
-      weight_ms += bytes / 8 * 2 / rate(t.type) / 1e6;
       const bool down = t.name.find("ffn_down_exps") != std::string::npos;
+      expert_ms += bytes / 8 * 2 / expert_rate(t.type, down) / 1e6;
+      expert_gemv_ms += bytes / 8 * 2 / rate(t.type) / 1e6;
       expert_mac_ms +=
           static_cast<double>(t.elements()) / 8 * 2 * 512 / expert_gemm(t.type, down) / 1e6;
     } else if (t.name.rfind("output", 0) == 0) {
@@ -179,11 +191,12 @@ TEST(CalibratedCostModel, TinyOracleModelArithmetic) {
       if (matrix) dense_mac_ms += static_cast<double>(t.elements()) * 512 / gemm(t.type) / 1e6;
     }
   }
-  // Per layer and token: 5 matrix products (q, k, v, o, router) + gate/up + down at 5 us, two
-  // attention dispatches at 2 us; serial values x ns: norms 2x256x1, residual adds 2x256x0.25,
-  // quantized inputs 3x256x0.5, q/k norm + RoPE (256+128)x(1+3), KV store 2x128x0.5, attention
-  // output 256x0.5, SwiGLU + quantization 2x256x(2+0.5), weighted sum 2x256x0.25.
-  const double dispatch_ms = (7 * 5 + 2 * 2) / 1e3;
+  // Per layer and token: 5 matrix products (q, k, v, o, router) at 5 us (the MoE block's gate/up
+  // and down dispatches are part of the measured expert rates), two attention dispatches at 2 us;
+  // serial values x ns: norms 2x256x1, residual adds 2x256x0.25, quantized inputs 3x256x0.5, q/k
+  // norm + RoPE (256+128)x(1+3), KV store 2x128x0.5, attention output 256x0.5, SwiGLU +
+  // quantization 2x256x(2+0.5), weighted sum 2x256x0.25.
+  const double dispatch_ms = (5 * 5 + 2 * 2) / 1e3;
   const double pool_ns = (256 + 128) * 4.0 + 2 * 128 * 0.5;
   const double serial_ns = 512 + 128 + 384 + pool_ns + 256 * 0.5 + 2 * 256 * 2.5 + 2 * 256 * 0.25;
   ASSERT_DOUBLE_EQ(serial_ns, 4224);
@@ -195,9 +208,18 @@ TEST(CalibratedCostModel, TinyOracleModelArithmetic) {
   const CostConstants& c = default_cost_constants();
   const DecodeEstimate d0 = estimate_decode(inv, hw, cpu, 2.0, 0, c);
   EXPECT_NEAR(d0.fixed_ms, fixed_ms, 1e-9);
-  EXPECT_NEAR(d0.weight_ms[0], weight_ms + output_ms, 1e-9);
+  EXPECT_NEAR(d0.weight_ms[0], weight_ms + expert_ms + output_ms, 1e-9);
+  EXPECT_NEAR(d0.cpu_expert_ms, expert_ms, 1e-9);
   EXPECT_NEAR(d0.kv_ms[0], 0, 1e-12);
-  EXPECT_NEAR(d0.total_ms, fixed_ms + weight_ms + output_ms, 1e-9);
+  EXPECT_NEAR(d0.total_ms, fixed_ms + weight_ms + expert_ms + output_ms, 1e-9);
+
+  // Without measured expert decode rates, experts stream at the GEMV rates and the MoE block's
+  // two dispatches count as products.
+  HardwareProfile gemv_only = hw;
+  for (auto& t : gemv_only.cpu_calibration->types) t.expert_gemv_gbps = t.expert_down_gemv_gbps = 0;
+  const DecodeEstimate g0 = estimate_decode(inv, gemv_only, cpu, 2.0, 0, c);
+  EXPECT_NEAR(g0.fixed_ms, fixed_ms + 2 * 2 * 5 / 1e3, 1e-9);
+  EXPECT_NEAR(g0.weight_ms[0], weight_ms + expert_gemv_ms + output_ms, 1e-9);
 
   // At 1000 positions, per layer: 2 KV heads on 2 threads (one round) x 1000 x 64 x
   // (0.2 + 2 x 0.1) ns = 25.6 us of attention; 1000 x 512 B of f16 K and V at 30 GB/s is 17.1 us.
@@ -212,8 +234,10 @@ TEST(CalibratedCostModel, TinyOracleModelArithmetic) {
   EXPECT_NEAR(p.compute_ms, dense_mac_ms + expert_mac_ms, 1e-9);
   const double attention_ms = 2 * (2 * 512 * 513 / 2.0 * 64 * 0.4 / 2 / 1e6);
   EXPECT_NEAR(p.attention_ms, attention_ms, 1e-9);
+  // (Prefill dispatches the MoE block's two products too: 7 products per layer.)
+  const double prefill_dispatch_ms = dispatch_ms + 2 * 5 / 1e3;
   const double serial_ms =
-      2 * (512 * (serial_ns - pool_ns / 2) / 1e6 + dispatch_ms) + output_ms + 5 / 1e3;
+      2 * (512 * (serial_ns - pool_ns / 2) / 1e6 + prefill_dispatch_ms) + output_ms + 5 / 1e3;
   EXPECT_NEAR(p.serial_ms, serial_ms, 1e-9);
   EXPECT_NEAR(p.tokens_per_second,
               512 / (dense_mac_ms + expert_mac_ms + attention_ms + serial_ms) * 1e3, 1e-6);
