@@ -4,10 +4,14 @@
 #   bench/plan_vs_bench.sh MODEL.gguf... [THREADS...]
 #
 # Arguments ending in .gguf are models, plain numbers thread counts (default: 1 2). A row is a
-# (model, threads) pair; each round visits every row once and, per row, calibrates again
-# (--remeasure, ~10 s) right before its benchmark:
-#   strata plan  --json --gpu none -t T --ctx 640 --remeasure
-#   strata bench --json -p 512 -n 128 -r 2 -t T --no-bandwidth
+# (model, threads) pair; each round visits every row once and, per row, benchmarks and then
+# calibrates again (--remeasure, ~15 s) right after:
+#   strata bench --json -p 512 -n 128 -r 2 -t T --no-bandwidth --expert-profile ROUTING
+#   strata plan  --json --gpu none -t T --ctx 640 --remeasure --profile ROUTING
+# The plan is given the routing of the benchmark's prompt (which experts its tokens chose):
+# these synthetic models' untrained routers crowd a prompt's tokens into few experts (in the deeper
+# layers ~50 of 128 get any of 512 tokens), which makes prefill cheaper than the uniform routing a
+# plan assumes without a profile; the last column is that uniform-routing prediction.
 # After ROUNDS rounds (default 3) one Markdown table row per (model, threads) is printed: the
 # median predicted and median measured tg and pp, the error (predicted / measured - 1) and the
 # range of the measured values. Why rounds and medians: on a shared VM the memory bandwidth
@@ -37,25 +41,29 @@ for m in "${models[@]}"; do
 done
 
 samples=$(mktemp)
-trap 'rm -f "$samples"' EXIT
+routing=$(mktemp --suffix .json)
+trap 'rm -f "$samples" "$routing"' EXIT
 extra=()
 if [[ $REMEASURE == 1 ]]; then extra=(--remeasure); fi
 for ((round = 1; round <= ROUNDS; round++)); do
   for t in "${threads[@]}"; do
     for m in "${models[@]}"; do
       echo "round $round/$ROUNDS: $(basename "$m" .gguf), $t threads" >&2
-      plan=$("$STRATA" plan -m "$m" --json --gpu none -t "$t" --ctx 640 "${extra[@]}" 2>/dev/null)
-      bench=$("$STRATA" bench -m "$m" --json -p 512 -n 128 -r 2 -t "$t" --no-bandwidth 2>/dev/null)
-      printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$(basename "$m" .gguf)" "$t" \
+      bench=$("$STRATA" bench -m "$m" --json -p 512 -n 128 -r 2 -t "$t" --no-bandwidth \
+        --expert-profile "$routing" 2>/dev/null)
+      plan=$("$STRATA" plan -m "$m" --json --gpu none -t "$t" --ctx 640 "${extra[@]}" \
+        --profile "$routing" 2>/dev/null)
+      uniform=$("$STRATA" plan -m "$m" --json --gpu none -t "$t" --ctx 640 2>/dev/null)
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(basename "$m" .gguf)" "$t" \
         "$(jq '.predicted.decode_tok_s' <<<"$plan")" "$(jq '.tg.tok_per_s' <<<"$bench")" \
         "$(jq '.predicted.prompt_tok_s' <<<"$plan")" "$(jq '.pp.tok_per_s' <<<"$bench")" \
-        >>"$samples"
+        "$(jq '.predicted.prompt_tok_s' <<<"$uniform")" >>"$samples"
     done
   done
 done
 
-echo "| model | threads | predicted tg | measured tg (range) | error | predicted pp | measured pp (range) | error |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+echo "| model | threads | predicted tg | measured tg (range) | error | predicted pp | measured pp (range) | error | pp, uniform routing |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 for t in "${threads[@]}"; do
   for m in "${models[@]}"; do
     name=$(basename "$m" .gguf)
@@ -64,12 +72,14 @@ for t in "${threads[@]}"; do
         for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
         return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
       }
-      $1 == m && $2 == t { n++; ptg[n] = $3; mtg[n] = $4; ppp[n] = $5; mpp[n] = $6
+      $1 == m && $2 == t { n++; ptg[n] = $3; mtg[n] = $4; ppp[n] = $5; mpp[n] = $6; upp[n] = $7
         if (n == 1 || $4 < tglo) tglo = $4; if (n == 1 || $4 > tghi) tghi = $4
         if (n == 1 || $6 < pplo) pplo = $6; if (n == 1 || $6 > pphi) pphi = $6 }
       END {
         a = median(ptg, n); b = median(mtg, n); c = median(ppp, n); d = median(mpp, n)
-        printf "| %s | %d | %.1f | %.1f (%.1f-%.1f) | %+.1f%% | %.1f | %.1f (%.1f-%.1f) | %+.1f%% |\n",
-          m, t, a, b, tglo, tghi, 100 * (a / b - 1), c, d, pplo, pphi, 100 * (c / d - 1) }' "$samples"
+        u = median(upp, n)
+        printf "| %s | %d | %.1f | %.1f (%.1f-%.1f) | %+.1f%% | %.1f | %.1f (%.1f-%.1f) | %+.1f%% | %.1f (%+.1f%%) |\n",
+          m, t, a, b, tglo, tghi, 100 * (a / b - 1), c, d, pplo, pphi, 100 * (c / d - 1),
+          u, 100 * (u / d - 1) }' "$samples"
   done
 done

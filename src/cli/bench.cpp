@@ -10,6 +10,7 @@
 #include <random>
 
 #include "cli/commands.h"
+#include "cli/expert_profile.h"
 #include "cli/format_bytes.h"
 #include "cli/model_options.h"
 #include "runtime/session.h"
@@ -97,6 +98,7 @@ void add_bench_command(CLI::App& app) {
     bool json = false;
     bool skip_bandwidth = false;
     bool profile = false;
+    std::string expert_profile;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -121,14 +123,21 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 16));
   cmd->add_flag("--json", o->json, "Machine-readable output");
   cmd->add_flag("--no-bandwidth", o->skip_bandwidth, "Skip the RAM bandwidth measurement");
+  cmd->add_option("--expert-profile", o->expert_profile,
+                  "Write how often the benchmark prompt's tokens selected each expert (one more "
+                  "untimed pp run) to this file, for strata plan --profile");
   cmd->add_flag("--profile", o->profile,
                 "After the timed runs, one more pp and tg run each with a per-op time profile");
   cmd->callback([o, cmd] {
     STRATA_CHECK(o->n_prompt > 0 || o->n_gen > 0, "nothing to measure: -p and -n are both 0");
+    STRATA_CHECK(o->expert_profile.empty() || o->n_prompt > 0,
+                 "--expert-profile records the prompt's routing: it needs -p > 0");
     apply_cpu_plan(*cmd, o->model,
                    std::max<int64_t>({o->n_prompt, int64_t{o->depth} + o->n_gen, 1}));
     auto model = load_model(o->model);
     const ModelHParams& hp = model->hparams();
+    STRATA_CHECK(o->expert_profile.empty() || hp.n_expert > 0,
+                 "--expert-profile: {} has no routed experts", o->model.path);
     const int threads = o->model.thread_count();
     ThreadPool pool(threads);
     const int64_t ctx = std::max<int64_t>({o->n_prompt, int64_t{o->depth} + o->n_gen, 1});
@@ -158,6 +167,15 @@ void add_bench_command(CLI::App& app) {
     }
     OpProfile pp_profile;
     if (o->profile && o->n_prompt > 0) pp_profile = profile_of(run_pp, o->n_prompt);
+    if (!o->expert_profile.empty()) {
+      session.stats().expert_counts.assign(static_cast<size_t>(hp.n_layer * hp.n_expert), 0);
+      run_pp();
+      write_expert_profile(o->expert_profile, o->model.path, hp, session.stats().expert_counts,
+                           o->n_prompt, 1);
+      session.stats().expert_counts.clear();  // stop counting
+      log::info("expert selections of the {}-token prompt written to {}", o->n_prompt,
+                o->expert_profile);
+    }
     // tg: single-token steps starting at position `depth` (filled once, untimed). Each run
     // starts from a snapshot there (hybrid models cannot truncate their recurrent state).
     session.reset();

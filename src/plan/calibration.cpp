@@ -21,7 +21,7 @@
 #include "ops/matmul.h"
 #include "ops/rms_norm.h"
 #include "ops/rope.h"
-#include "plan/expert_decode_rates.h"
+#include "plan/expert_rates.h"
 #include "quant/quant.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -31,13 +31,12 @@ namespace strata::plan {
 namespace {
 
 // Bumped when what is measured changes, so older cache entries are measured again.
-constexpr int kCalibrationVersion = 5;
+constexpr int kCalibrationVersion = 7;
 constexpr int64_t kCols = 2048;     // row length of the GEMV and dense GEMM matrices
 constexpr int64_t kTileRows = 61;   // quantized rows tiled over the buffer (a prime: pages differ)
 constexpr int64_t kGemmRows = 256;  // activation rows of the dense prefill GEMM
-constexpr int64_t kExpertRows = 768;   // expert-shaped matrix: 768 x 2048
-constexpr int64_t kExpertTokens = 32;  // 512 tokens x 8 used / 128 experts
-constexpr int64_t kExpertsUsed = 8;    // experts per token in decode
+constexpr int64_t kExpertRows = 768;  // expert-shaped matrix: 768 x 2048
+constexpr int64_t kExpertsUsed = 8;   // experts per token in decode
 constexpr int64_t kSmallGemvBytes = int64_t{1} << 20;
 
 using Clock = std::chrono::steady_clock;
@@ -212,12 +211,29 @@ SerialCosts measure_serial_ns(double window) {
   return c;
 }
 
-// Attention of a 512-token prompt over itself as prefill runs it (ops::attend_group per token and
-// KV head, token t over t + 1 positions), on one thread, in Qwen3-30B-A3B's geometry: f16 cache,
-// 4 KV heads interleaved per position, head_dim 128; with 8 and with 1 query heads per KV head:
-// t(g) = positions x head_dim x (kv + g x head).
-std::pair<double, double> measure_attention_ns() {
-  constexpr int64_t kTokens = 512, kKvHeads = 4, kDim = 128, kGroup = 8;
+// Attention cost per position and element of the head: once per KV head (decoding K and V) and
+// once per query head (scores and weighted values).
+struct AttentionCost {
+  double kv_ns = 0;
+  double head_ns = 0;
+};
+
+// From the times per unit of work with 1 and with `group` query heads per KV head,
+// t(g) = kv + g x head. Noise can make a part tiny or negative; keep both positive.
+AttentionCost split_attention(double t1, double tg, int64_t group) {
+  AttentionCost c;
+  c.head_ns = std::max((tg - t1) / static_cast<double>(group - 1), 0.05 * tg / group);
+  c.kv_ns = std::max(t1 - c.head_ns, 0.05 * t1);
+  return c;
+}
+
+// Attention of a 512-token prompt over itself, on one thread, in Qwen3-30B-A3B's geometry (f16
+// cache, 4 KV heads interleaved per position, head_dim 128), with 8 and with 1 query heads per KV
+// head: token t over t + 1 positions, either alone (ops::attend_group, as decode runs it) or in
+// blocks of consecutive tokens that share each decoded chunk (ops::attend_block, as prefill runs
+// it; the model's blocks are up to 16 tokens). Returns {decode, prefill}.
+std::pair<AttentionCost, AttentionCost> measure_attention_ns() {
+  constexpr int64_t kTokens = 512, kKvHeads = 4, kDim = 128, kGroup = 8, kBlock = 16;
   const int64_t row_bytes = quant::row_bytes(GgmlType::F16, kDim);
   const int64_t bytes = kTokens * kKvHeads * row_bytes;
   std::vector<uint8_t> k(static_cast<size_t>(bytes)), v(static_cast<size_t>(bytes));
@@ -234,9 +250,13 @@ std::pair<double, double> measure_attention_ns() {
   view.n_kv_heads = kKvHeads;
   view.head_dim = kDim;
   view.head_row_bytes = row_bytes;
-  const std::vector<float> q = random_floats(kGroup * kDim, 17);
-  std::vector<float> out(static_cast<size_t>(kGroup * kDim));
-  auto time_group = [&](int64_t g) {
+  // Every token's query heads; token t sees t + 1 positions.
+  const std::vector<float> q = random_floats(kBlock * kGroup * kDim, 17);
+  std::vector<float> out(static_cast<size_t>(kBlock * kGroup * kDim));
+  std::vector<int64_t> positions(kTokens);
+  for (int64_t t = 0; t < kTokens; ++t) positions[static_cast<size_t>(t)] = t + 1;
+  const double work = kKvHeads * (kTokens * (kTokens + 1) / 2.0) * kDim;
+  auto per_token = [&](int64_t g) {
     for (int64_t h = 0; h < kKvHeads; ++h)
       ops::attend_group(view, h, q.data(), g, kTokens, 0.088f, out.data());  // warm-up
     const auto start = Clock::now();
@@ -244,14 +264,21 @@ std::pair<double, double> measure_attention_ns() {
       for (int64_t h = 0; h < kKvHeads; ++h)
         ops::attend_group(view, h, q.data(), g, t + 1, 0.088f, out.data());
     }
-    const double work = kKvHeads * (kTokens * (kTokens + 1) / 2.0) * kDim;
     return seconds_since(start) * 1e9 / work;
   };
-  const double t1 = time_group(1), t8 = time_group(kGroup);
-  // Noise can make the difference tiny or negative; keep both parts positive.
-  const double head = std::max((t8 - t1) / (kGroup - 1), 0.05 * t8 / kGroup);
-  const double kv = std::max(t1 - head, 0.05 * t1);
-  return {kv, head};
+  auto blocked = [&](int64_t g) {
+    const int64_t q_stride = g * kDim;
+    const auto start = Clock::now();
+    for (int64_t t = 0; t < kTokens; t += kBlock) {
+      for (int64_t h = 0; h < kKvHeads; ++h)
+        ops::attend_block(view, h, q.data(), q_stride, g, kBlock,
+                          &positions[static_cast<size_t>(t)], 0.088f, out.data(), q_stride);
+    }
+    return seconds_since(start) * 1e9 / work;
+  };
+  const AttentionCost decode = split_attention(per_token(1), per_token(kGroup), kGroup);
+  const AttentionCost prefill = split_attention(blocked(1), blocked(kGroup), kGroup);
+  return {decode, prefill};
 }
 
 CpuCalibration from_json(const nlohmann::json& j) {
@@ -270,13 +297,16 @@ CpuCalibration from_json(const nlohmann::json& j) {
   c.serial.rope_ns = serial.at("rope").get<double>();
   c.attention_kv_ns = j.at("attention_kv_ns").get<double>();
   c.attention_head_ns = j.at("attention_head_ns").get<double>();
+  c.attention_block_kv_ns = j.at("attention_block_kv_ns").get<double>();
+  c.attention_block_head_ns = j.at("attention_block_head_ns").get<double>();
   for (const auto& [name, v] : j.at("types").items()) {
     const auto type = ggml_type_from_name(name);
     if (!type) continue;
     c.types.push_back(
         {*type, v.at("gemv_gbps").get<double>(), v.at("gemm_gmacs").get<double>(),
          v.at("expert_gemm_gmacs").get<double>(), v.at("expert_down_gemm_gmacs").get<double>(),
-         v.at("expert_gemv_gbps").get<double>(), v.at("expert_down_gemv_gbps").get<double>()});
+         v.at("expert_gemv_gbps").get<double>(), v.at("expert_down_gemv_gbps").get<double>(),
+         v.at("expert_gemm_gbps").get<double>(), v.at("expert_down_gemm_gbps").get<double>()});
   }
   return c;
 }
@@ -309,7 +339,9 @@ nlohmann::json calibration_json(const CpuCalibration& c) {
         {"expert_gemm_gmacs", t.expert_gemm_gmacs},
         {"expert_down_gemm_gmacs", t.expert_down_gemm_gmacs},
         {"expert_gemv_gbps", t.expert_gemv_gbps},
-        {"expert_down_gemv_gbps", t.expert_down_gemv_gbps}};
+        {"expert_down_gemv_gbps", t.expert_down_gemv_gbps},
+        {"expert_gemm_gbps", t.expert_gemm_gbps},
+        {"expert_down_gemm_gbps", t.expert_down_gemm_gbps}};
   }
   return {{"version", kCalibrationVersion},
           {"cpu_model", c.cpu_model},
@@ -326,6 +358,8 @@ nlohmann::json calibration_json(const CpuCalibration& c) {
             {"rope", c.serial.rope_ns}}},
           {"attention_kv_ns", c.attention_kv_ns},
           {"attention_head_ns", c.attention_head_ns},
+          {"attention_block_kv_ns", c.attention_block_kv_ns},
+          {"attention_block_head_ns", c.attention_block_head_ns},
           {"types", types}};
 }
 
@@ -375,7 +409,11 @@ CpuCalibration calibrate_cpu(const CalibrationOptions& options) {
   const double window = options.window_seconds;
   c.dispatch_us = measure_dispatch_us(pool, 0.2 * window);
   c.serial = measure_serial_ns(0.1 * window);
-  std::tie(c.attention_kv_ns, c.attention_head_ns) = measure_attention_ns();
+  const auto [attention_decode, attention_prefill] = measure_attention_ns();
+  c.attention_kv_ns = attention_decode.kv_ns;
+  c.attention_head_ns = attention_decode.head_ns;
+  c.attention_block_kv_ns = attention_prefill.kv_ns;
+  c.attention_block_head_ns = attention_prefill.head_ns;
 
   const std::vector<GgmlType> types = with_f32(options.types);
   // At least one 2048 x 2048 f32 matrix (the dense GEMM shape).
@@ -394,18 +432,22 @@ CpuCalibration calibrate_cpu(const CalibrationOptions& options) {
     TypeCalibration t;
     t.type = type;
     t.gemv_gbps = s.gemv_gbps;
-    const ExpertDecodeRates e =
-        measure_expert_decode_rates(buffer.get(), rows * quant::row_bytes(type, kCols), type, kCols,
-                                    kExpertRows, kExpertsUsed, c.serial, pool, window);
-    t.expert_gemv_gbps = e.gate_up_gbps;
-    t.expert_down_gemv_gbps = e.down_gbps;
     const int64_t used = rows * quant::row_bytes(type, kCols);
+    // Experts in the same bytes (blocks are self-contained, so they also read as rows of 768).
+    const ExpertBuffer experts{buffer.get(), used, type, kCols, kExpertRows};
+    const ExpertPhaseRates decode =
+        measure_expert_decode_rates(experts, kExpertsUsed, c.serial, pool, window);
+    t.expert_gemv_gbps = decode.gate_up;
+    t.expert_down_gemv_gbps = decode.down;
     t.gemm_gmacs = measure_gemm(buffer.get(), used, type, kCols, kCols, kGemmRows, pool, window);
-    t.expert_gemm_gmacs =
-        measure_gemm(buffer.get(), used, type, kExpertRows, kCols, kExpertTokens, pool, window);
-    // The same quantized blocks read as rows of 768 values (blocks are self-contained).
-    t.expert_down_gemm_gmacs =
-        measure_gemm(buffer.get(), used, type, kCols, kExpertRows, kExpertTokens, pool, window);
+    const ExpertPrefillRates prefill =
+        measure_expert_prefill_rates(experts, kExpertsUsed, c.serial, pool, window);
+    // Too few experts of this type fit the buffer (F32, or a small test buffer): the dense MAC
+    // rate, and no per-expert part.
+    t.expert_gemm_gmacs = prefill.gate_up.gmacs > 0 ? prefill.gate_up.gmacs : t.gemm_gmacs;
+    t.expert_down_gemm_gmacs = prefill.down.gmacs > 0 ? prefill.down.gmacs : t.gemm_gmacs;
+    t.expert_gemm_gbps = prefill.gate_up.gbps;
+    t.expert_down_gemm_gbps = prefill.down.gbps;
     c.types.push_back(t);
   }
   c.seconds = seconds_since(start);

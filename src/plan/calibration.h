@@ -8,7 +8,7 @@
 //   gemv_gbps          decode: GB/s of weight bytes one GEMV (one activation row) streams from a
 //                      matrix far larger than the caches (rows of 2048), per weight type;
 //   expert_gemv_gbps   decode: the same for routed experts, from strata's MoE block for one token
-//                      (expert_decode_rates.h): gate+up slices and down slices separately;
+//                      (expert_rates.h): gate+up slices and down slices separately;
 //   gemv_fixed_us      decode: the extra time of one GEMV dispatch beyond its bytes at that rate,
 //                      from ~1 MiB matrices read cold (pool wake-up, prefetch ramp, tail);
 //   dispatch_us        one ThreadPool::run round trip with nothing to do;
@@ -16,13 +16,15 @@
 //                      weighted sum, RoPE), ns per value each op touches;
 //   gemm_gmacs         prefill: multiply-accumulates per second of a 2048 x 2048 matrix with 256
 //                      activation rows, per weight type (weights cycled through RAM);
-//   expert_gemm_gmacs  prefill: the same for an expert-shaped 768 x 2048 matrix with 32 rows
-//                      (512 tokens x 8 of 128 experts);
-//   expert_down_gemm_gmacs  the same for the down projection's shape, 2048 rows of 768 values
-//                      (short rows: the per-row and per-tile costs weigh more);
-//   attention_*_ns     attention over cached positions (ops::attend_group, f16 cache): per
-//                      position and element of the head, once per KV head (decoding K and V) and
-//                      once per query head (scores and weighted values).
+//   expert_gemm_*      prefill of routed experts' gate+up, from strata's MoE block over batches
+//                      with 8 and 64 tokens per expert: _gmacs, MACs per second of the (token,
+//                      expert) rows; _gbps, slice bytes per second of each expert that got any
+//                      token (reading and repacking its weights); expert_down_gemm_* the same for
+//                      their down projection (rows of 768 values);
+//   attention_*_ns     attention over cached positions (f16 cache): per position and element of
+//                      the head, once per KV head (decoding K and V) and once per query head
+//                      (scores and weighted values); token by token (ops::attend_group, decode)
+//                      and in blocks of 16 consecutive tokens (ops::attend_block, prefill).
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -43,6 +45,10 @@ struct TypeCalibration {
   // stands in).
   double expert_gemv_gbps = 0;
   double expert_down_gemv_gbps = 0;
+  // Prefill cost of each routed expert that gets any token of a batch, as slice bytes per second
+  // (GB/s); 0 when not measured (no such part).
+  double expert_gemm_gbps = 0;
+  double expert_down_gemm_gbps = 0;
 };
 
 // The small single-threaded ops, ns per value: RMS norm, activation quantization (Q8_K), SwiGLU,
@@ -64,8 +70,10 @@ struct CpuCalibration {
   double dispatch_us = 0;
   double gemv_fixed_us = 0;
   SerialCosts serial;
-  double attention_kv_ns = 0;    // per position, per KV head, per element of head_dim
-  double attention_head_ns = 0;  // per position, per query head, per element of head_dim
+  double attention_kv_ns = 0;        // per position, per KV head, per element of head_dim
+  double attention_head_ns = 0;      // per position, per query head, per element of head_dim
+  double attention_block_kv_ns = 0;  // the same in prefill's blocks of tokens
+  double attention_block_head_ns = 0;
   std::vector<TypeCalibration> types;
   double seconds = 0;  // wall time the measurements took (this run)
 
@@ -79,11 +87,11 @@ struct CalibrationOptions {
   int64_t stream_bytes = int64_t{256} << 20;  // GEMV matrix: far larger than the caches
   // Each rate is timed over at least this long (repetitions summed), to average the load of a
   // shared machine; decode rates are the median of 5 such windows. Per weight type: 10 decode
-  // windows (long GEMV, experts) and 3 prefill ones, plus 5 once for the per-product cost.
+  // windows (long GEMV, experts) and 7 prefill ones, plus 5 once for the per-product cost.
   double window_seconds = 0.15;
 };
 
-// Runs the micro-benchmarks (about 2 s per weight type with the default window, plus ~1 s).
+// Runs the micro-benchmarks (about 3 s per weight type with the default window, plus ~1 s).
 CpuCalibration calibrate_cpu(const CalibrationOptions& options);
 
 // The cached calibration for this CPU model, thread count and build, with any missing types

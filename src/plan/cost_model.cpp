@@ -63,8 +63,8 @@ double calibrated_stream_ms(const CpuCalibration& cal, const std::vector<TypedWe
   return ms;
 }
 
-// Whether decode reads of a type's routed experts have measured rates (which include the MoE
-// block's two dispatches).
+// Whether a type's routed experts have rates measured through the MoE block (decode ones, and
+// prefill ones measured alongside): those include the block's two dispatches.
 bool expert_decode_measured(const TypeCalibration& r) {
   return r.expert_gemv_gbps > 0 && r.expert_down_gemv_gbps > 0;
 }
@@ -113,13 +113,31 @@ double calibrated_layer_fixed_ms(const CpuCalibration& cal, const ModelInventory
          serial_ms_per_token(cal, inv, layer);
 }
 
-// Attention of one token over `positions` cached positions, ns of work (one thread).
+// Attention over `positions` cached positions (summed over the tokens), ns of work on one thread:
+// token by token as decode runs it, or in blocks of consecutive tokens as prefill does (the
+// per-token costs when the block costs were not measured).
 double attention_work_ns(const CpuCalibration& cal, const ModelInventory& inv, double positions,
-                         double kv_heads) {
+                         double kv_heads, bool blocked = false) {
   const double group = inv.n_head_kv > 0 ? static_cast<double>(inv.n_head) / inv.n_head_kv : 1.0;
-  return kv_heads * positions * inv.head_dim *
-         (cal.attention_kv_ns + group * cal.attention_head_ns);
+  const bool use_block = blocked && cal.attention_block_kv_ns > 0;
+  const double kv = use_block ? cal.attention_block_kv_ns : cal.attention_kv_ns;
+  const double head = use_block ? cal.attention_block_head_ns : cal.attention_head_ns;
+  return kv_heads * positions * inv.head_dim * (kv + group * head);
 }
+
+}  // namespace
+
+double expected_active_experts(const std::vector<double>& popularity, int n_used, double tokens) {
+  double active = 0;
+  for (double p : popularity) {
+    // A token picks this expert in one of its n_used slots with probability ~ n_used x p.
+    const double pick = std::clamp(n_used * p, 0.0, 1.0);
+    active += 1.0 - std::pow(1.0 - pick, tokens);
+  }
+  return active;
+}
+
+namespace {
 
 double hop_cost_ms(const ModelInventory& inv, const HardwareProfile& hw, int a, int b) {
   if (a == b) return 0.0;
@@ -251,28 +269,35 @@ PrefillEstimate estimate_prefill(const ModelInventory& inv, const HardwareProfil
   } else if (hw.cpu_calibration) {
     const CpuCalibration& cal = *hw.cpu_calibration;
     const double threads = hw.threads;
-    // Tokens each routed expert multiplies in a micro-batch (uniform routing).
-    for (const auto& layer : inv.layers) {
+    for (size_t li = 0; li < inv.layers.size(); ++li) {
+      const LayerInventory& layer = inv.layers[li];
       for (const auto& w : layer.dense_by_type) {
         const auto& r = rates_of(cal, w.type);
         p.compute_ms += static_cast<double>(w.elements) * batch / (r.gemm_gmacs * 1e9) * 1e3;
       }
+      // Routed experts: every (token, chosen expert) row, plus each expert that gets any token.
+      const double active =
+          layer.expert_slice_by_type.empty()
+              ? 0.0
+              : expected_active_experts(inv.popularity.at(li), inv.n_expert_used, batch);
       for (const auto& w : layer.expert_slice_by_type) {
         const auto& r = rates_of(cal, w.type);
-        const double rate = w.expert_down && r.expert_down_gemm_gmacs > 0 ? r.expert_down_gemm_gmacs
-                                                                          : r.expert_gemm_gmacs;
+        const double gmacs = w.expert_down ? r.expert_down_gemm_gmacs : r.expert_gemm_gmacs;
+        const double gbps = w.expert_down ? r.expert_down_gemm_gbps : r.expert_gemm_gbps;
         p.compute_ms +=
-            static_cast<double>(w.elements) * inv.n_expert_used * batch / (rate * 1e9) * 1e3;
+            static_cast<double>(w.elements) * inv.n_expert_used * batch / (gmacs * 1e9) * 1e3;
+        if (gbps > 0) p.compute_ms += ms_for(active * static_cast<double>(w.bytes), gbps);
       }
       if (layer.has_kv_cache) {
         // Token i attends over i + 1 positions; (token, KV head) tasks spread over the threads.
         p.attention_ms +=
-            attention_work_ns(cal, inv, batch * (batch + 1) / 2.0, inv.n_head_kv) / threads / 1e6;
+            attention_work_ns(cal, inv, batch * (batch + 1) / 2.0, inv.n_head_kv, true) / threads /
+            1e6;
       }
       double pool_part = 0;
       const double serial = serial_ms_per_token(cal, inv, layer, &pool_part);
-      p.serial_ms +=
-          batch * (serial - pool_part + pool_part / threads) + calibrated_dispatch_ms(cal, layer);
+      p.serial_ms += batch * (serial - pool_part + pool_part / threads) +
+                     calibrated_dispatch_ms(cal, layer, layer_expert_rates_measured(cal, layer));
     }
     // Logits of the last token only: one product.
     p.serial_ms += calibrated_stream_ms(cal, inv.output_by_type) + cal.gemv_fixed_us / 1e3;

@@ -125,11 +125,18 @@ double serial_ms_per_token(const CpuCalibration& cal, const ModelInventory& inv,
 DecodeEstimate estimate_decode(const ModelInventory& inv, const HardwareProfile& hw,
                                const Placement& placement, double kv_bytes_per_element,
                                int64_t context_tokens, const CostConstants& c);
-// Prompt processing of one micro-batch. On a calibrated CPU without GPUs: per layer, dense
-// elements x batch / gemm_gmacs(type) + expert slice elements x used experts x batch /
-// expert_gemm_gmacs(type) + KV heads x batch (batch + 1) / 2 x head_dim x (attention_kv_ns +
-// group x attention_head_ns) / threads + batch x serial_ms_per_token (its per-token pool part /
-// threads) + dispatches,
+// Expected number of distinct experts a batch of `tokens` tokens selects in a layer whose
+// selections follow `popularity` (sums to 1): all of them for uniform routing and a big batch,
+// fewer when the routing is skewed.
+double expected_active_experts(const std::vector<double>& popularity, int n_used, double tokens);
+
+// Prompt processing of one micro-batch. On a calibrated CPU without GPUs: per layer,
+//   dense elements x batch / gemm_gmacs(type)
+//   + expert slice elements x used experts x batch / expert_(down_)gemm_gmacs(type)
+//   + expected active experts x slice bytes / expert_(down_)gemm_gbps(type)
+//   + KV heads x batch (batch + 1) / 2 x head_dim
+//     x (attention_block_kv_ns + group x attention_block_head_ns) / threads
+//   + batch x serial_ms_per_token (its per-token pool part / threads) + dispatches,
 // plus one output-head product for the last token.
 PrefillEstimate estimate_prefill(const ModelInventory& inv, const HardwareProfile& hw,
                                  const Placement& placement, const CostConstants& c);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -146,6 +147,36 @@ TEST(BenchCommand, UsesThePlannedSettingsUnlessFlagsAreGiven) {
   EXPECT_EQ(j["threads"], 1);
   r = run_strata("bench -m " + model + " -p 8 -n 2 -r 1 --no-bandwidth");
   EXPECT_NE(r.output.find("plan: "), std::string::npos) << r.output;
+}
+
+TEST(BenchCommand, ExpertProfileRecordsThePromptsRoutingForThePlanner) {
+  const std::string model = (test::oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string();
+  const std::string out = (test::temp_dir() / "bench-experts.json").string();
+  auto r =
+      run_strata("bench -m " + model + " -p 24 -n 2 -r 1 --no-bandwidth --expert-profile " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(out);
+  ASSERT_TRUE(in.good()) << out;
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["tokens"], 24);
+  // 2 layers of 8 experts, 2 chosen per token: each layer's counts add up to 48, from one run.
+  ASSERT_EQ(j["expert_counts"].size(), 2u);
+  for (const auto& layer : j["expert_counts"]) {
+    ASSERT_EQ(layer.size(), 8u);
+    int64_t sum = 0;
+    for (const auto& c : layer) sum += c.get<int64_t>();
+    EXPECT_EQ(sum, 48);
+  }
+  r = run_strata("plan -m " + model + " --profile " + out + " --gpu none --json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+
+  r = run_strata("bench -m " + model + " -p 0 -n 2 --no-bandwidth --expert-profile " + out);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("needs -p > 0"), std::string::npos) << r.output;
+  const std::string dense = (test::oracle_dir() / "models" / "tiny-qwen3-Q8_0.gguf").string();
+  r = run_strata("bench -m " + dense + " -p 8 -n 0 --no-bandwidth --expert-profile " + out);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("has no routed experts"), std::string::npos) << r.output;
 }
 
 TEST(BenchCommand, ProfileSplitsPrefillAndDecodeByOp) {

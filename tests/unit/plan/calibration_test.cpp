@@ -36,7 +36,8 @@ void expect_valid(const CpuCalibration& c) {
   EXPECT_TRUE(positive_finite(c.dispatch_us));
   EXPECT_TRUE(std::isfinite(c.gemv_fixed_us) && c.gemv_fixed_us >= 0);
   for (double v : {c.serial.norm_ns, c.serial.quantize_ns, c.serial.swiglu_ns, c.serial.axpy_ns,
-                   c.serial.rope_ns, c.attention_kv_ns, c.attention_head_ns}) {
+                   c.serial.rope_ns, c.attention_kv_ns, c.attention_head_ns,
+                   c.attention_block_kv_ns, c.attention_block_head_ns}) {
     EXPECT_TRUE(positive_finite(v)) << v;
   }
   for (const auto& t : c.types) {
@@ -124,6 +125,19 @@ TEST(Calibration, ProbedMachineIsCalibratedInTheXdgCacheHypotheticalIsNot) {
   ::unsetenv("XDG_CACHE_HOME");
 }
 
+TEST(CalibratedCostModel, ExpectedActiveExperts) {
+  // Uniform over 128 experts, 8 used: one token picks 8; 512 tokens nearly all 128.
+  const std::vector<double> uniform(128, 1.0 / 128);
+  EXPECT_NEAR(expected_active_experts(uniform, 8, 1), 8.0, 1e-9);
+  EXPECT_NEAR(expected_active_experts(uniform, 8, 512), 128 * (1 - std::pow(1 - 1.0 / 16, 512)),
+              1e-9);
+  EXPECT_GT(expected_active_experts(uniform, 8, 512), 127.9);
+  // Half the selections on 8 experts, the rest spread over 120: fewer distinct experts.
+  std::vector<double> hot(128, 0.5 / 120);
+  for (int e = 0; e < 8; ++e) hot[static_cast<size_t>(e)] = 0.5 / 8;
+  EXPECT_LT(expected_active_experts(hot, 8, 32), expected_active_experts(uniform, 8, 32));
+}
+
 TEST(Calibration, BitsPerWeightPickTheNearestType) {
   EXPECT_EQ(type_for_bits_per_weight(4.5), GgmlType::Q4_K);
   EXPECT_EQ(type_for_bits_per_weight(4.3), GgmlType::IQ4_XS);
@@ -148,11 +162,17 @@ TEST(CalibratedCostModel, TinyOracleModelArithmetic) {
   cal.serial = {1.0, 0.5, 2.0, 0.25, 3.0};  // norm, quantize, swiglu, axpy, rope (ns/value)
   cal.attention_kv_ns = 0.2;
   cal.attention_head_ns = 0.1;
-  // GB/s for decode, GMAC/s for prefill (dense, expert gate/up shape, expert down shape), GB/s
-  // for decode of routed experts (gate/up, down).
-  cal.types = {{GgmlType::F32, 10, 5, 5, 4, 9, 8},        {GgmlType::F16, 12, 6, 6, 5, 11, 10},
-               {GgmlType::Q4_K, 20, 100, 80, 64, 15, 12}, {GgmlType::Q5_K, 18, 90, 70, 56, 14, 11},
-               {GgmlType::Q6_K, 16, 80, 60, 48, 13, 10},  {GgmlType::Q8_0, 25, 60, 50, 40, 22, 18}};
+  cal.attention_block_kv_ns = 0.1;  // prefill's blocks of tokens share decoded chunks
+  cal.attention_block_head_ns = 0.05;
+  // GB/s for decode, GMAC/s for prefill (dense, expert gate/up rows, expert down rows), GB/s for
+  // decode of routed experts (gate/up, down), GB/s of each active expert in prefill (gate/up,
+  // down).
+  cal.types = {{GgmlType::F32, 10, 5, 5, 4, 9, 8, 3, 2},
+               {GgmlType::F16, 12, 6, 6, 5, 11, 10, 4, 3},
+               {GgmlType::Q4_K, 20, 100, 80, 64, 15, 12, 8, 6},
+               {GgmlType::Q5_K, 18, 90, 70, 56, 14, 11, 7, 5},
+               {GgmlType::Q6_K, 16, 80, 60, 48, 13, 10, 6, 4},
+               {GgmlType::Q8_0, 25, 60, 50, 40, 22, 18, 9, 7}};
   HardwareProfile hw;
   hw.physical_cores = 2;
   hw.threads = 2;
@@ -170,6 +190,11 @@ TEST(CalibratedCostModel, TinyOracleModelArithmetic) {
   auto expert_gemm = [&](GgmlType t, bool down) {
     return down ? cal.find(t)->expert_down_gemm_gmacs : cal.find(t)->expert_gemm_gmacs;
   };
+  auto expert_gemm_gbps = [&](GgmlType t, bool down) {
+    return down ? cal.find(t)->expert_down_gemm_gbps : cal.find(t)->expert_gemm_gbps;
+  };
+  // A 512-token batch picks each of 8 experts (2 used) with probability 1 - (1 - 2/8)^512: all.
+  const double active = 8 * (1 - std::pow(0.75, 512));
   // Decode weights: every non-expert tensor but the embeddings at the GEMV rates; 2 of 8
   // experts' slices at the expert decode rates (gate/up or down).
   double weight_ms = 0, expert_ms = 0, expert_gemv_ms = 0, dense_mac_ms = 0, expert_mac_ms = 0,
@@ -183,7 +208,8 @@ TEST(CalibratedCostModel, TinyOracleModelArithmetic) {
       expert_ms += bytes / 8 * 2 / expert_rate(t.type, down) / 1e6;
       expert_gemv_ms += bytes / 8 * 2 / rate(t.type) / 1e6;
       expert_mac_ms +=
-          static_cast<double>(t.elements()) / 8 * 2 * 512 / expert_gemm(t.type, down) / 1e6;
+          static_cast<double>(t.elements()) / 8 * 2 * 512 / expert_gemm(t.type, down) / 1e6 +
+          active * bytes / 8 / expert_gemm_gbps(t.type, down) / 1e6;
     } else if (t.name.rfind("output", 0) == 0) {
       output_ms += bytes / rate(t.type) / 1e6;
     } else {
@@ -228,19 +254,32 @@ TEST(CalibratedCostModel, TinyOracleModelArithmetic) {
   EXPECT_NEAR(d1.total_ms - d0.total_ms, 2 * 0.0256, 1e-9);
 
   // Prefill of a 512-token micro-batch: the products, attention over the batch's own positions
-  // (2 KV heads x 512 x 513 / 2 positions x 64 x 0.4 ns over 2 threads), the serial ops (the
-  // per-token pool part over 2 threads), dispatches, and one output-head product.
+  // (2 KV heads x 512 x 513 / 2 positions x 64 x (0.1 + 2 x 0.05) ns in blocks, over 2 threads),
+  // the serial ops (the per-token pool part over 2 threads), dispatches, and one output-head
+  // product.
   const PrefillEstimate p = estimate_prefill(inv, hw, cpu, c);
   EXPECT_NEAR(p.compute_ms, dense_mac_ms + expert_mac_ms, 1e-9);
-  const double attention_ms = 2 * (2 * 512 * 513 / 2.0 * 64 * 0.4 / 2 / 1e6);
+  const double attention_ms = 2 * (2 * 512 * 513 / 2.0 * 64 * 0.2 / 2 / 1e6);
   EXPECT_NEAR(p.attention_ms, attention_ms, 1e-9);
-  // (Prefill dispatches the MoE block's two products too: 7 products per layer.)
-  const double prefill_dispatch_ms = dispatch_ms + 2 * 5 / 1e3;
   const double serial_ms =
-      2 * (512 * (serial_ns - pool_ns / 2) / 1e6 + prefill_dispatch_ms) + output_ms + 5 / 1e3;
+      2 * (512 * (serial_ns - pool_ns / 2) / 1e6 + dispatch_ms) + output_ms + 5 / 1e3;
   EXPECT_NEAR(p.serial_ms, serial_ms, 1e-9);
   EXPECT_NEAR(p.tokens_per_second,
               512 / (dense_mac_ms + expert_mac_ms + attention_ms + serial_ms) * 1e3, 1e-6);
+
+  // Routing that sends every token to the same two experts: the other six are never read or
+  // repacked, so the batch costs their per-expert part less; the rows cost the same.
+  ModelInventory skewed = inv;
+  for (auto& layer : skewed.popularity) layer = {0.5, 0.5, 0, 0, 0, 0, 0, 0};
+  EXPECT_DOUBLE_EQ(expected_active_experts(skewed.popularity[0], 2, 512), 2.0);
+  double per_expert_ms = 0;
+  for (const auto& t : file.tensors()) {
+    if (t.name.find("_exps") == std::string::npos) continue;
+    const bool down = t.name.find("ffn_down_exps") != std::string::npos;
+    per_expert_ms += static_cast<double>(t.bytes) / 8 / expert_gemm_gbps(t.type, down) / 1e6;
+  }
+  EXPECT_NEAR(estimate_prefill(skewed, hw, cpu, c).compute_ms,
+              p.compute_ms - (active - 2) * per_expert_ms, 1e-9);
 
   // Without the calibration the FIELD constants price the same machine differently.
   HardwareProfile field = hw;

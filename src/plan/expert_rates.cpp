@@ -1,0 +1,235 @@
+#include "plan/expert_rates.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <string_view>
+#include <vector>
+
+#include "model/blocks.h"
+#include "quant/quant.h"
+#include "util/profiler.h"
+
+namespace strata::plan {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Prefill calibration: experts laid out, and tokens per expert at the two loads timed.
+constexpr int64_t kPrefillExperts = 64;
+constexpr int64_t kFewTokens = 8;
+constexpr int64_t kManyTokens = 64;
+// Inputs are N(0, 1 / cols), as after an RMS norm with weights ~1 / sqrt(cols): products with the
+// N(0, 1) calibration weights come out O(1), as in a real layer. (With O(1) inputs the gate
+// values reach hundreds, SwiGLU's exp overflows and takes a slow path: the gate+up phase read
+// 15% slower than the model's.) The router is the identity, so the experts a token must choose
+// get +1 on their inputs, far above the others (at most ~5 sigma = 0.11 for 2048 values).
+constexpr float kRouteBoost = 1.0f;
+
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+// Seconds the profiler recorded under `name` since the last reset.
+double phase_seconds(std::string_view name) {
+  for (const auto& e : profile::snapshot()) {
+    if (e.name == name) return e.seconds;
+  }
+  return 0;
+}
+
+// Turns the profiler on for the measurement, then clears what it recorded and restores its
+// on/off state. (Commands calibrate before they load a model; a profiled run resets the profiler
+// when it starts, so it never sees these numbers.)
+class ProfilerWindow {
+ public:
+  ProfilerWindow() : was_enabled_(profile::enabled()) { profile::set_enabled(true); }
+  ~ProfilerWindow() {
+    profile::reset();
+    profile::set_enabled(was_enabled_);
+  }
+  ProfilerWindow(const ProfilerWindow&) = delete;
+  ProfilerWindow& operator=(const ProfilerWindow&) = delete;
+
+ private:
+  bool was_enabled_;
+};
+
+// An MoE layer over the buffer's experts whose router is the identity on the first n_expert input
+// values: a token goes to the experts whose inputs carry kRouteBoost.
+struct ExpertLayer {
+  std::vector<float> router;
+  MoeFfnWeights weights;
+  MoeParams params;
+  int64_t gate_bytes = 0;  // one expert's gate (or up) slice
+  int64_t down_bytes = 0;  // one expert's down slice
+};
+
+std::optional<ExpertLayer> lay_out(const ExpertBuffer& b, int64_t n_used) {
+  const int64_t up_row_bytes = quant::row_bytes(b.type, b.cols);
+  const int64_t down_row_bytes = quant::row_bytes(b.type, b.n_ff);
+  ExpertLayer l;
+  l.gate_bytes = b.n_ff * up_row_bytes;
+  l.down_bytes = b.cols * down_row_bytes;
+  const int64_t n_expert = std::min(b.cols, b.bytes / (2 * l.gate_bytes + l.down_bytes));
+  if (n_expert < 2) return std::nullopt;
+  l.router.assign(static_cast<size_t>(n_expert * b.cols), 0.0f);
+  for (int64_t e = 0; e < n_expert; ++e) l.router[static_cast<size_t>(e * b.cols + e)] = 1.0f;
+  MoeFfnWeights& w = l.weights;
+  w.router = {GgmlType::F32, reinterpret_cast<const uint8_t*>(l.router.data()), b.cols, n_expert,
+              b.cols * static_cast<int64_t>(sizeof(float))};
+  w.gate_exps = {b.type, b.data, b.cols, n_expert * b.n_ff, up_row_bytes};
+  w.up_exps = {b.type, b.data + n_expert * l.gate_bytes, b.cols, n_expert * b.n_ff, up_row_bytes};
+  w.down_exps = {b.type, b.data + 2 * n_expert * l.gate_bytes, b.n_ff, n_expert * b.cols,
+                 down_row_bytes};
+  l.params.n_expert = n_expert;
+  l.params.n_expert_used = std::clamp<int64_t>(n_used, 1, n_expert / 2);
+  l.params.n_ff_exp = b.n_ff;
+  return l;
+}
+
+std::vector<float> random_inputs(int64_t n, int64_t cols, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f / std::sqrt(static_cast<float>(cols)));
+  std::vector<float> x(static_cast<size_t>(n * cols));
+  for (auto& v : x) v = normal(rng);
+  return x;
+}
+
+struct PhaseSeconds {
+  double gate_up = 0;
+  double down = 0;
+};
+
+// Runs `call` (one moe_ffn_block of `tokens` tokens) in windows: each phase's seconds per call,
+// less its small ops (median over the windows; 0 when every window came out shorter than them).
+template <typename Call>
+PhaseSeconds time_phases(const ExpertLayer& l, int64_t tokens, Call&& call,
+                         const SerialCosts& serial, double window_seconds, int repeats) {
+  const double hidden = static_cast<double>(tokens * l.params.n_expert_used * l.params.n_ff_exp);
+  const double rows = static_cast<double>(tokens * l.params.n_expert_used);
+  const double cols = static_cast<double>(l.weights.gate_exps.cols);
+  const double gate_up_other_s = hidden * serial.swiglu_ns * 1e-9;
+  const double down_other_s = (hidden * serial.quantize_ns + rows * cols * serial.axpy_ns) * 1e-9;
+
+  ProfilerWindow profiling;
+  call();  // warm-up (thread-local scratch buffers)
+  std::vector<double> gate_up, down;
+  for (int r = 0; r < std::max(1, repeats); ++r) {
+    profile::reset();
+    int64_t calls = 0;
+    const auto start = Clock::now();
+    while (calls < 2 ||
+           std::chrono::duration<double>(Clock::now() - start).count() < window_seconds) {
+      call();
+      ++calls;
+    }
+    const double n = static_cast<double>(calls);
+    const double gu_s = phase_seconds("moe: experts gate+up") / n - gate_up_other_s;
+    const double d_s = phase_seconds("moe: experts down + weighted sum") / n - down_other_s;
+    // A phase can only come out shorter than its small ops on a clock hiccup; skip that window.
+    if (gu_s > 0) gate_up.push_back(gu_s);
+    if (d_s > 0) down.push_back(d_s);
+  }
+  PhaseSeconds t;
+  if (!gate_up.empty()) t.gate_up = median(gate_up);
+  if (!down.empty()) t.down = median(down);
+  return t;
+}
+
+// One prompt batch of `tokens` tokens, each routed to k distinct random experts.
+PhaseSeconds time_prefill(const ExpertLayer& l, int64_t tokens, int64_t cols, uint32_t seed,
+                          const SerialCosts& serial, ThreadPool& pool, double window_seconds,
+                          int repeats) {
+  const int64_t n_expert = l.params.n_expert, k = l.params.n_expert_used;
+  std::mt19937 rng(seed);
+  std::vector<float> x = random_inputs(tokens, cols, rng);
+  std::vector<int64_t> order(static_cast<size_t>(n_expert));
+  for (int64_t t = 0; t < tokens; ++t) {
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    for (int64_t j = 0; j < k; ++j) {
+      x[static_cast<size_t>(t * cols + order[static_cast<size_t>(j)])] += kRouteBoost;
+    }
+  }
+  std::vector<float> out(static_cast<size_t>(tokens * cols));
+  auto batch = [&] { moe_ffn_block(l.weights, l.params, x.data(), tokens, out.data(), pool); };
+  return time_phases(l, tokens, batch, serial, window_seconds, repeats);
+}
+
+// The two parts of a phase's prefill cost from its time at two loads (tokens per expert lo < hi,
+// every expert active): seconds per row from the slope, per active expert from the rest. Noise
+// can make a part tiny or negative; keep both at least 5% of the whole.
+ExpertPrefillCost split_prefill(double t_lo, double t_hi, double lo, double hi, double n_expert,
+                                double slice_bytes, double macs_per_row) {
+  if (t_lo <= 0 || t_hi <= 0) return {};
+  const double per_row =
+      std::max((t_hi - t_lo) / ((hi - lo) * n_expert), 0.05 * t_hi / (hi * n_expert));
+  const double per_expert = std::max(t_lo / n_expert - lo * per_row, 0.05 * t_lo / n_expert);
+  return {slice_bytes / per_expert / 1e9, macs_per_row / per_row / 1e9};
+}
+
+}  // namespace
+
+ExpertPhaseRates measure_expert_decode_rates(const ExpertBuffer& experts, int64_t n_used,
+                                             const SerialCosts& serial, ThreadPool& pool,
+                                             double window_seconds, int repeats) {
+  const std::optional<ExpertLayer> layer = lay_out(experts, n_used);
+  if (!layer) return {};
+  const ExpertLayer& l = *layer;
+  const int64_t n_expert = l.params.n_expert, k = l.params.n_expert_used;
+  std::mt19937 rng(23);
+  std::vector<float> x = random_inputs(1, experts.cols, rng);
+  std::vector<float> out(static_cast<size_t>(experts.cols));
+  int64_t next = 0;
+  auto one_token = [&] {
+    for (int64_t j = 0; j < k; ++j) x[static_cast<size_t>((next + j) % n_expert)] += kRouteBoost;
+    moe_ffn_block(l.weights, l.params, x.data(), 1, out.data(), pool);
+    for (int64_t j = 0; j < k; ++j) x[static_cast<size_t>((next + j) % n_expert)] -= kRouteBoost;
+    next = (next + k) % n_expert;
+  };
+  const PhaseSeconds t = time_phases(l, 1, one_token, serial, window_seconds, repeats);
+  ExpertPhaseRates rates;
+  if (t.gate_up > 0) rates.gate_up = static_cast<double>(2 * k * l.gate_bytes) / t.gate_up / 1e9;
+  if (t.down > 0) rates.down = static_cast<double>(k * l.down_bytes) / t.down / 1e9;
+  return rates;
+}
+
+ExpertPrefillRates measure_expert_prefill_rates(const ExpertBuffer& experts, int64_t n_used,
+                                                const SerialCosts& serial, ThreadPool& pool,
+                                                double window_seconds, int repeats) {
+  ExpertBuffer some = experts;
+  const int64_t expert_bytes = [&] {
+    const std::optional<ExpertLayer> all = lay_out(experts, n_used);
+    return all ? 2 * all->gate_bytes + all->down_bytes : int64_t{0};
+  }();
+  if (expert_bytes == 0) return {};
+  // At most 64 experts (still far more bytes than the caches): 512 tokens give 64 per expert.
+  some.bytes = std::min(experts.bytes, kPrefillExperts * expert_bytes);
+  const std::optional<ExpertLayer> layer = lay_out(some, n_used);
+  if (!layer) return {};
+  const ExpertLayer& l = *layer;
+  const int64_t n_expert = l.params.n_expert, k = l.params.n_expert_used;
+  auto tokens_for = [&](int64_t per_expert) {
+    return std::max<int64_t>(1, per_expert * n_expert / k);
+  };
+  const PhaseSeconds lo = time_prefill(l, tokens_for(kFewTokens), experts.cols, 29, serial, pool,
+                                       window_seconds, repeats);
+  const PhaseSeconds hi = time_prefill(l, tokens_for(kManyTokens), experts.cols, 31, serial, pool,
+                                       window_seconds, repeats);
+  const double ne = static_cast<double>(n_expert);
+  const double lo_rows = static_cast<double>(tokens_for(kFewTokens) * k) / ne;
+  const double hi_rows = static_cast<double>(tokens_for(kManyTokens) * k) / ne;
+  const double macs = static_cast<double>(l.params.n_ff_exp * experts.cols);
+  ExpertPrefillRates r;
+  r.gate_up = split_prefill(lo.gate_up, hi.gate_up, lo_rows, hi_rows, ne,
+                            static_cast<double>(2 * l.gate_bytes), 2 * macs);
+  r.down = split_prefill(lo.down, hi.down, lo_rows, hi_rows, ne, static_cast<double>(l.down_bytes),
+                         macs);
+  return r;
+}
+
+}  // namespace strata::plan
