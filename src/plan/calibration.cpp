@@ -18,6 +18,7 @@
 
 #include "ops/activations.h"
 #include "ops/attention.h"
+#include "ops/gated_delta_net.h"
 #include "ops/matmul.h"
 #include "ops/rms_norm.h"
 #include "ops/rope.h"
@@ -31,7 +32,7 @@ namespace strata::plan {
 namespace {
 
 // Bumped when what is measured changes, so older cache entries are measured again.
-constexpr int kCalibrationVersion = 7;
+constexpr int kCalibrationVersion = 8;
 constexpr int64_t kCols = 2048;     // row length of the GEMV and dense GEMM matrices
 constexpr int64_t kTileRows = 61;   // quantized rows tiled over the buffer (a prime: pages differ)
 constexpr int64_t kGemmRows = 256;  // activation rows of the dense prefill GEMM
@@ -281,6 +282,43 @@ std::pair<AttentionCost, AttentionCost> measure_attention_ns() {
   return {decode, prefill};
 }
 
+// Gated DeltaNet recurrence (ops::delta_rule_sequential) on one thread: runs of 64 tokens over
+// 8 heads of 128 x 128 whose states stay in cache, as prefill runs it. ns per state value per
+// token (a token's delta rule reads, updates and multiplies each of its head's d_k x d_v values).
+double measure_delta_rule_ns(double window) {
+  constexpr int64_t kHeads = 8, kDim = 128, kTokens = 64;
+  const std::vector<float> q = random_floats(kTokens * kDim, 19),
+                           k = random_floats(kTokens * kDim, 23),
+                           v = random_floats(kTokens * kDim, 29);
+  // The model feeds L2-normalized q and k (q also scaled by 1 / sqrt(d_k)): keep the state bounded.
+  std::vector<float> qn = q, kn = k;
+  for (int64_t t = 0; t < kTokens; ++t) {
+    ops::l2_norm(qn.data() + t * kDim, kDim, 1e-6f, 1.0f / std::sqrt(static_cast<float>(kDim)));
+    ops::l2_norm(kn.data() + t * kDim, kDim, 1e-6f);
+  }
+  const std::vector<float> beta(kTokens, 0.5f), g(kTokens, -0.1f);
+  std::vector<float> state(static_cast<size_t>(kHeads * kDim * kDim), 0.0f);
+  std::vector<float> out(static_cast<size_t>(kTokens * kDim));
+  ops::DeltaRuleRun run;
+  run.q = qn.data();
+  run.k = kn.data();
+  run.v = v.data();
+  run.qk_stride = run.v_stride = kDim;
+  run.beta = beta.data();
+  run.g = g.data();
+  run.gate_stride = 1;
+  run.out = out.data();
+  run.out_stride = kDim;
+  run.n_tokens = kTokens;
+  auto all_heads = [&] {
+    for (int64_t h = 0; h < kHeads; ++h)
+      ops::delta_rule_sequential(state.data() + h * kDim * kDim, run, kDim, kDim);
+  };
+  all_heads();  // warm-up
+  const double per_call = seconds_per_call(all_heads, window, 3);
+  return per_call * 1e9 / static_cast<double>(kHeads * kTokens * kDim * kDim);
+}
+
 CpuCalibration from_json(const nlohmann::json& j) {
   CpuCalibration c;
   c.cpu_model = j.at("cpu_model").get<std::string>();
@@ -299,6 +337,7 @@ CpuCalibration from_json(const nlohmann::json& j) {
   c.attention_head_ns = j.at("attention_head_ns").get<double>();
   c.attention_block_kv_ns = j.at("attention_block_kv_ns").get<double>();
   c.attention_block_head_ns = j.at("attention_block_head_ns").get<double>();
+  c.delta_rule_ns = j.at("delta_rule_ns").get<double>();
   for (const auto& [name, v] : j.at("types").items()) {
     const auto type = ggml_type_from_name(name);
     if (!type) continue;
@@ -360,6 +399,7 @@ nlohmann::json calibration_json(const CpuCalibration& c) {
           {"attention_head_ns", c.attention_head_ns},
           {"attention_block_kv_ns", c.attention_block_kv_ns},
           {"attention_block_head_ns", c.attention_block_head_ns},
+          {"delta_rule_ns", c.delta_rule_ns},
           {"types", types}};
 }
 
@@ -414,6 +454,7 @@ CpuCalibration calibrate_cpu(const CalibrationOptions& options) {
   c.attention_head_ns = attention_decode.head_ns;
   c.attention_block_kv_ns = attention_prefill.kv_ns;
   c.attention_block_head_ns = attention_prefill.head_ns;
+  c.delta_rule_ns = measure_delta_rule_ns(0.2 * window);
 
   const std::vector<GgmlType> types = with_f32(options.types);
   // At least one 2048 x 2048 f32 matrix (the dense GEMM shape).

@@ -24,7 +24,9 @@
 //   attention_*_ns     attention over cached positions (f16 cache): per position and element of
 //                      the head, once per KV head (decoding K and V) and once per query head
 //                      (scores and weighted values); token by token (ops::attend_group, decode)
-//                      and in blocks of 16 consecutive tokens (ops::attend_block, prefill).
+//                      and in blocks of 16 consecutive tokens (ops::attend_block, prefill);
+//   delta_rule_ns      Gated DeltaNet recurrence (ops::delta_rule_sequential), per state value
+//                      per token with the state in cache (decode adds reading it from RAM).
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -74,6 +76,7 @@ struct CpuCalibration {
   double attention_head_ns = 0;      // per position, per query head, per element of head_dim
   double attention_block_kv_ns = 0;  // the same in prefill's blocks of tokens
   double attention_block_head_ns = 0;
+  double delta_rule_ns = 0;  // per recurrent state value per token
   std::vector<TypeCalibration> types;
   double seconds = 0;  // wall time the measurements took (this run)
 

@@ -102,7 +102,8 @@ double calibrated_dispatch_ms(const CpuCalibration& cal, const LayerInventory& l
   // strata's MoE block: gate and up in one dispatch, down in another.
   const int products = layer.dense_matrices + (layer.expert_matrices > 0 && !moe_in_rates ? 2 : 0);
   // Attention: q/k norm + RoPE + KV store, and the attention itself.
-  const int other = layer.has_kv_cache ? 2 : 0;
+  // (A Gated DeltaNet layer: the delta rule; its small ops run on the calling thread.)
+  const int other = layer.has_kv_cache ? 2 : 1;
   return (products * cal.gemv_fixed_us + other * cal.dispatch_us) / 1e3;
 }
 
@@ -111,6 +112,16 @@ double calibrated_layer_fixed_ms(const CpuCalibration& cal, const ModelInventory
                                  const LayerInventory& layer) {
   return calibrated_dispatch_ms(cal, layer, layer_expert_rates_measured(cal, layer)) +
          serial_ms_per_token(cal, inv, layer);
+}
+
+// The Gated DeltaNet recurrence of `tokens` tokens in one layer: each value head (d_k x d_v
+// state values per token) is a task, the heads spread over the threads.
+double delta_rule_ms(const CpuCalibration& cal, const ModelInventory& inv, double tokens,
+                     int threads) {
+  if (inv.recurrent_d_k <= 0) return 0;
+  const double heads = static_cast<double>(inv.recurrent_v_dim) / inv.recurrent_d_k;
+  const double rounds = std::ceil(heads / std::max(1, threads));
+  return rounds * tokens * inv.recurrent_d_k * inv.recurrent_d_k * cal.delta_rule_ns / 1e6;
 }
 
 // Attention over `positions` cached positions (summed over the tokens), ns of work on one thread:
@@ -187,10 +198,14 @@ DecodeEstimate estimate_decode(const ModelInventory& inv, const HardwareProfile&
         d.kv_ms[a] += ms_for(kv_bytes, bw[a]);
       }
     } else {
+      // The state is read and written once per token (it does not stay cached between tokens).
       d.kv_ms[a] += ms_for(2.0 * static_cast<double>(layer.recurrent_state_bytes), bw[a]);
+      // strata: plus the delta rule's arithmetic, value heads spread over the threads.
+      if (calibrated) d.kv_ms[a] += delta_rule_ms(*cal, inv, 1.0, hw.threads);
     }
     d.fixed_ms += calibrated ? calibrated_layer_fixed_ms(*cal, inv, layer) : c.layer_fixed_ms;
-    if (!layer.has_kv_cache) d.fixed_ms += c.recurrent_layer_fixed_ms;
+    // Other engines' extra cost per recurrent layer (FIELD C1); strata's is calibrated.
+    if (!layer.has_kv_cache && !calibrated) d.fixed_ms += c.recurrent_layer_fixed_ms;
     if (layer.expert_bytes == 0) continue;
     // Expected bytes per device: popularity mass it holds x experts used x one expert's bytes.
     std::fill(mass.begin(), mass.end(), 0.0);
@@ -293,6 +308,9 @@ PrefillEstimate estimate_prefill(const ModelInventory& inv, const HardwareProfil
         p.attention_ms +=
             attention_work_ns(cal, inv, batch * (batch + 1) / 2.0, inv.n_head_kv, true) / threads /
             1e6;
+      } else {
+        // The recurrence over the batch, one task per value head.
+        p.attention_ms += delta_rule_ms(cal, inv, batch, hw.threads);
       }
       double pool_part = 0;
       const double serial = serial_ms_per_token(cal, inv, layer, &pool_part);
@@ -334,6 +352,14 @@ double serial_ms_per_token(const CpuCalibration& cal, const ModelInventory& inv,
     // Per token inside a pool task: q/k norms, RoPE, the K/V store (f16 conversion).
     pool_ns = (q + kv) * (c.norm_ns + c.rope_ns) + 2 * kv * c.quantize_ns;
     ns += pool_ns + q * c.quantize_ns;  // and the attention output quantized
+  } else if (inv.recurrent_v_dim > 0) {
+    // Gated DeltaNet, per token (pool tasks in a prompt batch): the causal convolution + SiLU
+    // over the q, k and v channels (priced as SwiGLU: a few FMAs and an exp per value), the
+    // q/k L2 norms, and the gated RMS norm of the output (a norm and a SiLU per value).
+    const double k_dim = inv.recurrent_k_dim, v_dim = inv.recurrent_v_dim;
+    pool_ns = (2 * k_dim + v_dim) * c.swiglu_ns + 2 * k_dim * c.norm_ns +
+              v_dim * (c.norm_ns + c.swiglu_ns);
+    ns += pool_ns + v_dim * c.quantize_ns;  // and the output quantized
   }
   if (layer.expert_matrices > 0) {
     // Each used expert's hidden row: SwiGLU and quantization; the weighted sum of the outputs.

@@ -90,7 +90,8 @@ struct PrefillEstimate {
   double compute_ms = 0;
   double stream_ms = 0;     // CPU-resident weights over PCIe (GPU prefill)
   double memory_ms = 0;     // CPU-only: weights read from RAM
-  double attention_ms = 0;  // calibrated CPU: attention over the batch's own positions
+  double attention_ms = 0;  // calibrated CPU: attention over the batch's own positions, or the
+                            // Gated DeltaNet recurrence
   double serial_ms = 0;     // calibrated CPU: norms, quantization, dispatches, output head
   double tokens_per_second = 0;
 };
@@ -121,6 +122,8 @@ double serial_ms_per_token(const CpuCalibration& cal, const ModelInventory& inv,
 //             + serial_ms_per_token;
 //   KV:       max(KV bytes / RAM bandwidth, ceil(KV heads / threads) x context x head_dim x
 //             (attention_kv_ns + query heads per KV head x attention_head_ns));
+//   state:    (Gated DeltaNet layers) 2 x state bytes / RAM bandwidth + ceil(value heads /
+//             threads) x d_k x d_v x delta_rule_ns;
 // plus the output head (bytes / rate + one product). Elsewhere the FIELD constants apply.
 DecodeEstimate estimate_decode(const ModelInventory& inv, const HardwareProfile& hw,
                                const Placement& placement, double kv_bytes_per_element,
@@ -136,6 +139,7 @@ double expected_active_experts(const std::vector<double>& popularity, int n_used
 //   + expected active experts x slice bytes / expert_(down_)gemm_gbps(type)
 //   + KV heads x batch (batch + 1) / 2 x head_dim
 //     x (attention_block_kv_ns + group x attention_block_head_ns) / threads
+//     (Gated DeltaNet layers: ceil(value heads / threads) x batch x d_k x d_v x delta_rule_ns)
 //   + batch x serial_ms_per_token (its per-token pool part / threads) + dispatches,
 // plus one output-head product for the last token.
 PrefillEstimate estimate_prefill(const ModelInventory& inv, const HardwareProfile& hw,

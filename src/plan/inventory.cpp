@@ -59,8 +59,9 @@ void add_typed(std::vector<TypedWeights>& v, GgmlType type, uint64_t bytes, int6
 // Sums tensors into per-layer totals; routed-expert tensors also get their per-expert slices.
 void summarize(ModelInventory& inv) {
   inv.layers.assign(static_cast<size_t>(inv.n_layer), LayerInventory{});
-  std::vector<bool> has_attention_kv(inv.layers.size(), false),
-      has_recurrent(inv.layers.size(), false);
+  // Qwen3.5's Gated DeltaNet layers name their fused q/k/v projection attn_qkv, like attention:
+  // a layer with recurrent tensors is the one that keeps a state instead of a KV cache.
+  std::vector<bool> has_recurrent(inv.layers.size(), false);
   for (auto& t : inv.tensors) {
     if (t.layer < 0 || t.layer >= inv.n_layer) {
       if (t.role == TensorRole::embeddings) {
@@ -105,14 +106,10 @@ void summarize(ModelInventory& inv) {
     l.active_params += t.elements;
     add_typed(l.dense_by_type, t.type, t.bytes, t.matrix ? t.elements : 0);
     l.dense_matrices += t.matrix ? 1 : 0;
-    const std::string_view name = t.name;
-    if (name.find(".attn_k.") != std::string_view::npos ||
-        name.find(".attn_qkv.") != std::string_view::npos)
-      has_attention_kv[static_cast<size_t>(t.layer)] = true;
     if (t.role == TensorRole::recurrent) has_recurrent[static_cast<size_t>(t.layer)] = true;
   }
   for (size_t i = 0; i < inv.layers.size(); ++i) {
-    inv.layers[i].has_kv_cache = has_attention_kv[i] || !has_recurrent[i];
+    inv.layers[i].has_kv_cache = !has_recurrent[i];
   }
   // Tied embeddings: the LM head reads the whole embedding matrix every token.
   bool has_output = false;
@@ -170,8 +167,15 @@ ModelInventory inventory_from_gguf(const GgufFile& file) {
   }
   summarize(inv);
   // Recurrent state per sequence: d_inner x d_state f32 (Gated DeltaNet / Mamba keys).
-  const uint64_t state = static_cast<uint64_t>(file.find_int(p + "ssm.inner_size").value_or(0) *
-                                               file.find_int(p + "ssm.state_size").value_or(0) * 4);
+  const int64_t d_inner = file.find_int(p + "ssm.inner_size").value_or(0);
+  const int64_t d_state = file.find_int(p + "ssm.state_size").value_or(0);
+  const uint64_t state = static_cast<uint64_t>(d_inner * d_state * 4);
+  if (inv.kv_layers() < inv.n_layer) {
+    inv.recurrent_v_dim = static_cast<int>(d_inner);
+    inv.recurrent_d_k = static_cast<int>(d_state);
+    inv.recurrent_k_dim =
+        static_cast<int>(file.find_int(p + "ssm.group_count").value_or(0) * d_state);
+  }
   for (auto& l : inv.layers) {
     if (!l.has_kv_cache) l.recurrent_state_bytes = state;
   }
@@ -359,6 +363,11 @@ ModelInventory inventory_from_architecture(const ArchitectureSpec& s, const Weig
                              s.linear_head_dim;
   for (auto& l : inv.layers) {
     if (!l.has_kv_cache) l.recurrent_state_bytes = state;
+  }
+  if (inv.kv_layers() < inv.n_layer) {
+    inv.recurrent_k_dim = s.linear_n_k_heads * s.linear_head_dim;
+    inv.recurrent_v_dim = s.linear_n_v_heads * s.linear_head_dim;
+    inv.recurrent_d_k = s.linear_head_dim;
   }
   return inv;
 }

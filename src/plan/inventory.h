@@ -69,6 +69,11 @@ struct ModelInventory {
   int n_expert = 0;
   int n_expert_used = 0;
   int n_ff_exp = 0;  // rows of one expert's gate/up (0 without experts)
+  // Gated DeltaNet layers (0 without): widths of the keys and values (heads x head dim) and the
+  // key dimension of the state, so a token's delta rule touches v_dim x d_k state values.
+  int recurrent_k_dim = 0;
+  int recurrent_v_dim = 0;
+  int recurrent_d_k = 0;
   int64_t n_vocab = 0;
   int64_t n_ctx_train = 0;
   std::vector<InventoryTensor> tensors;

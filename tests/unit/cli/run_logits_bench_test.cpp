@@ -167,8 +167,11 @@ TEST(BenchCommand, ExpertProfileRecordsThePromptsRoutingForThePlanner) {
     for (const auto& c : layer) sum += c.get<int64_t>();
     EXPECT_EQ(sum, 48);
   }
-  r = run_strata("plan -m " + model + " --profile " + out + " --gpu none --json", false);
+  // (Hypothetical hardware: no calibration needed to check the file is accepted.)
+  r = run_strata("plan -m " + model + " --profile " + out + " --gpu none --ram 8G:20 --cores 2",
+                 true);
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("bench-experts.json"), std::string::npos) << r.output;
 
   r = run_strata("bench -m " + model + " -p 0 -n 2 --no-bandwidth --expert-profile " + out);
   EXPECT_EQ(r.exit_code, 1);

@@ -146,15 +146,8 @@ TEST(Calibration, BitsPerWeightPickTheNearestType) {
 }
 
 // Given calibration numbers, the cost model is plain arithmetic over the file's tensors.
-TEST(CalibratedCostModel, TinyOracleModelArithmetic) {
-  const GgufFile file =
-      GgufFile::open((test::oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string());
-  const ModelInventory inv = inventory_from_gguf(file);
-  // 2 layers, n_embd 256, 4 heads / 2 KV heads of 64, 8 experts (2 used) of 256.
-  ASSERT_EQ(inv.n_layer, 2);
-  ASSERT_EQ(inv.n_embd, 256);
-  ASSERT_EQ(inv.n_ff_exp, 256);
-
+// A 2-core machine at 30 GB/s with round-number calibration results.
+HardwareProfile example_hardware() {
   CpuCalibration cal;
   cal.threads = 2;
   cal.dispatch_us = 2;
@@ -164,6 +157,7 @@ TEST(CalibratedCostModel, TinyOracleModelArithmetic) {
   cal.attention_head_ns = 0.1;
   cal.attention_block_kv_ns = 0.1;  // prefill's blocks of tokens share decoded chunks
   cal.attention_block_head_ns = 0.05;
+  cal.delta_rule_ns = 0.5;
   // GB/s for decode, GMAC/s for prefill (dense, expert gate/up rows, expert down rows), GB/s for
   // decode of routed experts (gate/up, down), GB/s of each active expert in prefill (gate/up,
   // down).
@@ -179,8 +173,27 @@ TEST(CalibratedCostModel, TinyOracleModelArithmetic) {
   hw.ram_total_bytes = hw.ram_available_bytes = uint64_t{8} << 30;
   hw.ram_bandwidth_gbps = 30;
   hw.cpu_calibration = cal;
-  const double dram_gbps[] = {0};
-  (void)dram_gbps;
+  return hw;
+}
+
+Placement all_on_cpu(const ModelInventory& inv) {
+  Placement cpu;
+  cpu.layers.resize(static_cast<size_t>(inv.n_layer));
+  for (auto& l : cpu.layers) l.expert_device.assign(static_cast<size_t>(inv.n_expert), kCpuDevice);
+  return cpu;
+}
+
+TEST(CalibratedCostModel, TinyOracleModelArithmetic) {
+  const GgufFile file =
+      GgufFile::open((test::oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string());
+  const ModelInventory inv = inventory_from_gguf(file);
+  // 2 layers, n_embd 256, 4 heads / 2 KV heads of 64, 8 experts (2 used) of 256.
+  ASSERT_EQ(inv.n_layer, 2);
+  ASSERT_EQ(inv.n_embd, 256);
+  ASSERT_EQ(inv.n_ff_exp, 256);
+
+  const HardwareProfile hw = example_hardware();
+  const CpuCalibration& cal = *hw.cpu_calibration;
 
   auto rate = [&](GgmlType t) { return cal.find(t)->gemv_gbps; };
   auto expert_rate = [&](GgmlType t, bool down) {
@@ -228,9 +241,7 @@ TEST(CalibratedCostModel, TinyOracleModelArithmetic) {
   ASSERT_DOUBLE_EQ(serial_ns, 4224);
   const double fixed_ms = 2 * (dispatch_ms + serial_ns / 1e6) + 5 / 1e3 + 256 * 1.5 / 1e6;
 
-  Placement cpu;
-  cpu.layers.resize(2);
-  for (auto& l : cpu.layers) l.expert_device.assign(8, kCpuDevice);
+  const Placement cpu = all_on_cpu(inv);
   const CostConstants& c = default_cost_constants();
   const DecodeEstimate d0 = estimate_decode(inv, hw, cpu, 2.0, 0, c);
   EXPECT_NEAR(d0.fixed_ms, fixed_ms, 1e-9);
@@ -285,6 +296,36 @@ TEST(CalibratedCostModel, TinyOracleModelArithmetic) {
   HardwareProfile field = hw;
   field.cpu_calibration.reset();
   EXPECT_NE(estimate_decode(inv, field, cpu, 2.0, 0, c).total_ms, d0.total_ms);
+}
+
+// Gated DeltaNet layers keep a state instead of a KV cache: per token it is read and written
+// once, and the delta rule's arithmetic is priced from its calibration; no FIELD constant.
+TEST(CalibratedCostModel, GatedDeltaNetLayersPriceTheirStateAndRecurrence) {
+  const GgufFile file =
+      GgufFile::open((test::oracle_dir() / "gdn" / "models" / "tiny-qwen35moe-Q8_0.gguf").string());
+  const ModelInventory inv = inventory_from_gguf(file);
+  // 4 layers, full attention every 4th: 3 recurrent layers with 4 value heads of 64 x 64.
+  ASSERT_EQ(inv.n_layer, 4);
+  ASSERT_EQ(inv.kv_layers(), 1);
+  ASSERT_EQ(inv.recurrent_d_k, 64);
+  ASSERT_EQ(inv.recurrent_v_dim, 256);
+  const HardwareProfile hw = example_hardware();
+  HardwareProfile no_recurrence = hw;
+  no_recurrence.cpu_calibration->delta_rule_ns = 0;
+  const Placement cpu = all_on_cpu(inv);
+  const CostConstants& c = default_cost_constants();
+
+  const DecodeEstimate d = estimate_decode(inv, hw, cpu, 2.0, 0, c);
+  const DecodeEstimate d0 = estimate_decode(inv, no_recurrence, cpu, 2.0, 0, c);
+  // State: 256 x 64 f32 read and written at 30 GB/s, per recurrent layer.
+  EXPECT_NEAR(d0.kv_ms[0], 3 * 2.0 * 256 * 64 * 4 / 30 / 1e6, 1e-12);
+  // Delta rule: 4 heads on 2 threads = 2 rounds of 64 x 64 values at 0.5 ns, per layer.
+  EXPECT_NEAR(d.kv_ms[0] - d0.kv_ms[0], 3 * 2 * 64 * 64 * 0.5 / 1e6, 1e-12);
+  EXPECT_LT(d.fixed_ms, c.recurrent_layer_fixed_ms);  // not the FIELD engines' 0.75 ms per layer
+  // A 512-token prompt runs the recurrence 512 times.
+  const PrefillEstimate p = estimate_prefill(inv, hw, cpu, c);
+  const PrefillEstimate p0 = estimate_prefill(inv, no_recurrence, cpu, c);
+  EXPECT_NEAR(p.attention_ms - p0.attention_ms, 3 * 2 * 512 * 64 * 64 * 0.5 / 1e6, 1e-9);
 }
 
 }  // namespace

@@ -51,6 +51,24 @@ TEST(Inventory, FromGgufMatchesTensorBytesExactly) {
   }
 }
 
+TEST(Inventory, GatedDeltaNetLayersKeepAStateNotAKvCache) {
+  // Qwen3.5's recurrent layers name their fused q/k/v projection attn_qkv, like attention does;
+  // their ssm_* tensors are what marks them.
+  const GgufFile file =
+      GgufFile::open((test::oracle_dir() / "gdn" / "models" / "tiny-qwen35moe-Q8_0.gguf").string());
+  const ModelInventory inv = inventory_from_gguf(file);
+  ASSERT_EQ(inv.layers.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    const bool attention = i == 3;  // full_attention_interval 4
+    EXPECT_EQ(inv.layers[i].has_kv_cache, attention) << i;
+    EXPECT_EQ(inv.layers[i].recurrent_state_bytes, attention ? 0u : 256u * 64 * 4) << i;
+  }
+  EXPECT_EQ(inv.kv_layers(), 1);
+  EXPECT_EQ(inv.recurrent_k_dim, 2 * 64);  // ssm.group_count x ssm.state_size
+  EXPECT_EQ(inv.recurrent_v_dim, 256);
+  EXPECT_EQ(inv.recurrent_d_k, 64);
+}
+
 TEST(Inventory, PresetMatchesPublishedSizes) {
   const auto spec = architecture_preset("qwen3-coder-30b-a3b");
   ASSERT_TRUE(spec);
