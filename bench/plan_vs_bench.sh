@@ -13,11 +13,13 @@
 # layers ~50 of 128 get any of 512 tokens), which makes prefill cheaper than the uniform routing a
 # plan assumes without a profile; the last column is that uniform-routing prediction.
 # After ROUNDS rounds (default 3) one Markdown table row per (model, threads) is printed: the
-# median predicted and median measured tg and pp, the error (predicted / measured - 1) and the
-# range of the measured values. Why rounds and medians: on a shared VM the memory bandwidth
-# moves by +-25% over seconds, so one prediction and one measurement a few seconds apart differ by
-# that much whatever the model; spreading each row's samples over the whole run and taking medians
-# compares the model with the machine rather than two moments of the machine.
+# median predicted and median measured tg and pp, the range of the measured values, and the error:
+# the median over rounds of (prediction / measurement - 1), each prediction paired with the
+# benchmark taken just before it. Why rounds, pairs and medians: on a shared VM the memory
+# bandwidth moves by +-25% for seconds to minutes at a time, so one prediction and one
+# measurement taken apart differ by that much whatever the model; pairing them close in time and
+# taking the median over rounds spread across the run compares the model with the machine rather
+# than two moments of the machine. SAMPLES=FILE keeps the raw rounds (tab-separated).
 # STRATA (default build/release/bin/strata) picks the binary; REMEASURE=0 reuses a cached
 # calibration.
 set -euo pipefail
@@ -40,9 +42,15 @@ for m in "${models[@]}"; do
   [[ -r $m ]] || { echo "$0: cannot read $m" >&2; exit 2; }
 done
 
-samples=$(mktemp)
 routing=$(mktemp --suffix .json)
-trap 'rm -f "$samples" "$routing"' EXIT
+if [[ -n ${SAMPLES:-} ]]; then
+  samples=$SAMPLES
+  : >"$samples"
+  trap 'rm -f "$routing"' EXIT
+else
+  samples=$(mktemp)
+  trap 'rm -f "$samples" "$routing"' EXIT
+fi
 extra=()
 if [[ $REMEASURE == 1 ]]; then extra=(--remeasure); fi
 for ((round = 1; round <= ROUNDS; round++)); do
@@ -73,13 +81,14 @@ for t in "${threads[@]}"; do
         return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
       }
       $1 == m && $2 == t { n++; ptg[n] = $3; mtg[n] = $4; ppp[n] = $5; mpp[n] = $6; upp[n] = $7
+        etg[n] = $3 / $4 - 1; epp[n] = $5 / $6 - 1; eupp[n] = $7 / $6 - 1
         if (n == 1 || $4 < tglo) tglo = $4; if (n == 1 || $4 > tghi) tghi = $4
         if (n == 1 || $6 < pplo) pplo = $6; if (n == 1 || $6 > pphi) pphi = $6 }
       END {
         a = median(ptg, n); b = median(mtg, n); c = median(ppp, n); d = median(mpp, n)
         u = median(upp, n)
         printf "| %s | %d | %.1f | %.1f (%.1f-%.1f) | %+.1f%% | %.1f | %.1f (%.1f-%.1f) | %+.1f%% | %.1f (%+.1f%%) |\n",
-          m, t, a, b, tglo, tghi, 100 * (a / b - 1), c, d, pplo, pphi, 100 * (c / d - 1),
-          u, 100 * (u / d - 1) }' "$samples"
+          m, t, a, b, tglo, tghi, 100 * median(etg, n), c, d, pplo, pphi, 100 * median(epp, n),
+          u, 100 * median(eupp, n) }' "$samples"
   done
 done
