@@ -147,16 +147,20 @@ struct CudaDriver {
     fn = reinterpret_cast<F>(::dlsym(handle, name));
     return fn != nullptr;
   }
+  // The entry points every driver since CUDA 4 exports; the PCI bus id and the context calls
+  // (for the free VRAM) are optional: without them the link is assumed and all VRAM counts free.
   bool open() {
     handle = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!handle) return false;
+    load(cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId");
+    if (!(load(cuCtxCreate, "cuCtxCreate_v2") && load(cuCtxDestroy, "cuCtxDestroy_v2") &&
+          load(cuMemGetInfo, "cuMemGetInfo_v2"))) {
+      cuCtxCreate = nullptr;
+    }
     return load(cuInit, "cuInit") && load(cuDeviceGetCount, "cuDeviceGetCount") &&
            load(cuDeviceGet, "cuDeviceGet") && load(cuDeviceGetName, "cuDeviceGetName") &&
            load(cuDeviceTotalMem, "cuDeviceTotalMem_v2") &&
-           load(cuDeviceGetAttribute, "cuDeviceGetAttribute") &&
-           load(cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId") &&
-           load(cuCtxCreate, "cuCtxCreate_v2") && load(cuCtxDestroy, "cuCtxDestroy_v2") &&
-           load(cuMemGetInfo, "cuMemGetInfo_v2");
+           load(cuDeviceGetAttribute, "cuDeviceGetAttribute");
   }
   ~CudaDriver() {
     if (handle) ::dlclose(handle);
@@ -289,15 +293,22 @@ std::vector<GpuInfo> probe_cuda_gpus() {
       // Double data rate: two transfers per reported clock.
       gpu.bandwidth_gbps = 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9;
     }
+    if (gpu.bandwidth_gbps <= 0 || gpu.vram_total_bytes == 0) {
+      log::warn(
+          "GPU {} ({}): the driver does not report its memory size or bandwidth; it is left out "
+          "of the plan (describe it with --gpu VRAM:BANDWIDTH)",
+          i, gpu.name.empty() ? "unnamed" : gpu.name);
+      continue;
+    }
     char bus_id[64] = {};
-    if (cu.cuDeviceGetPCIBusId(bus_id, sizeof bus_id, dev) == 0) {
+    if (cu.cuDeviceGetPCIBusId && cu.cuDeviceGetPCIBusId(bus_id, sizeof bus_id, dev) == 0) {
       if (const double pcie = pcie_gbps_from_sysfs(bus_id); pcie > 0) gpu.pcie_gbps = pcie;
     }
     // Free memory needs a context (created and destroyed here; it costs a few hundred MB while
     // it lives, which is why the free figure is read inside it).
     CudaDriver::CUcontext ctx = nullptr;
     gpu.vram_free_bytes = gpu.vram_total_bytes;
-    if (cu.cuCtxCreate(&ctx, 0, dev) == 0) {
+    if (cu.cuCtxCreate && cu.cuCtxCreate(&ctx, 0, dev) == 0) {
       size_t free_bytes = 0, total_bytes = 0;
       if (cu.cuMemGetInfo(&free_bytes, &total_bytes) == 0) gpu.vram_free_bytes = free_bytes;
       cu.cuCtxDestroy(ctx);

@@ -13,10 +13,12 @@ struct RunResult {
   std::string output;  // stdout and stderr together
 };
 
-// stdout, plus stderr when include_stderr (else stderr is dropped).
-inline RunResult run_strata(const std::string& args, bool include_stderr = true) {
+// stdout, plus stderr when include_stderr (else stderr is dropped); `env` ("NAME=value ...",
+// each followed by a space) is set for the command only.
+inline RunResult run_strata_env(const std::string& env, const std::string& args,
+                                bool include_stderr = true) {
   const std::string command =
-      std::string(STRATA_EXE) + " " + args + (include_stderr ? " 2>&1" : " 2>/dev/null");
+      env + std::string(STRATA_EXE) + " " + args + (include_stderr ? " 2>&1" : " 2>/dev/null");
   FILE* pipe = ::popen(command.c_str(), "r");
   if (!pipe) return {-1, "popen failed"};
   std::string out;
@@ -25,6 +27,10 @@ inline RunResult run_strata(const std::string& args, bool include_stderr = true)
   while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
   const int status = ::pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+inline RunResult run_strata(const std::string& args, bool include_stderr = true) {
+  return run_strata_env("", args, include_stderr);
 }
 
 }  // namespace strata

@@ -11,6 +11,39 @@
 namespace strata {
 namespace {
 
+// The GPU probe through a made-up CUDA driver (tests/support/fake_cuda_driver.cpp): what the
+// driver reports becomes the plan's GPU, and a device without a known bandwidth is left out.
+TEST(PlanCommand, ProbesGpusThroughTheCudaDriverApi) {
+  const std::string model = (test::oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string();
+  const std::string env = std::string("LD_LIBRARY_PATH=") + FAKE_CUDA_DIR + " ";
+  // (Hypothetical RAM and cores: no CPU calibration needed.)
+  auto r =
+      run_strata_env(env, "plan -m " + model + " --ram 8G:30 --cores 4 --ctx 4096 --json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  ASSERT_EQ(j["hardware"]["gpus"].size(), 1u) << j["hardware"].dump();
+  const auto& gpu = j["hardware"]["gpus"][0];
+  EXPECT_EQ(gpu["name"], "Fake GeForce RTX 2070 SUPER");
+  EXPECT_EQ(gpu["vram_total_bytes"], uint64_t{8} << 30);
+  EXPECT_EQ(gpu["vram_free_bytes"], (uint64_t{15} << 30) / 2);
+  EXPECT_NEAR(gpu["bandwidth_gbps"].get<double>(), 448.064, 1e-9);  // 2 x 7001 MHz x 256 bits
+  EXPECT_EQ(gpu["pcie_gbps"], 16);  // no sysfs entry for the bus: the assumed PCIe 3.0 x16
+  EXPECT_EQ(j["layers"][0]["attention"], "GPU0");  // the tiny model fits on it
+
+  r = run_strata_env(env, "plan -m " + model + " --ram 8G:30 --cores 4 --ctx 4096");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("GPU0: Fake GeForce RTX 2070 SUPER, 8.00 GiB (7.50 GiB free), 448 GB/s"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("GPU 1 (Fake GPU without clocks): the driver does not report"),
+            std::string::npos)
+      << r.output;
+  // --gpu none ignores the driver.
+  r = run_strata_env(env, "plan -m " + model + " --gpu none --ram 8G:30 --cores 4 --json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(r.output)["hardware"]["gpus"].size(), 0u);
+}
+
 TEST(PlanCommand, JsonForTinyModelOnHypotheticalHardware) {
   const std::string model = (test::oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string();
   const std::string svg = (test::temp_dir() / "ctx.svg").string();
