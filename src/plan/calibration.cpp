@@ -32,7 +32,7 @@ namespace strata::plan {
 namespace {
 
 // Bumped when what is measured changes, so older cache entries are measured again.
-constexpr int kCalibrationVersion = 8;
+constexpr int kCalibrationVersion = 9;
 constexpr int64_t kCols = 2048;     // row length of the GEMV and dense GEMM matrices
 constexpr int64_t kTileRows = 61;   // quantized rows tiled over the buffer (a prime: pages differ)
 constexpr int64_t kGemmRows = 256;  // activation rows of the dense prefill GEMM
@@ -282,41 +282,58 @@ std::pair<AttentionCost, AttentionCost> measure_attention_ns() {
   return {decode, prefill};
 }
 
-// Gated DeltaNet recurrence (ops::delta_rule_sequential) on one thread: runs of 64 tokens over
-// 8 heads of 128 x 128 whose states stay in cache, as prefill runs it. ns per state value per
-// token (a token's delta rule reads, updates and multiplies each of its head's d_k x d_v values).
-double measure_delta_rule_ns(double window) {
-  constexpr int64_t kHeads = 8, kDim = 128, kTokens = 64;
-  const std::vector<float> q = random_floats(kTokens * kDim, 19),
-                           k = random_floats(kTokens * kDim, 23),
-                           v = random_floats(kTokens * kDim, 29);
+// Gated DeltaNet on one thread, laid out as a prompt batch of Qwen3.5-35B-A3B's recurrent layer
+// is: 512 tokens, each a row of q (16 heads of 128), k (16) and v (32 heads of 128) values.
+//   conv_ns        ops::causal_conv1d_silu over every channel of the rows, per token and channel;
+//   delta_rule_ns  ops::delta_rule_sequential for each value head over the tokens (its state in
+//                  cache, its q/k/v read from the strided rows), per state value per token.
+std::pair<double, double> measure_gated_delta_net_ns(double window) {
+  constexpr int64_t kTokens = 512, kDim = 128, kKHeads = 16, kVHeads = 32, kKernel = 4;
+  constexpr int64_t kQOff = 0, kKOff = kKHeads * kDim, kVOff = 2 * kKHeads * kDim;
+  constexpr int64_t kChannels = kVOff + kVHeads * kDim;
+  const std::vector<float> x = random_floats(kTokens * kChannels, 19);
+  const std::vector<float> weight = random_floats(kKernel * kChannels, 23);
+  std::vector<float> mixed(x.size()), conv_state(static_cast<size_t>((kKernel - 1) * kChannels));
+  auto conv = [&] {
+    ops::causal_conv1d_silu(x.data(), mixed.data(), kChannels, kTokens, 0, kChannels, weight.data(),
+                            kKernel, kChannels, conv_state.data());
+  };
+  conv();  // warm-up, and the delta rule's inputs
+  const double conv_ns =
+      seconds_per_call(conv, window, 2) * 1e9 / static_cast<double>(kTokens * kChannels);
   // The model feeds L2-normalized q and k (q also scaled by 1 / sqrt(d_k)): keep the state bounded.
-  std::vector<float> qn = q, kn = k;
   for (int64_t t = 0; t < kTokens; ++t) {
-    ops::l2_norm(qn.data() + t * kDim, kDim, 1e-6f, 1.0f / std::sqrt(static_cast<float>(kDim)));
-    ops::l2_norm(kn.data() + t * kDim, kDim, 1e-6f);
+    for (int64_t h = 0; h < kKHeads; ++h) {
+      float* row = mixed.data() + t * kChannels;
+      ops::l2_norm(row + kQOff + h * kDim, kDim, 1e-6f, 1.0f / std::sqrt(static_cast<float>(kDim)));
+      ops::l2_norm(row + kKOff + h * kDim, kDim, 1e-6f);
+    }
   }
-  const std::vector<float> beta(kTokens, 0.5f), g(kTokens, -0.1f);
-  std::vector<float> state(static_cast<size_t>(kHeads * kDim * kDim), 0.0f);
-  std::vector<float> out(static_cast<size_t>(kTokens * kDim));
-  ops::DeltaRuleRun run;
-  run.q = qn.data();
-  run.k = kn.data();
-  run.v = v.data();
-  run.qk_stride = run.v_stride = kDim;
-  run.beta = beta.data();
-  run.g = g.data();
-  run.gate_stride = 1;
-  run.out = out.data();
-  run.out_stride = kDim;
-  run.n_tokens = kTokens;
+  const std::vector<float> beta(static_cast<size_t>(kTokens * kVHeads), 0.5f),
+      g(static_cast<size_t>(kTokens * kVHeads), -0.1f);
+  std::vector<float> state(static_cast<size_t>(kVHeads * kDim * kDim), 0.0f);
+  std::vector<float> out(static_cast<size_t>(kTokens * kVHeads * kDim));
   auto all_heads = [&] {
-    for (int64_t h = 0; h < kHeads; ++h)
+    for (int64_t h = 0; h < kVHeads; ++h) {
+      const int64_t kh = h % kKHeads;
+      ops::DeltaRuleRun run;
+      run.q = mixed.data() + kQOff + kh * kDim;
+      run.k = mixed.data() + kKOff + kh * kDim;
+      run.v = mixed.data() + kVOff + h * kDim;
+      run.qk_stride = run.v_stride = kChannels;
+      run.beta = beta.data() + h;
+      run.g = g.data() + h;
+      run.gate_stride = kVHeads;
+      run.out = out.data() + h * kDim;
+      run.out_stride = kVHeads * kDim;
+      run.n_tokens = kTokens;
       ops::delta_rule_sequential(state.data() + h * kDim * kDim, run, kDim, kDim);
+    }
   };
   all_heads();  // warm-up
-  const double per_call = seconds_per_call(all_heads, window, 3);
-  return per_call * 1e9 / static_cast<double>(kHeads * kTokens * kDim * kDim);
+  const double delta_ns = seconds_per_call(all_heads, window, 2) * 1e9 /
+                          static_cast<double>(kVHeads * kTokens * kDim * kDim);
+  return {conv_ns, delta_ns};
 }
 
 CpuCalibration from_json(const nlohmann::json& j) {
@@ -338,6 +355,7 @@ CpuCalibration from_json(const nlohmann::json& j) {
   c.attention_block_kv_ns = j.at("attention_block_kv_ns").get<double>();
   c.attention_block_head_ns = j.at("attention_block_head_ns").get<double>();
   c.delta_rule_ns = j.at("delta_rule_ns").get<double>();
+  c.gdn_conv_ns = j.at("gdn_conv_ns").get<double>();
   for (const auto& [name, v] : j.at("types").items()) {
     const auto type = ggml_type_from_name(name);
     if (!type) continue;
@@ -400,6 +418,7 @@ nlohmann::json calibration_json(const CpuCalibration& c) {
           {"attention_block_kv_ns", c.attention_block_kv_ns},
           {"attention_block_head_ns", c.attention_block_head_ns},
           {"delta_rule_ns", c.delta_rule_ns},
+          {"gdn_conv_ns", c.gdn_conv_ns},
           {"types", types}};
 }
 
@@ -454,7 +473,7 @@ CpuCalibration calibrate_cpu(const CalibrationOptions& options) {
   c.attention_head_ns = attention_decode.head_ns;
   c.attention_block_kv_ns = attention_prefill.kv_ns;
   c.attention_block_head_ns = attention_prefill.head_ns;
-  c.delta_rule_ns = measure_delta_rule_ns(0.2 * window);
+  std::tie(c.gdn_conv_ns, c.delta_rule_ns) = measure_gated_delta_net_ns(0.2 * window);
 
   const std::vector<GgmlType> types = with_f32(options.types);
   // At least one 2048 x 2048 f32 matrix (the dense GEMM shape).

@@ -26,7 +26,10 @@
 //                      (scores and weighted values); token by token (ops::attend_group, decode)
 //                      and in blocks of 16 consecutive tokens (ops::attend_block, prefill);
 //   delta_rule_ns      Gated DeltaNet recurrence (ops::delta_rule_sequential), per state value
-//                      per token with the state in cache (decode adds reading it from RAM).
+//                      per token with the state in cache and q/k/v read from a prompt batch's
+//                      strided rows (decode adds reading the state from RAM);
+//   gdn_conv_ns        its causal convolution + SiLU (ops::causal_conv1d_silu), per channel per
+//                      token.
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -77,6 +80,7 @@ struct CpuCalibration {
   double attention_block_kv_ns = 0;  // the same in prefill's blocks of tokens
   double attention_block_head_ns = 0;
   double delta_rule_ns = 0;  // per recurrent state value per token
+  double gdn_conv_ns = 0;    // per recurrent conv channel per token
   std::vector<TypeCalibration> types;
   double seconds = 0;  // wall time the measurements took (this run)
 

@@ -354,10 +354,10 @@ double serial_ms_per_token(const CpuCalibration& cal, const ModelInventory& inv,
     ns += pool_ns + q * c.quantize_ns;  // and the attention output quantized
   } else if (inv.recurrent_v_dim > 0) {
     // Gated DeltaNet, per token (pool tasks in a prompt batch): the causal convolution + SiLU
-    // over the q, k and v channels (priced as SwiGLU: a few FMAs and an exp per value), the
-    // q/k L2 norms, and the gated RMS norm of the output (a norm and a SiLU per value).
+    // over the q, k and v channels, the q/k L2 norms, and the gated RMS norm of the output (a
+    // norm and a SiLU per value).
     const double k_dim = inv.recurrent_k_dim, v_dim = inv.recurrent_v_dim;
-    pool_ns = (2 * k_dim + v_dim) * c.swiglu_ns + 2 * k_dim * c.norm_ns +
+    pool_ns = (2 * k_dim + v_dim) * cal.gdn_conv_ns + 2 * k_dim * c.norm_ns +
               v_dim * (c.norm_ns + c.swiglu_ns);
     ns += pool_ns + v_dim * c.quantize_ns;  // and the output quantized
   }

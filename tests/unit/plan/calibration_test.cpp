@@ -35,9 +35,10 @@ CalibrationOptions quick(std::vector<GgmlType> types) {
 void expect_valid(const CpuCalibration& c) {
   EXPECT_TRUE(positive_finite(c.dispatch_us));
   EXPECT_TRUE(std::isfinite(c.gemv_fixed_us) && c.gemv_fixed_us >= 0);
-  for (double v : {c.serial.norm_ns, c.serial.quantize_ns, c.serial.swiglu_ns, c.serial.axpy_ns,
-                   c.serial.rope_ns, c.attention_kv_ns, c.attention_head_ns,
-                   c.attention_block_kv_ns, c.attention_block_head_ns}) {
+  for (double v :
+       {c.serial.norm_ns, c.serial.quantize_ns, c.serial.swiglu_ns, c.serial.axpy_ns,
+        c.serial.rope_ns, c.attention_kv_ns, c.attention_head_ns, c.attention_block_kv_ns,
+        c.attention_block_head_ns, c.delta_rule_ns, c.gdn_conv_ns}) {
     EXPECT_TRUE(positive_finite(v)) << v;
   }
   for (const auto& t : c.types) {
@@ -158,6 +159,7 @@ HardwareProfile example_hardware() {
   cal.attention_block_kv_ns = 0.1;  // prefill's blocks of tokens share decoded chunks
   cal.attention_block_head_ns = 0.05;
   cal.delta_rule_ns = 0.5;
+  cal.gdn_conv_ns = 2.5;
   // GB/s for decode, GMAC/s for prefill (dense, expert gate/up rows, expert down rows), GB/s for
   // decode of routed experts (gate/up, down), GB/s of each active expert in prefill (gate/up,
   // down).
@@ -326,6 +328,15 @@ TEST(CalibratedCostModel, GatedDeltaNetLayersPriceTheirStateAndRecurrence) {
   const PrefillEstimate p = estimate_prefill(inv, hw, cpu, c);
   const PrefillEstimate p0 = estimate_prefill(inv, no_recurrence, cpu, c);
   EXPECT_NEAR(p.attention_ms - p0.attention_ms, 3 * 2 * 512 * 64 * 64 * 0.5 / 1e6, 1e-9);
+
+  // The causal convolution over q, k and v (2 x 128 + 256 channels) per token: on the calling
+  // thread in decode, spread over the 2 threads in a prompt batch.
+  HardwareProfile slower_conv = hw;
+  slower_conv.cpu_calibration->gdn_conv_ns += 1.0;
+  EXPECT_NEAR(estimate_decode(inv, slower_conv, cpu, 2.0, 0, c).fixed_ms - d.fixed_ms,
+              3 * 512 * 1.0 / 1e6, 1e-12);
+  EXPECT_NEAR(estimate_prefill(inv, slower_conv, cpu, c).serial_ms - p.serial_ms,
+              3 * 512 * 512 * 1.0 / 2 / 1e6, 1e-9);
 }
 
 }  // namespace
