@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +22,7 @@
 #include "ops/rms_norm.h"
 #include "ops/rope.h"
 #include "plan/expert_rates.h"
+#include "plan/timing.h"
 #include "quant/quant.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -40,29 +40,6 @@ constexpr int64_t kExpertRows = 768;  // expert-shaped matrix: 768 x 2048
 constexpr int64_t kExpertsUsed = 8;   // experts per token in decode
 constexpr int64_t kSmallGemvBytes = int64_t{1} << 20;
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// Seconds per call of fn, calling it until at least `min_seconds` and `min_calls` have passed.
-// Calls are summed, not filtered (no best-of or median): `strata bench` reports means, and on a
-// shared machine the calibration then sees the same kind of interference (a pool thread
-// preempted) the benchmark does, averaged over a window long enough to smooth it.
-template <typename Fn>
-double seconds_per_call(Fn&& fn, double min_seconds, int min_calls) {
-  int calls = 0;
-  const auto start = Clock::now();
-  double elapsed = 0;
-  while (calls < min_calls || elapsed < min_seconds) {
-    fn();
-    ++calls;
-    elapsed = seconds_since(start);
-  }
-  return elapsed / calls;
-}
-
 // Median of `repeats` measurements of seconds_per_call: decode rates and the per-dispatch cost
 // (a difference of two timings) moved by 50% between single-window runs on a shared VM; the
 // median of short windows spread over a second does not.
@@ -70,8 +47,7 @@ template <typename Fn>
 double median_seconds_per_call(Fn&& fn, double window, int min_calls, int repeats = 5) {
   std::vector<double> v;
   for (int i = 0; i < repeats; ++i) v.push_back(seconds_per_call(fn, window, min_calls));
-  std::nth_element(v.begin(), v.begin() + repeats / 2, v.end());
-  return v[static_cast<size_t>(repeats / 2)];
+  return median(std::move(v));
 }
 
 struct FreeDeleter {
@@ -155,24 +131,25 @@ StreamResult measure_gemv(uint8_t* buffer, int64_t rows, GgmlType type, ThreadPo
   return r;
 }
 
-// Prefill: `tokens` activation rows against `w_rows` x `cols` slices taken one after another from
-// the buffer (weights come from RAM, as a layer's do). Multiply-accumulates per second / 1e9.
-double measure_gemm(uint8_t* buffer, int64_t buffer_bytes, GgmlType type, int64_t w_rows,
-                    int64_t cols, int64_t tokens, ThreadPool& pool, double window) {
-  const int64_t row_bytes = quant::row_bytes(type, cols);
+// Prefill of a dense matrix: kGemmRows activation rows against kCols x kCols slices taken one
+// after another from the buffer (weights come from RAM, as a layer's do). Multiply-accumulates
+// per second / 1e9. (Routed experts are measured through the MoE block: expert_rates.h.)
+double measure_dense_gemm(uint8_t* buffer, int64_t buffer_bytes, GgmlType type, ThreadPool& pool,
+                          double window) {
+  const int64_t row_bytes = quant::row_bytes(type, kCols);
   const int64_t rows_in_buffer = buffer_bytes / row_bytes;
-  STRATA_CHECK(rows_in_buffer >= w_rows, "calibration buffer too small");
-  const ops::QuantizedRows a = activations(type, tokens, cols);
-  std::vector<float> out(static_cast<size_t>(tokens * w_rows));
+  STRATA_CHECK(rows_in_buffer >= kCols, "calibration buffer too small");
+  const ops::QuantizedRows a = activations(type, kGemmRows, kCols);
+  std::vector<float> out(static_cast<size_t>(kGemmRows * kCols));
   int64_t next = 0;
   auto one = [&] {
-    if (next + w_rows > rows_in_buffer) next = 0;
-    const ops::WeightMatrix w{type, buffer + next * row_bytes, cols, w_rows, row_bytes};
-    next += w_rows;
-    ops::matmul(w, a, out.data(), w_rows, pool);
+    if (next + kCols > rows_in_buffer) next = 0;
+    const ops::WeightMatrix w{type, buffer + next * row_bytes, kCols, kCols, row_bytes};
+    next += kCols;
+    ops::matmul(w, a, out.data(), kCols, pool);
   };
   one();  // warm-up
-  const double macs = static_cast<double>(w_rows) * static_cast<double>(cols) * tokens;
+  const double macs = static_cast<double>(kCols) * kCols * kGemmRows;
   return macs / seconds_per_call(one, window, 2) / 1e9;
 }
 
@@ -260,7 +237,7 @@ std::pair<AttentionCost, AttentionCost> measure_attention_ns() {
   auto per_token = [&](int64_t g) {
     for (int64_t h = 0; h < kKvHeads; ++h)
       ops::attend_group(view, h, q.data(), g, kTokens, 0.088f, out.data());  // warm-up
-    const auto start = Clock::now();
+    const auto start = CalibrationClock::now();
     for (int64_t t = 0; t < kTokens; ++t) {
       for (int64_t h = 0; h < kKvHeads; ++h)
         ops::attend_group(view, h, q.data(), g, t + 1, 0.088f, out.data());
@@ -269,7 +246,7 @@ std::pair<AttentionCost, AttentionCost> measure_attention_ns() {
   };
   auto blocked = [&](int64_t g) {
     const int64_t q_stride = g * kDim;
-    const auto start = Clock::now();
+    const auto start = CalibrationClock::now();
     for (int64_t t = 0; t < kTokens; t += kBlock) {
       for (int64_t h = 0; h < kKvHeads; ++h)
         ops::attend_block(view, h, q.data(), q_stride, g, kBlock,
@@ -458,7 +435,7 @@ GgmlType type_for_bits_per_weight(double bpw) {
 CpuCalibration calibrate_cpu(const CalibrationOptions& options) {
   STRATA_CHECK(options.threads > 0 && options.threads <= 4096,
                "calibration: expected 1..4096 threads, found {}", options.threads);
-  const auto start = Clock::now();
+  const auto start = CalibrationClock::now();
   CpuCalibration c;
   c.threads = options.threads;
   c.date = today_date();
@@ -499,7 +476,7 @@ CpuCalibration calibrate_cpu(const CalibrationOptions& options) {
         measure_expert_decode_rates(experts, kExpertsUsed, c.serial, pool, window);
     t.expert_gemv_gbps = decode.gate_up;
     t.expert_down_gemv_gbps = decode.down;
-    t.gemm_gmacs = measure_gemm(buffer.get(), used, type, kCols, kCols, kGemmRows, pool, window);
+    t.gemm_gmacs = measure_dense_gemm(buffer.get(), used, type, pool, window);
     const ExpertPrefillRates prefill =
         measure_expert_prefill_rates(experts, kExpertsUsed, c.serial, pool, window);
     // Too few experts of this type fit the buffer (F32, or a small test buffer): the dense MAC

@@ -53,35 +53,26 @@ const TypeCalibration& rates_of(const CpuCalibration& cal, GgmlType type) {
   return t ? *t : slowest_quantized(cal);
 }
 
-// Milliseconds a calibrated CPU takes to stream weights of several types in decode GEMVs.
-double calibrated_stream_ms(const CpuCalibration& cal, const std::vector<TypedWeights>& weights,
-                            double scale = 1.0) {
-  double ms = 0;
-  for (const auto& w : weights) {
-    ms += ms_for(scale * static_cast<double>(w.bytes), rates_of(cal, w.type).gemv_gbps);
-  }
-  return ms;
-}
-
 // Whether a type's routed experts have rates measured through the MoE block (decode ones, and
 // prefill ones measured alongside): those include the block's two dispatches.
 bool expert_decode_measured(const TypeCalibration& r) {
   return r.expert_gemv_gbps > 0 && r.expert_down_gemv_gbps > 0;
 }
 
-// Decode rate of a routed expert slice: measured for experts, else the long-GEMV rate.
-double expert_decode_gbps(const CpuCalibration& cal, const TypedWeights& w) {
+// Decode rate of weights: the long-GEMV rate of their type, or for routed expert slices their
+// measured expert rate (the GEMV rate when those were not measured).
+double decode_gbps(const CpuCalibration& cal, const TypedWeights& w, bool routed_experts) {
   const TypeCalibration& r = rates_of(cal, w.type);
-  if (!expert_decode_measured(r)) return r.gemv_gbps;
+  if (!routed_experts || !expert_decode_measured(r)) return r.gemv_gbps;
   return w.expert_down ? r.expert_down_gemv_gbps : r.expert_gemv_gbps;
 }
 
-// Milliseconds a calibrated CPU takes to read `scale` x the given expert slices in decode.
-double calibrated_expert_stream_ms(const CpuCalibration& cal,
-                                   const std::vector<TypedWeights>& slices, double scale) {
+// Milliseconds a calibrated CPU takes to read `scale` x the given weights in decode.
+double calibrated_stream_ms(const CpuCalibration& cal, const std::vector<TypedWeights>& weights,
+                            double scale = 1.0, bool routed_experts = false) {
   double ms = 0;
-  for (const auto& w : slices) {
-    ms += ms_for(scale * static_cast<double>(w.bytes), expert_decode_gbps(cal, w));
+  for (const auto& w : weights) {
+    ms += ms_for(scale * static_cast<double>(w.bytes), decode_gbps(cal, w, routed_experts));
   }
   return ms;
 }
@@ -96,10 +87,10 @@ bool layer_expert_rates_measured(const CpuCalibration& cal, const LayerInventory
 }
 
 // Dispatch cost of one forward of a layer on a calibrated CPU (any number of tokens).
-// `moe_in_rates`: the MoE block's dispatches are already part of the measured expert rates.
-double calibrated_dispatch_ms(const CpuCalibration& cal, const LayerInventory& layer,
-                              bool moe_in_rates = false) {
-  // strata's MoE block: gate and up in one dispatch, down in another.
+double calibrated_dispatch_ms(const CpuCalibration& cal, const LayerInventory& layer) {
+  // strata's MoE block: gate and up in one dispatch, down in another (already part of the
+  // expert rates when those were measured through the block).
+  const bool moe_in_rates = layer_expert_rates_measured(cal, layer);
   const int products = layer.dense_matrices + (layer.expert_matrices > 0 && !moe_in_rates ? 2 : 0);
   // Attention: q/k norm + RoPE + KV store, and the attention itself.
   // (A Gated DeltaNet layer: the delta rule; its small ops run on the calling thread.)
@@ -110,8 +101,7 @@ double calibrated_dispatch_ms(const CpuCalibration& cal, const LayerInventory& l
 // Per-token fixed cost of a layer in decode: dispatches and the small serial ops.
 double calibrated_layer_fixed_ms(const CpuCalibration& cal, const ModelInventory& inv,
                                  const LayerInventory& layer) {
-  return calibrated_dispatch_ms(cal, layer, layer_expert_rates_measured(cal, layer)) +
-         serial_ms_per_token(cal, inv, layer);
+  return calibrated_dispatch_ms(cal, layer) + serial_ms_per_token(cal, inv, layer);
 }
 
 // The Gated DeltaNet recurrence of `tokens` tokens in one layer: each value head (d_k x d_v
@@ -135,20 +125,6 @@ double attention_work_ns(const CpuCalibration& cal, const ModelInventory& inv, d
   const double head = use_block ? cal.attention_block_head_ns : cal.attention_head_ns;
   return kv_heads * positions * inv.head_dim * (kv + group * head);
 }
-
-}  // namespace
-
-double expected_active_experts(const std::vector<double>& popularity, int n_used, double tokens) {
-  double active = 0;
-  for (double p : popularity) {
-    // A token picks this expert in one of its n_used slots with probability ~ n_used x p.
-    const double pick = std::clamp(n_used * p, 0.0, 1.0);
-    active += 1.0 - std::pow(1.0 - pick, tokens);
-  }
-  return active;
-}
-
-namespace {
 
 double hop_cost_ms(const ModelInventory& inv, const HardwareProfile& hw, int a, int b) {
   if (a == b) return 0.0;
@@ -218,8 +194,8 @@ DecodeEstimate estimate_decode(const ModelInventory& inv, const HardwareProfile&
       double ms = 0;
       if (dev == kCpuDevice && cal) {
         // Measured expert decode rates from RAM: every active expert byte is read (no reuse).
-        ms = calibrated_expert_stream_ms(*cal, layer.expert_slice_by_type,
-                                         mass[dev] * inv.n_expert_used);
+        ms = calibrated_stream_ms(*cal, layer.expert_slice_by_type, mass[dev] * inv.n_expert_used,
+                                  true);
       } else {
         if (dev == kCpuDevice) bytes *= c.cpu_expert_dram_fraction;
         ms = ms_for(bytes, bw[dev]);
@@ -314,8 +290,8 @@ PrefillEstimate estimate_prefill(const ModelInventory& inv, const HardwareProfil
       }
       double pool_part = 0;
       const double serial = serial_ms_per_token(cal, inv, layer, &pool_part);
-      p.serial_ms += batch * (serial - pool_part + pool_part / threads) +
-                     calibrated_dispatch_ms(cal, layer, layer_expert_rates_measured(cal, layer));
+      p.serial_ms +=
+          batch * (serial - pool_part + pool_part / threads) + calibrated_dispatch_ms(cal, layer);
     }
     // Logits of the last token only: one product.
     p.serial_ms += calibrated_stream_ms(cal, inv.output_by_type) + cal.gemv_fixed_us / 1e3;
@@ -332,6 +308,16 @@ PrefillEstimate estimate_prefill(const ModelInventory& inv, const HardwareProfil
   }
   p.tokens_per_second = p.micro_batch_ms > 0 ? batch / p.micro_batch_ms * 1e3 : 0;
   return p;
+}
+
+double expected_active_experts(const std::vector<double>& popularity, int n_used, double tokens) {
+  double active = 0;
+  for (double p : popularity) {
+    // A token picks this expert in one of its n_used slots with probability ~ n_used x p.
+    const double pick = std::clamp(n_used * p, 0.0, 1.0);
+    active += 1.0 - std::pow(1.0 - pick, tokens);
+  }
+  return active;
 }
 
 double calibrated_gemv_gbps(const CpuCalibration& cal, GgmlType type) {

@@ -1,7 +1,6 @@
 #include "plan/expert_rates.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <numeric>
 #include <optional>
@@ -10,13 +9,12 @@
 #include <vector>
 
 #include "model/blocks.h"
+#include "plan/timing.h"
 #include "quant/quant.h"
 #include "util/profiler.h"
 
 namespace strata::plan {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // Prefill calibration: experts laid out, and tokens per expert at the two loads timed.
 constexpr int64_t kPrefillExperts = 64;
@@ -28,11 +26,6 @@ constexpr int64_t kManyTokens = 64;
 // 15% slower than the model's.) The router is the identity, so the experts a token must choose
 // get +1 on their inputs, far above the others (at most ~5 sigma = 0.11 for 2048 values).
 constexpr float kRouteBoost = 1.0f;
-
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
 
 // Seconds the profiler recorded under `name` since the last reset.
 double phase_seconds(std::string_view name) {
@@ -69,13 +62,18 @@ struct ExpertLayer {
   int64_t down_bytes = 0;  // one expert's down slice
 };
 
+// One expert's gate, up and down slices.
+int64_t bytes_per_expert(const ExpertBuffer& b) {
+  return 2 * b.n_ff * quant::row_bytes(b.type, b.cols) + b.cols * quant::row_bytes(b.type, b.n_ff);
+}
+
 std::optional<ExpertLayer> lay_out(const ExpertBuffer& b, int64_t n_used) {
   const int64_t up_row_bytes = quant::row_bytes(b.type, b.cols);
   const int64_t down_row_bytes = quant::row_bytes(b.type, b.n_ff);
   ExpertLayer l;
   l.gate_bytes = b.n_ff * up_row_bytes;
   l.down_bytes = b.cols * down_row_bytes;
-  const int64_t n_expert = std::min(b.cols, b.bytes / (2 * l.gate_bytes + l.down_bytes));
+  const int64_t n_expert = std::min(b.cols, b.bytes / bytes_per_expert(b));
   if (n_expert < 2) return std::nullopt;
   l.router.assign(static_cast<size_t>(n_expert * b.cols), 0.0f);
   for (int64_t e = 0; e < n_expert; ++e) l.router[static_cast<size_t>(e * b.cols + e)] = 1.0f;
@@ -120,14 +118,7 @@ PhaseSeconds time_phases(const ExpertLayer& l, int64_t tokens, Call&& call,
   std::vector<double> gate_up, down;
   for (int r = 0; r < std::max(1, repeats); ++r) {
     profile::reset();
-    int64_t calls = 0;
-    const auto start = Clock::now();
-    while (calls < 2 ||
-           std::chrono::duration<double>(Clock::now() - start).count() < window_seconds) {
-      call();
-      ++calls;
-    }
-    const double n = static_cast<double>(calls);
+    const double n = static_cast<double>(time_calls(call, window_seconds, 2).calls);
     const double gu_s = phase_seconds("moe: experts gate+up") / n - gate_up_other_s;
     const double d_s = phase_seconds("moe: experts down + weighted sum") / n - down_other_s;
     // A phase can only come out shorter than its small ops on a clock hiccup; skip that window.
@@ -201,14 +192,9 @@ ExpertPhaseRates measure_expert_decode_rates(const ExpertBuffer& experts, int64_
 ExpertPrefillRates measure_expert_prefill_rates(const ExpertBuffer& experts, int64_t n_used,
                                                 const SerialCosts& serial, ThreadPool& pool,
                                                 double window_seconds, int repeats) {
-  ExpertBuffer some = experts;
-  const int64_t expert_bytes = [&] {
-    const std::optional<ExpertLayer> all = lay_out(experts, n_used);
-    return all ? 2 * all->gate_bytes + all->down_bytes : int64_t{0};
-  }();
-  if (expert_bytes == 0) return {};
   // At most 64 experts (still far more bytes than the caches): 512 tokens give 64 per expert.
-  some.bytes = std::min(experts.bytes, kPrefillExperts * expert_bytes);
+  ExpertBuffer some = experts;
+  some.bytes = std::min(experts.bytes, kPrefillExperts * bytes_per_expert(experts));
   const std::optional<ExpertLayer> layer = lay_out(some, n_used);
   if (!layer) return {};
   const ExpertLayer& l = *layer;
