@@ -11,6 +11,8 @@ packages=(
   libpcre2-dev libutf8proc-dev   # tokenizer: pre-tokenizer regexes (lookahead), NFC
   libcpp-httplib-dev            # server: HTTP/1.1 (a shared library in Debian)
   libgtest-dev libgmock-dev libbenchmark-dev
+  libvulkan-dev glslc           # GPU backend: Vulkan headers + loader, GLSL -> SPIR-V compiler
+  mesa-vulkan-drivers           # lavapipe: a Vulkan driver on the CPU, so the GPU tests run anywhere
 )
 
 # Node.js + npm run the interoperability tests (an independent GGUF reader from npm). Machines

@@ -1,0 +1,156 @@
+#pragma once
+// One Vulkan device as strata uses it: a compute queue, buffers addressed by device address
+// (kernels take raw addresses in push constants, so no descriptor sets and no per-binding size
+// limit), the compute kernels compiled into the binary, and command lists that record
+// dispatches once and run them many times.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/vulkan/instance.h"
+
+namespace strata::vk {
+
+class Device;
+
+enum class MemoryKind {
+  device,  // device-local: weights, caches, activations
+  host,    // host-visible and coherent: parameters written by the host, results read back
+};
+
+// A buffer and its memory. Move-only; frees itself.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Buffer&& other) noexcept { *this = std::move(other); }
+  Buffer& operator=(Buffer&& other) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() { reset(); }
+
+  uint64_t address() const { return address_; }  // device address of byte 0
+  uint64_t size() const { return size_; }
+  VkBuffer handle() const { return buffer_; }
+  // Host pointer of a MemoryKind::host buffer (null for device memory).
+  void* mapped() const { return mapped_; }
+  explicit operator bool() const { return buffer_ != VK_NULL_HANDLE; }
+  void reset();
+
+ private:
+  friend class Device;
+  Device* device_ = nullptr;
+  VkBuffer buffer_ = VK_NULL_HANDLE;
+  VkDeviceMemory memory_ = VK_NULL_HANDLE;
+  uint64_t size_ = 0;
+  uint64_t address_ = 0;
+  void* mapped_ = nullptr;
+};
+
+// A compute pipeline built from one embedded SPIR-V module (see shaders/); push constants only.
+struct Kernel {
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  std::string name;
+};
+
+constexpr uint32_t kMaxPushConstantBytes = 128;  // the minimum every device guarantees
+
+// Recorded GPU work. Each dispatch waits for the previous one (a compute barrier between
+// them), which is what a chain of dependent ops needs.
+class CommandList {
+ public:
+  explicit CommandList(Device& device);
+  CommandList(const CommandList&) = delete;
+  CommandList& operator=(const CommandList&) = delete;
+  ~CommandList();
+
+  // Starts a fresh recording (discarding the previous one).
+  void begin();
+  // push: the kernel's push-constant struct (at most kMaxPushConstantBytes).
+  void dispatch(const Kernel& kernel, const void* push, uint32_t push_bytes, uint32_t groups_x,
+                uint32_t groups_y = 1, uint32_t groups_z = 1);
+  template <typename Push>
+  void dispatch(const Kernel& kernel, const Push& push, uint32_t gx, uint32_t gy = 1,
+                uint32_t gz = 1) {
+    static_assert(sizeof(Push) <= kMaxPushConstantBytes);
+    dispatch(kernel, &push, sizeof(Push), gx, gy, gz);
+  }
+  void copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset,
+            uint64_t bytes);
+  void fill(const Buffer& dst, uint64_t offset, uint64_t bytes, uint32_t value);
+  // Ends the recording; it can then be submitted any number of times.
+  void end();
+  // Runs the recording and waits for it. Throws strata::Error (VK_ERROR_DEVICE_LOST: "the GPU
+  // was lost") when the device fails.
+  void submit_and_wait() {
+    submit();
+    wait();
+  }
+  void submit();  // starts it; wait() before submitting it again or reading its results
+  void wait();
+  int64_t dispatches() const { return dispatches_; }
+
+ private:
+  void barrier();
+  Device& device_;
+  VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+  bool recording_ = false, needs_barrier_ = false;
+  int64_t dispatches_ = 0;
+};
+
+class Device {
+ public:
+  // Opens the device with the features strata's kernels need (see DeviceInfo::missing).
+  explicit Device(const DeviceInfo& info);
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+  ~Device();
+
+  const DeviceInfo& info() const { return info_; }
+  std::string label() const;  // "vk0 (NVIDIA GeForce RTX 2070 SUPER)"
+  VkDevice handle() const { return device_; }
+  VkQueue queue() const { return queue_; }
+  VkCommandPool command_pool() const { return pool_; }
+
+  // Allocates `bytes`. `what` names the contents for the error when memory runs out, which says
+  // how much was needed and how much was free.
+  Buffer allocate(uint64_t bytes, MemoryKind kind, const std::string& what);
+  uint64_t allocated_bytes() const { return allocated_; }
+
+  // Copies host memory into a device buffer through a ring of staging buffers (two slots, so
+  // the next memcpy overlaps the previous transfer). progress(bytes_done) is called per slot.
+  void upload(const Buffer& dst, uint64_t offset, const void* src, uint64_t bytes,
+              const std::function<void(uint64_t)>& progress = {});
+  // Copies a device buffer range into host memory.
+  void download(const Buffer& src, uint64_t offset, void* dst, uint64_t bytes);
+
+  // The kernel compiled from shaders/<name>.comp (variant names carry their suffix, e.g.
+  // "matmul_q4_k"). Throws when the binary has no such kernel.
+  const Kernel& kernel(const std::string& name);
+  static bool has_kernel(const std::string& name);
+
+ private:
+  friend class Buffer;
+  friend class CommandList;
+  uint32_t memory_type(uint32_t type_bits, MemoryKind kind) const;
+  void free(Buffer& buffer);
+
+  DeviceInfo info_;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t queue_family_ = 0;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkPhysicalDeviceMemoryProperties memory_{};
+  uint64_t allocated_ = 0;
+  std::map<std::string, Kernel> kernels_;
+  Buffer staging_[2];
+  std::unique_ptr<CommandList> transfer_[2];
+};
+
+}  // namespace strata::vk

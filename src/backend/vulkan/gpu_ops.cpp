@@ -1,0 +1,223 @@
+#include "backend/vulkan/gpu_ops.h"
+
+#include <algorithm>
+#include <cctype>
+#include <string>
+
+#include "util/error.h"
+
+namespace strata::vk {
+namespace {
+
+constexpr uint32_t kMaxGroupsX = 65535;  // the minimum maxComputeWorkGroupCount[0]
+constexpr int64_t kMaxTokensPerMatmul = 8;
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string typed(const char* kernel, GgmlType type) {
+  return fmt::format("{}_{}", kernel, lower(ggml_type_name(type)));
+}
+
+// Workgroups for `count` items as an (x, y) grid within the per-dimension limit.
+void grid(int64_t count, uint32_t& gx, uint32_t& gy) {
+  gx = static_cast<uint32_t>(std::min<int64_t>(count, kMaxGroupsX));
+  gy = static_cast<uint32_t>((count + gx - 1) / std::max<uint32_t>(gx, 1));
+}
+
+uint32_t u32(int64_t v) {
+  return static_cast<uint32_t>(v);
+}
+
+struct MatmulPush {
+  uint64_t w, w2, x, y, ids, expert_stride;
+  uint32_t rows, cols, n_tok, x_stride, y_stride, x_div;
+};
+
+struct ElementPush {
+  uint64_t x, y;
+  uint32_t n;
+};
+
+}  // namespace
+
+bool gpu_supports(GgmlType type) {
+  return Device::has_kernel(typed("matmul", type));
+}
+
+void check_gpu_matrix(const GpuMatrix& w, const char* what) {
+  STRATA_CHECK(gpu_supports(w.type), "{}: the GPU has no kernel for weight type {}", what,
+               ggml_type_name(w.type));
+  STRATA_CHECK(w.cols % 32 == 0, "{}: rows of {} values; the GPU kernels need a multiple of 32",
+               what, w.cols);
+}
+
+int64_t kv_row_bytes(GgmlType kv_type, int64_t head_dim) {
+  return kv_type == GgmlType::Q8_0 ? head_dim / 32 * 34 : head_dim * 2;
+}
+
+void GpuOps::matmul(const GpuMatrix& w, uint64_t x, int64_t x_stride, uint64_t y, int64_t y_stride,
+                    int64_t n_tok) {
+  MatmulPush p{w.address,     0, x, y, 0, 0, u32(w.rows), u32(w.cols), u32(n_tok), u32(x_stride),
+               u32(y_stride), 1};
+  uint32_t gx, gy;
+  grid(w.rows, gx, gy);
+  cmd.dispatch(device.kernel(typed("matmul", w.type)), p, gx, gy,
+               u32((n_tok + kMaxTokensPerMatmul - 1) / kMaxTokensPerMatmul));
+}
+
+void GpuOps::matmul_swiglu(const GpuMatrix& gate, const GpuMatrix& up, uint64_t x, int64_t x_stride,
+                           uint64_t y, int64_t y_stride, int64_t n_tok) {
+  if (gate.type != up.type) {  // no fused kernel for mixed types: two products, then SwiGLU
+    fail("matmul_swiglu: gate ({}) and up ({}) differ in type; use matmul + swiglu",
+         ggml_type_name(gate.type), ggml_type_name(up.type));
+  }
+  MatmulPush p{gate.address,  up.address,    x, y, 0, 0, u32(gate.rows), u32(gate.cols), u32(n_tok),
+               u32(x_stride), u32(y_stride), 1};
+  uint32_t gx, gy;
+  grid(gate.rows, gx, gy);
+  cmd.dispatch(device.kernel(typed("matmul_swiglu", gate.type)), p, gx, gy,
+               u32((n_tok + kMaxTokensPerMatmul - 1) / kMaxTokensPerMatmul));
+}
+
+void GpuOps::matmul_experts(const GpuMatrix& w, const GpuMatrix* up, uint64_t ids, uint64_t x,
+                            int64_t x_stride, int64_t x_div, uint64_t y, int64_t y_stride,
+                            int64_t n_pairs) {
+  STRATA_CHECK(!up || up->type == w.type, "matmul_experts: gate and up differ in type");
+  MatmulPush p{w.address,
+               up ? up->address : 0,
+               x,
+               y,
+               ids,
+               static_cast<uint64_t>(w.rows * w.row_bytes),
+               u32(w.rows),
+               u32(w.cols),
+               u32(n_pairs),
+               u32(x_stride),
+               u32(y_stride),
+               u32(x_div)};
+  uint32_t gx, gy;
+  grid(w.rows, gx, gy);
+  cmd.dispatch(device.kernel(typed(up ? "matmul_swiglu" : "matmul", w.type)), p, gx, gy,
+               u32(n_pairs));
+}
+
+void GpuOps::get_rows(const GpuMatrix& w, uint64_t ids, int64_t n, uint64_t out) {
+  struct {
+    uint64_t w, ids, out;
+    uint32_t cols, n_rows_w;
+  } p{w.address, ids, out, u32(w.cols), u32(w.rows)};
+  cmd.dispatch(device.kernel(typed("get_rows", w.type)), p, u32(n));
+}
+
+void GpuOps::rms_norm(uint64_t x, int64_t x_stride, uint64_t weight, uint64_t out,
+                      int64_t out_stride, int64_t rows, int64_t cols, float eps) {
+  struct {
+    uint64_t x, weight, out;
+    uint32_t rows, cols, x_stride, out_stride;
+    float eps;
+  } p{x, weight, out, u32(rows), u32(cols), u32(x_stride), u32(out_stride), eps};
+  uint32_t gx, gy;
+  grid(rows, gx, gy);
+  cmd.dispatch(device.kernel("rms_norm"), p, gx, gy);
+}
+
+void GpuOps::rope(uint64_t x, int64_t token_stride, uint64_t positions, uint64_t inv_freq,
+                  int64_t n_tok, int64_t n_heads, int64_t head_dim, int64_t n_rot, bool neox) {
+  struct {
+    uint64_t x, positions, inv_freq;
+    uint32_t n_tok, n_heads, head_dim, n_rot, neox, token_stride;
+  } p{x,          positions,      inv_freq,         u32(n_tok), u32(n_heads), u32(head_dim),
+      u32(n_rot), neox ? 1u : 0u, u32(token_stride)};
+  uint32_t gx, gy;
+  grid((n_tok * n_heads * (n_rot / 2) + 63) / 64, gx, gy);
+  cmd.dispatch(device.kernel("rope"), p, gx, gy);
+}
+
+void GpuOps::kv_store(GgmlType kv_type, uint64_t k, uint64_t v, uint64_t k_cache, uint64_t v_cache,
+                      uint64_t slots, int64_t n_tok, int64_t n_kv_heads, int64_t head_dim) {
+  struct {
+    uint64_t k, v, k_cache, v_cache, slots;
+    uint32_t n_tok, n_kv_heads, head_dim, row_bytes;
+  } p{k,
+      v,
+      k_cache,
+      v_cache,
+      slots,
+      u32(n_tok),
+      u32(n_kv_heads),
+      u32(head_dim),
+      u32(kv_row_bytes(kv_type, head_dim))};
+  const int64_t items = n_tok * n_kv_heads * (head_dim / 32);
+  cmd.dispatch(device.kernel(typed("kv_store", kv_type)), p, u32((items + 63) / 64));
+}
+
+void GpuOps::attention(GgmlType kv_type, uint64_t q, int64_t q_stride, uint64_t out,
+                       int64_t out_stride, uint64_t k_cache, uint64_t v_cache, uint64_t tokens,
+                       uint64_t pages, int64_t page_size, int64_t n_tok, int64_t n_heads,
+                       int64_t n_kv_heads, int64_t head_dim, float scale) {
+  STRATA_CHECK(head_dim <= 512 && head_dim % 32 == 0,
+               "GPU attention: head size {} (needs a multiple of 32, at most 512)", head_dim);
+  struct {
+    uint64_t q, out, k_cache, v_cache, tokens, pages;
+    uint32_t n_heads, n_kv_heads, head_dim, q_stride, out_stride, row_bytes, page_size;
+    float scale;
+  } p{q,
+      out,
+      k_cache,
+      v_cache,
+      tokens,
+      pages,
+      u32(n_heads),
+      u32(n_kv_heads),
+      u32(head_dim),
+      u32(q_stride),
+      u32(out_stride),
+      u32(kv_row_bytes(kv_type, head_dim)),
+      u32(page_size),
+      scale};
+  cmd.dispatch(device.kernel(typed("attention", kv_type)), p, u32(n_heads), u32(n_tok));
+}
+
+void GpuOps::add(uint64_t x, uint64_t y, int64_t n) {
+  uint32_t gx, gy;
+  grid((n + 63) / 64, gx, gy);
+  cmd.dispatch(device.kernel("elementwise_add"), ElementPush{x, y, u32(n)}, gx, gy);
+}
+
+void GpuOps::swiglu(uint64_t gate, uint64_t up, int64_t n) {
+  uint32_t gx, gy;
+  grid((n + 63) / 64, gx, gy);
+  cmd.dispatch(device.kernel("elementwise_swiglu"), ElementPush{gate, up, u32(n)}, gx, gy);
+}
+
+void GpuOps::sigmoid_mul(uint64_t x, uint64_t gate, int64_t n) {
+  uint32_t gx, gy;
+  grid((n + 63) / 64, gx, gy);
+  cmd.dispatch(device.kernel("elementwise_sigmoid_mul"), ElementPush{x, gate, u32(n)}, gx, gy);
+}
+
+void GpuOps::moe_route(uint64_t logits, uint64_t ids, uint64_t weights, int64_t n_tok,
+                       int64_t n_expert, int64_t k, bool renormalize) {
+  struct {
+    uint64_t logits, ids, weights;
+    uint32_t n_tok, n_expert, k, renormalize;
+  } p{logits, ids, weights, u32(n_tok), u32(n_expert), u32(k), renormalize ? 1u : 0u};
+  cmd.dispatch(device.kernel("moe_route"), p, u32((n_tok + 63) / 64));
+}
+
+void GpuOps::moe_combine(uint64_t down, uint64_t weights, uint64_t out, uint64_t shared,
+                         uint64_t shared_logit, int64_t n_tok, int64_t n_embd, int64_t k) {
+  struct {
+    uint64_t down, weights, out, shared, shared_logit;
+    uint32_t n_tok, n_embd, k;
+  } p{down, weights, out, shared, shared_logit, u32(n_tok), u32(n_embd), u32(k)};
+  uint32_t gx, gy;
+  grid((n_tok * n_embd + 63) / 64, gx, gy);
+  cmd.dispatch(device.kernel("moe_combine"), p, gx, gy);
+}
+
+}  // namespace strata::vk

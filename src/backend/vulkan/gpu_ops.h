@@ -1,0 +1,73 @@
+#pragma once
+// Recording of strata's GPU kernels: one function per op, taking device addresses and shapes.
+// Each has a CPU counterpart in quant/ and ops/ that is its reference (tests/unit/vulkan).
+// Activations are f32 rows; weights stay in their GGUF blocks.
+
+#include <cstdint>
+
+#include "backend/vulkan/device.h"
+#include "gguf/ggml_type.h"
+
+namespace strata::vk {
+
+// A weight matrix on the device: `rows` rows of `cols` elements of `type`, row-major.
+struct GpuMatrix {
+  GgmlType type = GgmlType::F32;
+  uint64_t address = 0;
+  int64_t rows = 0, cols = 0, row_bytes = 0;
+};
+
+// Whether the GPU computes with this weight type (every type the CPU supports).
+bool gpu_supports(GgmlType type);
+// Throws naming the tensor and type when the GPU has no kernel for it or its rows are not a
+// multiple of 32 values.
+void check_gpu_matrix(const GpuMatrix& w, const char* what);
+
+struct GpuOps {
+  Device& device;
+  CommandList& cmd;
+
+  // y[t * y_stride + r] = w.row(r) . x[t * x_stride ...] for t < n_tok.
+  void matmul(const GpuMatrix& w, uint64_t x, int64_t x_stride, uint64_t y, int64_t y_stride,
+              int64_t n_tok);
+  // y = silu(gate x) * (up x), gate and up of one type.
+  void matmul_swiglu(const GpuMatrix& gate, const GpuMatrix& up, uint64_t x, int64_t x_stride,
+                     uint64_t y, int64_t y_stride, int64_t n_tok);
+  // Expert form: pair p (< n_pairs) multiplies expert ids[p] of a stacked tensor (w describes
+  // expert 0; expert e starts e * w.rows * w.row_bytes later) with activation row p / x_div,
+  // writing y[p * y_stride ...]. up != nullptr: the fused silu(gate) * up form.
+  void matmul_experts(const GpuMatrix& w, const GpuMatrix* up, uint64_t ids, uint64_t x,
+                      int64_t x_stride, int64_t x_div, uint64_t y, int64_t y_stride,
+                      int64_t n_pairs);
+  // out[i] = dequantized row ids[i] of w.
+  void get_rows(const GpuMatrix& w, uint64_t ids, int64_t n, uint64_t out);
+  // rows of `cols` values: out = x / rms(x) * weight (weight 0: none).
+  void rms_norm(uint64_t x, int64_t x_stride, uint64_t weight, uint64_t out, int64_t out_stride,
+                int64_t rows, int64_t cols, float eps);
+  // In place on x[t][n_heads][head_dim] (token stride token_stride floats), positions int32.
+  void rope(uint64_t x, int64_t token_stride, uint64_t positions, uint64_t inv_freq, int64_t n_tok,
+            int64_t n_heads, int64_t head_dim, int64_t n_rot, bool neox);
+  // Stores k and v ([n_tok][n_kv_heads * head_dim]) at slots[t] of an F16 or Q8_0 cache.
+  void kv_store(GgmlType kv_type, uint64_t k, uint64_t v, uint64_t k_cache, uint64_t v_cache,
+                uint64_t slots, int64_t n_tok, int64_t n_kv_heads, int64_t head_dim);
+  // out[t][h] = attention of q[t][h] over its sequence: tokens = {n_positions, page_offset} per
+  // token; page_size 0 means slot = position (pages unused).
+  void attention(GgmlType kv_type, uint64_t q, int64_t q_stride, uint64_t out, int64_t out_stride,
+                 uint64_t k_cache, uint64_t v_cache, uint64_t tokens, uint64_t pages,
+                 int64_t page_size, int64_t n_tok, int64_t n_heads, int64_t n_kv_heads,
+                 int64_t head_dim, float scale);
+  void add(uint64_t x, uint64_t y, int64_t n);             // x += y
+  void swiglu(uint64_t gate, uint64_t up, int64_t n);      // gate = silu(gate) * up
+  void sigmoid_mul(uint64_t x, uint64_t gate, int64_t n);  // x *= sigmoid(gate)
+  // Top-k of softmax(logits) per token: ids [n_tok][k] int32, weights [n_tok][k].
+  void moe_route(uint64_t logits, uint64_t ids, uint64_t weights, int64_t n_tok, int64_t n_expert,
+                 int64_t k, bool renormalize);
+  // out[t] = sum_j weights[t][j] down[t*k+j] (+ sigmoid(shared_logit[t]) * shared[t]).
+  void moe_combine(uint64_t down, uint64_t weights, uint64_t out, uint64_t shared,
+                   uint64_t shared_logit, int64_t n_tok, int64_t n_embd, int64_t k);
+};
+
+// Bytes of one cache vector of head_dim values (F16 or Q8_0).
+int64_t kv_row_bytes(GgmlType kv_type, int64_t head_dim);
+
+}  // namespace strata::vk

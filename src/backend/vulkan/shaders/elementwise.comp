@@ -1,0 +1,26 @@
+#version 460
+// Small per-element ops, one build per OP_*:
+//   OP_ADD:      x[i] += y[i]
+//   OP_SWIGLU:   x[i] = silu(x[i]) * y[i]
+//   OP_SIGMOID_MUL: x[i] *= sigmoid(y[i])  (gated attention output)
+#include "common.glsl"
+layout(local_size_x = 64) in;
+layout(push_constant) uniform Push {
+  uint64_t x, y;
+  uint n;
+} pc;
+
+void main() {
+  const uint i = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * 64u;
+  if (i >= pc.n) return;
+  const float a = Floats(pc.x).v[i], b = Floats(pc.y).v[i];
+#if defined(OP_ADD)
+  Floats(pc.x).v[i] = a + b;
+#elif defined(OP_SWIGLU)
+  Floats(pc.x).v[i] = a / (1.0 + exp(-a)) * b;
+#elif defined(OP_SIGMOID_MUL)
+  Floats(pc.x).v[i] = a / (1.0 + exp(-b));
+#else
+#error "elementwise.comp: define one OP_*"
+#endif
+}
