@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "strata 0.1.0");
   strata::cli::add_inspect_command(app);
+  strata::cli::add_devices_command(app);
   strata::cli::add_plan_command(app);
   strata::cli::add_run_command(app);
   strata::cli::add_logits_command(app);

@@ -11,6 +11,11 @@
 #include "util/error.h"
 #include "util/log.h"
 
+#ifdef STRATA_HAVE_VULKAN
+#include "backend/vulkan/gpu_model.h"
+#include "backend/vulkan/instance.h"
+#endif
+
 namespace strata::cli {
 
 int ModelOptions::thread_count() const {
@@ -43,11 +48,54 @@ void add_model_options(CLI::App* cmd, ModelOptions& o) {
                   "results); off: row-by-row kernels")
       ->capture_default_str()
       ->check(CLI::IsMember({"on", "off"}));
+  cmd->add_option("--device", o.device,
+                  "GPU to run on: vk0 (see strata devices), none for the CPU, auto for the "
+                  "first GPU the model fits on (never a CPU-type Vulkan device)")
+      ->capture_default_str();
 }
+
+namespace {
+
+// The devices --device names; empty means the CPU. `auto` never fails: no loader, no device or
+// a CPU-type device only all mean the CPU.
+std::vector<int> chosen_devices(const ModelOptions& options) {
+  if (options.device == "none") return {};
+#ifdef STRATA_HAVE_VULKAN
+  if (options.device == "auto") {
+    try {
+      return vk::parse_device_list("auto");
+    } catch (const Error& e) {
+      log::debug("--device auto: {}; running on the CPU", e.what());
+      return {};
+    }
+  }
+  return vk::parse_device_list(options.device);
+#else
+  STRATA_CHECK(options.device == "auto",
+               "--device {}: this strata was built without the Vulkan GPU backend (install "
+               "libvulkan-dev and glslc, then rebuild)",
+               options.device);
+  return {};
+#endif
+}
+
+}  // namespace
 
 std::unique_ptr<Model> load_model(const ModelOptions& options) {
   ops::set_tile_gemm(options.repack == "on");
   const LoadMode mode = options.load_mode();
+#ifdef STRATA_HAVE_VULKAN
+  if (const std::vector<int> devices = chosen_devices(options); !devices.empty()) {
+    try {
+      return vk::load_gpu_model(options.path, devices);
+    } catch (const Error& e) {
+      if (options.device != "auto") throw;
+      log::warn("{}; running on the CPU instead", e.what());
+    }
+  }
+#else
+  chosen_devices(options);
+#endif
   auto model = Model::load(options.path, mode);
   const ModelHParams& hp = model->hparams();
   log::info("loaded {} ({}, {} layers{}), {} threads", options.path, hp.arch, hp.n_layer,

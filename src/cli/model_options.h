@@ -20,15 +20,19 @@ struct ModelOptions {
   std::string kv_type = "f16";
   std::string load = "mmap";
   std::string repack = "on";
+  std::string device = "auto";  // --device: none, auto, or vkN[,vkM]
 
   int thread_count() const;
   LoadMode load_mode() const;
   GgmlType kv_cache_type() const;
 };
 
-// -m/--model, -t/--threads, --ctx, --kv-type, --load, --repack.
+// -m/--model, -t/--threads, --ctx, --kv-type, --load, --repack, --device.
 void add_model_options(CLI::App* cmd, ModelOptions& options);
 
+// Loads the model on the devices --device names (a GPU when given one; `auto` takes the usable
+// GPUs, never a CPU-type Vulkan device, and runs on the CPU when there is none or the model
+// does not fit; an explicit device that fails is an error).
 std::unique_ptr<Model> load_model(const ModelOptions& options);
 
 // For each of --threads, --load and --kv-type the user did not give on `cmd`, takes the value

@@ -75,6 +75,13 @@ class Model {
   // Bytes of recurrent state a single-token step reads and writes (0 without recurrent layers).
   virtual int64_t recurrent_bytes_per_token() const { return 0; }
 
+  // The runtime copied n storage slots [from, from + n) to [to, to + n) in every layer of the
+  // cache whose first KV layer's keys start at `storage` (a shared page it made private).
+  // Models that keep keys and values elsewhere (a GPU) copy theirs too.
+  virtual void kv_slots_copied(const void* storage, int64_t from, int64_t to, int64_t n) {
+    (void)storage, (void)from, (void)to, (void)n;
+  }
+
   // Floats of recurrent state one sequence needs (0: a pure transformer, KV cache only).
   virtual int64_t recurrent_state_floats() const { return 0; }
   // Whether `layer` reads and writes the KV cache (false for recurrent layers: caches may give

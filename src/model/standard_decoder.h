@@ -26,7 +26,6 @@ class StandardDecoder : public Model {
   int64_t dense_bytes_per_token() const override;
   int64_t expert_bytes() const override;
 
- private:
   struct Layer {
     const float* attn_norm = nullptr;  // [n_embd]
     AttentionWeights attn;
@@ -34,7 +33,14 @@ class StandardDecoder : public Model {
     DenseFfnWeights dense;
     MoeFfnWeights moe;
   };
+  // The weights as declared (views into the file), for backends that run this model elsewhere.
+  const Options& options() const { return options_; }
+  const std::vector<Layer>& layers() const { return layers_; }
+  const ops::WeightMatrix& token_embd() const { return token_embd_; }
+  const ops::WeightMatrix& output() const { return output_; }
+  const float* output_norm() const { return output_norm_; }
 
+ private:
   // rms_norm of n rows of x into normed_.
   void norm_rows(const float* x, const float* weight, int64_t n);
 

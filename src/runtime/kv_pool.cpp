@@ -60,6 +60,10 @@ void KvPool::copy_page(int32_t from, int32_t to, int64_t n_positions) {
     uint8_t* base = storage_.get() + half * layer_bytes_;
     std::memcpy(base + to * page_bytes, base + from * page_bytes, count);
   }
+  if (copy_listener_) {
+    copy_listener_->kv_slots_copied(storage_.get(), from * page_size_, to * page_size_,
+                                    n_positions);
+  }
 }
 
 ops::KvLayerView KvPool::layer_view(int64_t layer, const int32_t* pages, int64_t capacity) const {

@@ -34,6 +34,9 @@ class KvPool {
   int64_t bytes_per_position() const { return 2 * n_stored_ * n_kv_heads_ * row_bytes_; }
   GgmlType type() const { return type_; }
   int64_t n_layer() const { return n_layer_; }
+  // A model that keeps the keys and values elsewhere (a GPU) is told of every page copy, so it
+  // copies its own contents too. Null: nobody to tell.
+  void set_copy_listener(Model* model) { copy_listener_ = model; }
 
  private:
   friend class KvSequence;
@@ -58,6 +61,7 @@ class KvPool {
   std::unique_ptr<uint8_t[]> storage_;
   std::vector<int32_t> refcount_;  // [n_pages]
   std::vector<int32_t> free_;      // pages with refcount 0, taken from the back
+  Model* copy_listener_ = nullptr;
 };
 
 // One sequence's page table in a pool. Movable, not copyable; returns its pages on destruction.

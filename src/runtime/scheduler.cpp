@@ -75,6 +75,7 @@ Scheduler::Scheduler(Model& model, ThreadPool& pool, SchedulerOptions options)
   STRATA_CHECK(options.batch_tokens >= options.n_slots,
                "batch of {} tokens cannot hold a decode token for each of {} slots",
                options.batch_tokens, options.n_slots);
+  kv_.set_copy_listener(&model);
   for (int i = 0; i < options.n_slots; ++i) {
     slots_.push_back(std::make_unique<Slot>(kv_));
     slots_.back()->state_buffer.assign(static_cast<size_t>(recurrent_floats_), 0.0f);

@@ -3,6 +3,8 @@
 // other rows (the same dot products, the same expert order in the weighted sum), and attention
 // chunks positions identically for paged and contiguous caches, so the bound is tight; it is not
 // an equality only because a matmul may tile a different number of rows differently.
+// Each test runs on the CPU and, when built with Vulkan, with the whole model on the test device
+// (lavapipe in CI), whose kernels also compute every token row on its own.
 
 #include <gtest/gtest.h>
 
@@ -13,6 +15,11 @@
 #include "runtime/session.h"
 #include "support/test_support.h"
 #include "util/error.h"
+
+#ifdef STRATA_HAVE_VULKAN
+#include "backend/vulkan/gpu_model.h"
+#include "unit/vulkan/gpu_test_device.h"
+#endif
 
 namespace strata {
 namespace {
@@ -66,11 +73,30 @@ class BatchBuilder {
   std::vector<Wanted> wanted_;
 };
 
-class MultiSequence : public testing::Test {
+// The backends the tests run on: "cpu", and "vk" (the Vulkan test device) when built with it.
+std::vector<std::string> backends() {
+#ifdef STRATA_HAVE_VULKAN
+  return {"cpu", "vk"};
+#else
+  return {"cpu"};
+#endif
+}
+
+class MultiSequence : public testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    model_ = Model::load((test::oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string());
+    const std::string path = (test::oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string();
+#ifdef STRATA_HAVE_VULKAN
+    if (GetParam() == "vk") model_ = vk::load_gpu_model(path, vk::test::shared_test_device());
+#endif
+    if (!model_) model_ = Model::load(path);
     n_vocab_ = model_->hparams().n_vocab;
+  }
+  // A pool whose page copies the model hears of (a GPU model copies its own keys and values).
+  std::unique_ptr<KvPool> make_pool(int64_t n_pages, int64_t page_size, GgmlType type) {
+    auto pool = std::make_unique<KvPool>(model_->hparams(), n_pages, page_size, type);
+    pool->set_copy_listener(model_.get());
+    return pool;
   }
   // Runs the batch over the sequences (reserving their pages first) and returns its logits.
   std::vector<float> run(const BatchBuilder& builder, std::vector<KvSequence>& seqs) {
@@ -107,13 +133,14 @@ class MultiSequence : public testing::Test {
   int64_t n_vocab_ = 0;
 };
 
-TEST_F(MultiSequence, MixedBatchEqualsSeparateRuns) {
+TEST_P(MultiSequence, MixedBatchEqualsSeparateRuns) {
   const std::vector<std::vector<int32_t>> tokens = {make_tokens(45, 1), make_tokens(27, 2),
                                                     make_tokens(9, 3)};
   std::vector<std::vector<float>> reference;
   for (const auto& t : tokens) reference.push_back(alone(*model_, t, pool_));
 
-  KvPool kv_pool(model_->hparams(), 16, 16, GgmlType::F16);
+  auto pool_owner = make_pool(16, 16, GgmlType::F16);
+  KvPool& kv_pool = *pool_owner;
   std::vector<KvSequence> seqs;
   for (int i = 0; i < 3; ++i) seqs.emplace_back(kv_pool);
 
@@ -154,14 +181,15 @@ TEST_F(MultiSequence, MixedBatchEqualsSeparateRuns) {
 
 // A sequence sharing another's prefix and continuing with other tokens writes only its own
 // copies of pages: the owner's next logits are unchanged.
-TEST_F(MultiSequence, CopyOnWriteKeepsTheOtherSequenceIntact) {
+TEST_P(MultiSequence, CopyOnWriteKeepsTheOtherSequenceIntact) {
   const std::vector<int32_t> a = make_tokens(40, 4);
   std::vector<int32_t> b(a.begin(), a.begin() + 20);  // a's first 20, then its own
   for (int32_t t : make_tokens(10, 5)) b.push_back(t);
   const std::vector<std::vector<float>> reference = {alone(*model_, a, pool_),
                                                      alone(*model_, b, pool_)};
 
-  KvPool kv_pool(model_->hparams(), 12, 16, GgmlType::Q8_0);
+  auto pool_owner = make_pool(12, 16, GgmlType::Q8_0);
+  KvPool& kv_pool = *pool_owner;
   std::vector<KvSequence> seqs;
   seqs.emplace_back(kv_pool);
   seqs.emplace_back(kv_pool);
@@ -188,8 +216,17 @@ TEST_F(MultiSequence, CopyOnWriteKeepsTheOtherSequenceIntact) {
   EXPECT_EQ(kv_pool.free_pages(), free_before);
   BatchBuilder diverge;
   for (int64_t p = 20; p < 30; ++p) diverge.add(1, b, p, p == 29);
-  run(diverge, seqs);  // copies page 1 before writing
+  const std::vector<float> b_last = run(diverge, seqs);  // copies page 1 before writing
   EXPECT_EQ(kv_pool.free_pages(), free_before - 1);
+  {  // b reads positions 16-19 from its copy of page 1: like a fresh run of b
+    auto fresh_owner = make_pool(4, 16, GgmlType::Q8_0);
+    std::vector<KvSequence> fresh;
+    fresh.emplace_back(*fresh_owner);
+    BatchBuilder whole;
+    for (int64_t p = 0; p < 30; ++p) whole.add(0, b, p, p == 29);
+    const std::vector<float> b_fresh = run(whole, fresh);
+    EXPECT_LT(test::nmse(b_last.data(), b_fresh.data(), b_fresh.size()), kMaxNmse);
+  }
 
   BatchBuilder next;
   next.add(0, a, 37, true);
@@ -199,13 +236,14 @@ TEST_F(MultiSequence, CopyOnWriteKeepsTheOtherSequenceIntact) {
   EXPECT_EQ(kv_pool.free_pages(), kv_pool.total_pages());
 }
 
-TEST_F(MultiSequence, SharedPrefixContinuesLikeAFreshRun) {
+TEST_P(MultiSequence, SharedPrefixContinuesLikeAFreshRun) {
   const std::vector<int32_t> a = make_tokens(33, 6);
   std::vector<int32_t> b(a.begin(), a.begin() + 32);
   for (int32_t t : make_tokens(6, 7)) b.push_back(t);
   const std::vector<std::vector<float>> reference = {alone(*model_, a, pool_),
                                                      alone(*model_, b, pool_)};
-  KvPool kv_pool(model_->hparams(), 8, 16, GgmlType::F16);
+  auto pool_owner = make_pool(8, 16, GgmlType::F16);
+  KvPool& kv_pool = *pool_owner;
   std::vector<KvSequence> seqs;
   seqs.emplace_back(kv_pool);
   seqs.emplace_back(kv_pool);
@@ -218,8 +256,9 @@ TEST_F(MultiSequence, SharedPrefixContinuesLikeAFreshRun) {
   expect_rows_match(rest, run(rest, seqs), reference);
 }
 
-TEST_F(MultiSequence, BadBatchesAreErrors) {
-  KvPool kv_pool(model_->hparams(), 4, 16, GgmlType::F16);
+TEST_P(MultiSequence, BadBatchesAreErrors) {
+  auto pool_owner = make_pool(4, 16, GgmlType::F16);
+  KvPool& kv_pool = *pool_owner;
   KvSequence seq(kv_pool);
   ASSERT_TRUE(seq.reserve(16));
   const std::vector<SequenceKv> kv = {seq.layers()};
@@ -274,6 +313,8 @@ TEST_F(MultiSequence, BadBatchesAreErrors) {
   // After all of that the cache still works.
   forward({0, 0, 0}, {0, 1, 2}, {0, 1, 2}, kv);
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, MultiSequence, testing::ValuesIn(backends()));
 
 }  // namespace
 }  // namespace strata

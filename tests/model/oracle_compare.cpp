@@ -57,9 +57,14 @@ LogitsComparison compare_logits(const LogitsFile& reference, const std::vector<f
 std::vector<float> teacher_forced_logits(const std::string& model_path, const LogitsFile& reference,
                                          const std::string& kv_type, int threads) {
   auto model = Model::load(model_path);
+  return teacher_forced_logits(*model, reference, kv_type, threads);
+}
+
+std::vector<float> teacher_forced_logits(Model& model, const LogitsFile& reference,
+                                         const std::string& kv_type, int threads) {
   ThreadPool pool(threads);
   const int64_t total = static_cast<int64_t>(reference.prompt.size() + reference.gen.size());
-  Session session(*model, total, KvCache::parse_type(kv_type), pool);
+  Session session(model, total, KvCache::parse_type(kv_type), pool);
   std::vector<float> out, logits;
   session.eval(reference.prompt, true, logits);
   out = logits;

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "model/model.h"
 #include "runtime/logits_file.h"
 
 namespace strata::test {
@@ -24,6 +25,9 @@ LogitsComparison compare_logits(const LogitsFile& reference, const std::vector<f
 // Runs `model_path` teacher-forced on the reference's tokens exactly as the reference did
 // (one batched prefill of the prompt, then one-token decode steps) and returns all rows.
 std::vector<float> teacher_forced_logits(const std::string& model_path, const LogitsFile& reference,
+                                         const std::string& kv_type, int threads);
+// The same with a model already loaded (e.g. on a GPU).
+std::vector<float> teacher_forced_logits(Model& model, const LogitsFile& reference,
                                          const std::string& kv_type, int threads);
 
 }  // namespace strata::test

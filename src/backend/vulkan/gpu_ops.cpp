@@ -4,6 +4,7 @@
 #include <cctype>
 #include <string>
 
+#include "quant/quant.h"
 #include "util/error.h"
 
 namespace strata::vk {
@@ -180,6 +181,44 @@ void GpuOps::attention(GgmlType kv_type, uint64_t q, int64_t q_stride, uint64_t 
       u32(page_size),
       scale};
   cmd.dispatch(device.kernel(typed("attention", kv_type)), p, u32(n_heads), u32(n_tok));
+}
+
+bool GpuOps::round_activations(GgmlType weight_type, uint64_t x, int64_t x_stride, uint64_t out,
+                               int64_t out_stride, int64_t rows, int64_t cols) {
+  const GgmlType partner = quant::traits(weight_type).activation_type;
+  const char* kernel = nullptr;
+  int64_t block = 32;
+  switch (partner) {
+    case GgmlType::F32:
+      return false;
+    case GgmlType::F16:
+      kernel = "quantize_act_f16";
+      break;
+    case GgmlType::BF16:
+      kernel = "quantize_act_bf16";
+      break;
+    case GgmlType::Q8_0:
+    case GgmlType::Q8_1:
+      kernel = "quantize_act_q8_0";
+      break;  // the same codes and scale
+    case GgmlType::Q8_K:
+      kernel = "quantize_act_q8_k";
+      block = 256;
+      break;
+    default:
+      fail("no GPU activation rounding for {} (partner of {})", ggml_type_name(partner),
+           ggml_type_name(weight_type));
+  }
+  STRATA_CHECK(cols % block == 0, "activations of {} values for {} weights (blocks of {})", cols,
+               ggml_type_name(weight_type), block);
+  struct {
+    uint64_t x, out;
+    uint32_t rows, cols, x_stride, out_stride;
+  } p{x, out, u32(rows), u32(cols), u32(x_stride), u32(out_stride)};
+  uint32_t gx, gy;
+  grid((rows * (cols / block) + 63) / 64, gx, gy);
+  cmd.dispatch(device.kernel(kernel), p, gx, gy);
+  return true;
 }
 
 void GpuOps::add(uint64_t x, uint64_t y, int64_t n) {

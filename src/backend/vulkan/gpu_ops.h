@@ -56,6 +56,11 @@ struct GpuOps {
                  uint64_t k_cache, uint64_t v_cache, uint64_t tokens, uint64_t pages,
                  int64_t page_size, int64_t n_tok, int64_t n_heads, int64_t n_kv_heads,
                  int64_t head_dim, float scale);
+  // out = x rounded as the CPU quantizes activations for weights of `weight_type` (the partner
+  // format: Q8_0, Q8_1, Q8_K, F16, BF16), kept as floats. Returns false, writing nothing, when
+  // the partner is F32 (x is used as it is).
+  bool round_activations(GgmlType weight_type, uint64_t x, int64_t x_stride, uint64_t out,
+                         int64_t out_stride, int64_t rows, int64_t cols);
   void add(uint64_t x, uint64_t y, int64_t n);             // x += y
   void swiglu(uint64_t gate, uint64_t up, int64_t n);      // gate = silu(gate) * up
   void sigmoid_mul(uint64_t x, uint64_t gate, int64_t n);  // x *= sigmoid(gate)

@@ -27,12 +27,15 @@ inline int test_device_index() {
 }
 
 // One device for the whole test binary (creating pipelines is the slow part on lavapipe).
-inline Device& test_device() {
-  static std::unique_ptr<Device> device = [] {
+inline std::shared_ptr<Device> shared_test_device() {
+  static std::shared_ptr<Device> device = [] {
     const int index = test_device_index();
-    return std::make_unique<Device>(Instance::get().devices()[static_cast<size_t>(index)]);
+    return std::make_shared<Device>(Instance::get().devices()[static_cast<size_t>(index)]);
   }();
-  return *device;
+  return device;
+}
+inline Device& test_device() {
+  return *shared_test_device();
 }
 
 template <typename T>

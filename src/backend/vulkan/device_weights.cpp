@@ -1,0 +1,89 @@
+#include "backend/vulkan/device_weights.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "util/error.h"
+#include "util/log.h"
+
+namespace strata::vk {
+namespace {
+
+constexpr uint64_t kAlign = 256;
+constexpr uint64_t kChunkBytes = 512ull << 20;
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+uint64_t aligned_bytes(uint64_t bytes) {
+  return (bytes + kAlign - 1) / kAlign * kAlign;
+}
+
+DeviceWeights::DeviceWeights(Device& device, uint64_t total_bytes)
+    : device_(device), total_(total_bytes), start_(now_seconds()), tty_(isatty(2) != 0) {
+  const DeviceInfo& info = device.info();
+  if (info.device_local_budget && !info.is_cpu && total_bytes > info.device_local_budget) {
+    fail(
+        "the weights need {:.2f} GiB on {} but only {:.2f} GiB of its memory is free "
+        "(use a smaller quantization, or wait for hybrid CPU+GPU plans)",
+        static_cast<double>(total_bytes) / (1ull << 30), device.label(),
+        static_cast<double>(info.device_local_budget) / (1ull << 30));
+  }
+}
+
+DeviceWeights::~DeviceWeights() = default;
+
+uint64_t DeviceWeights::place(const void* data, uint64_t bytes, const std::string& name) {
+  const uint64_t size = aligned_bytes(bytes);
+  const uint64_t limit =
+      device_.info().max_allocation_bytes ? device_.info().max_allocation_bytes : kChunkBytes;
+  if (chunks_.empty() || chunk_used_ + size > chunks_.back().size()) {
+    const uint64_t chunk = std::max(size, std::min(kChunkBytes, limit));
+    chunks_.push_back(device_.allocate(chunk, MemoryKind::device,
+                                       fmt::format("the weights (at tensor {})", name)));
+    chunk_used_ = 0;
+  }
+  Buffer& b = chunks_.back();
+  const uint64_t offset = chunk_used_;
+  device_.upload(b, offset, data, bytes);
+  chunk_used_ += size;
+  used_ += bytes;
+  report(used_ >= total_ && !reported_final_);
+  return b.address() + offset;
+}
+
+void DeviceWeights::report(bool final) {
+  const double t = now_seconds();
+  if (!final && t - last_report_ < 0.5) return;
+  last_report_ = t;
+  reported_final_ = reported_final_ || final;
+  const double gb = static_cast<double>(used_) / 1e9;
+  const double rate = gb / std::max(t - start_, 1e-6);
+  if (tty_) {
+    std::fprintf(stderr, "\ruploading weights to %s: %.2f / %.2f GB (%.1f GB/s)%s",
+                 device_.label().c_str(), gb, static_cast<double>(total_) / 1e9, rate,
+                 final ? "\n" : "");
+  } else if (final) {
+    log::info("uploaded {:.2f} GB of weights to {} ({:.1f} GB/s)", gb, device_.label(), rate);
+  }
+}
+
+GpuMatrix DeviceWeights::matrix(const ops::WeightMatrix& w, const std::string& name) {
+  GpuMatrix m{w.type, 0, w.rows, w.cols, w.row_bytes};
+  check_gpu_matrix(m, name.c_str());
+  m.address = place(w.data, static_cast<uint64_t>(w.bytes()), name);
+  return m;
+}
+
+uint64_t DeviceWeights::floats(const float* data, int64_t n, const std::string& name) {
+  if (!data) return 0;
+  return place(data, static_cast<uint64_t>(n) * 4, name);
+}
+
+}  // namespace strata::vk

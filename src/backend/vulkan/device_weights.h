@@ -1,0 +1,45 @@
+#pragma once
+// A model's weights on one device: tensors packed into a few large allocations (drivers limit
+// the number of allocations) and uploaded once through the staging ring, with a progress line
+// on stderr (bytes, GB/s).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend/vulkan/device.h"
+#include "backend/vulkan/gpu_ops.h"
+#include "ops/matmul.h"
+
+namespace strata::vk {
+
+class DeviceWeights {
+ public:
+  // total_bytes: what will be uploaded (for the progress line and to fail early, before any
+  // upload, when it cannot fit).
+  DeviceWeights(Device& device, uint64_t total_bytes);
+  ~DeviceWeights();
+
+  // Uploads a matrix; `name` appears in errors (out of memory, unsupported type).
+  GpuMatrix matrix(const ops::WeightMatrix& w, const std::string& name);
+  // Uploads n floats (norm weights); returns the device address (0 for null).
+  uint64_t floats(const float* data, int64_t n, const std::string& name);
+
+  uint64_t bytes() const { return used_; }
+
+ private:
+  uint64_t place(const void* data, uint64_t bytes, const std::string& name);
+  void report(bool final);
+
+  Device& device_;
+  uint64_t total_ = 0, used_ = 0;
+  std::vector<Buffer> chunks_;
+  uint64_t chunk_used_ = 0;
+  double start_ = 0, last_report_ = 0;
+  bool tty_ = false, reported_final_ = false;
+};
+
+// Sum of the bytes DeviceWeights will place for these matrices and vectors (with alignment).
+uint64_t aligned_bytes(uint64_t bytes);
+
+}  // namespace strata::vk

@@ -1,0 +1,38 @@
+#include "backend/vulkan/gpu_model.h"
+
+#include "backend/vulkan/gpu_standard_decoder.h"
+#include "util/error.h"
+#include "util/log.h"
+
+namespace strata::vk {
+
+std::unique_ptr<Model> load_gpu_model(const std::string& path, const std::vector<int>& devices) {
+  STRATA_CHECK(!devices.empty(), "load_gpu_model: no device given");
+  if (devices.size() > 1) {
+    log::warn(
+        "--device: {} devices given; this version runs a model on one device (vk{}), "
+        "splitting across devices comes with hybrid plans",
+        devices.size(), devices[0]);
+  }
+  const DeviceInfo& info = Instance::get().devices().at(static_cast<size_t>(devices[0]));
+  return load_gpu_model(path, std::make_shared<Device>(info));
+}
+
+std::unique_ptr<Model> load_gpu_model(const std::string& path, std::shared_ptr<Device> device) {
+  std::unique_ptr<Model> cpu = Model::load(path, LoadMode::mmap);
+  auto* standard = dynamic_cast<StandardDecoder*>(cpu.get());
+  STRATA_CHECK(standard,
+               "{}: architecture '{}' has no GPU path yet (supported on the GPU: "
+               "qwen3moe, qwen3, llama); run it with --device none",
+               path, cpu->hparams().arch);
+  log::info("running {} on {}", path, device->label());
+  cpu.release();
+  return std::make_unique<GpuStandardDecoder>(std::unique_ptr<StandardDecoder>(standard),
+                                              std::move(device));
+}
+
+bool is_gpu_model(const Model& model) {
+  return dynamic_cast<const GpuStandardDecoder*>(&model) != nullptr;
+}
+
+}  // namespace strata::vk

@@ -1,0 +1,24 @@
+#pragma once
+// Loading a model onto Vulkan devices (--device). One device runs the whole model for now;
+// plans that split a model across the CPU and GPUs are the hybrid executor's.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/vulkan/device.h"
+#include "model/model.h"
+
+namespace strata::vk {
+
+// Loads `path` (mapped, not read into RAM: the weights go straight to the device) onto the
+// first of `devices` (indices as in `strata devices`). Throws strata::Error naming the model,
+// the device and what does not fit or is not supported.
+std::unique_ptr<Model> load_gpu_model(const std::string& path, const std::vector<int>& devices);
+// The same on a device already open (its compiled kernels are reused).
+std::unique_ptr<Model> load_gpu_model(const std::string& path, std::shared_ptr<Device> device);
+
+// Whether `model` runs on a GPU (for logs and bench output).
+bool is_gpu_model(const Model& model);
+
+}  // namespace strata::vk

@@ -1,0 +1,65 @@
+#pragma once
+// StandardDecoder (llama, qwen3, qwen3moe) with every layer on one Vulkan device: the weights
+// are uploaded once, a forward call records the whole step (embedding, every layer, the output
+// head for the rows that want logits) into one command list, and the host waits once, for the
+// logits. Expert ids never leave the device: the router's top-k feeds the expert products.
+// The runtime's KV caches keep their page tables; the keys and values live on the device
+// (DeviceKv).
+
+#include <memory>
+#include <vector>
+
+#include "backend/vulkan/activation_input.h"
+#include "backend/vulkan/device.h"
+#include "backend/vulkan/device_kv.h"
+#include "backend/vulkan/device_weights.h"
+#include "backend/vulkan/gpu_ops.h"
+#include "model/batch_layout.h"
+#include "model/standard_decoder.h"
+
+namespace strata::vk {
+
+class GpuStandardDecoder : public Model {
+ public:
+  // Takes over `cpu` (its weights are read from the file it maps) and uploads it to `device`.
+  GpuStandardDecoder(std::unique_ptr<StandardDecoder> cpu, std::shared_ptr<Device> device);
+  ~GpuStandardDecoder() override;
+
+  void forward(const ForwardBatch& batch, std::span<const SequenceKv> kv, float* logits,
+               ThreadPool& pool, ForwardStats* stats) override;
+  int64_t dense_bytes_per_token() const override { return cpu_->dense_bytes_per_token(); }
+  int64_t expert_bytes() const override { return cpu_->expert_bytes(); }
+  void kv_slots_copied(const void* storage, int64_t from, int64_t to, int64_t n) override;
+
+  Device& device() { return *device_; }
+
+ private:
+  struct Layer {
+    uint64_t attn_norm = 0, ffn_norm = 0, q_norm = 0, k_norm = 0;
+    GpuMatrix wq, wk, wv, wo;
+    GpuMatrix gate, up, down;                         // dense FFN
+    GpuMatrix router, gate_exps, up_exps, down_exps;  // MoE (expert 0 of each stack)
+    GpuMatrix shared_gate_w, shared_up, shared_down;  // shared expert
+    GpuMatrix shared_gate_inp;                        // [1][n_embd] F32, or address 0
+  };
+  struct Work;
+
+  void upload_weights();
+  void ensure_work(int64_t n_tokens, int64_t n_logit_rows);
+  void record_ffn(GpuOps& ops, const Layer& l, int64_t il, int64_t n);
+
+  std::unique_ptr<StandardDecoder> cpu_;
+  std::shared_ptr<Device> device_;
+  std::unique_ptr<DeviceWeights> weights_;
+  std::unique_ptr<DeviceKv> kv_;
+  GpuMatrix token_embd_, output_;
+  uint64_t output_norm_ = 0, inv_freq_ = 0;
+  std::vector<Layer> layers_;
+  std::unique_ptr<Work> work_;
+  // Rounded copies of the inputs of products: normed states, attention output, FFN hidden
+  // states (routed and shared), the output head's rows.
+  ActivationScratch normed_in_, attn_in_, hidden_in_, shared_in_, head_in_;
+  BatchLayout layout_;
+};
+
+}  // namespace strata::vk
