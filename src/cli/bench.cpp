@@ -1,5 +1,6 @@
 // `strata bench`: prompt-processing and generation speed, the weight bytes each generated token
-// reads, the machine's measured RAM read bandwidth, and the fraction of that roofline reached.
+// reads, the measured read bandwidth of the memory the weights live in (RAM, or the GPU's memory
+// for a model on a GPU), and the fraction of that roofline reached.
 
 #include <fmt/format.h>
 
@@ -19,6 +20,11 @@
 #include "util/log.h"
 #include "util/memory_bandwidth.h"
 #include "util/profiler.h"
+
+#ifdef STRATA_HAVE_VULKAN
+#include "backend/vulkan/bandwidth_probe.h"
+#include "backend/vulkan/gpu_model.h"
+#endif
 
 namespace strata::cli {
 namespace {
@@ -122,7 +128,8 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 16));
   cmd->add_flag("--json", o->json, "Machine-readable output");
-  cmd->add_flag("--no-bandwidth", o->skip_bandwidth, "Skip the RAM bandwidth measurement");
+  cmd->add_flag("--no-bandwidth", o->skip_bandwidth,
+                "Skip the bandwidth measurement (RAM, or the GPU's memory with --device)");
   cmd->add_option("--expert-profile", o->expert_profile,
                   "Write how often the benchmark prompt's tokens selected each expert (one more "
                   "untimed pp run) to this file, for strata plan --profile");
@@ -221,8 +228,23 @@ void add_bench_command(CLI::App& app) {
     const double bytes_per_token =
         static_cast<double>(model->dense_bytes_per_token()) + expert_bytes + kv_bytes + state_bytes;
 
+    // The roofline is the bandwidth of the memory the weights are read from.
     BandwidthMeasurement bw;
-    if (!o->skip_bandwidth) {
+    std::string device = "cpu";
+    double upload_gbps = 0;
+#ifdef STRATA_HAVE_VULKAN
+    if (vk::Device* gpu = vk::gpu_device(*model)) {
+      device = gpu->label();
+      if (!o->skip_bandwidth) {
+        log::info("measuring the read and upload bandwidth of {}", device);
+        const vk::GpuBandwidth g = vk::measure_gpu_bandwidth(*gpu);
+        bw.read_gbps = g.read_gbps;
+        upload_gbps = g.upload_gbps;
+      }
+    }
+#endif
+    const bool on_gpu = device != "cpu";
+    if (!o->skip_bandwidth && !on_gpu) {
       log::info("measuring RAM read bandwidth with {} threads", threads);
       bw = measure_read_bandwidth(pool, int64_t{1} << 30, 3);
     }
@@ -237,6 +259,7 @@ void add_bench_command(CLI::App& app) {
           {"architecture", hp.arch},
           {"layers", hp.n_layer},
           {"threads", threads},
+          {"device", device},
           {"load", o->model.load},
           {"kv_type", o->model.kv_type},
           {"cpu", cpu_features().describe()},
@@ -257,9 +280,10 @@ void add_bench_command(CLI::App& app) {
           {"expert_bytes", model->expert_bytes()},
           {"kv_bytes_per_token", kv_bytes},
           {"recurrent_state_bytes_per_token", state_bytes},
-          {"ram_read_gbps", bw.read_gbps},
+          {on_gpu ? "gpu_read_gbps" : "ram_read_gbps", bw.read_gbps},
           {"roofline_fraction", roofline},
       };
+      if (on_gpu) j["gpu_upload_gbps"] = upload_gbps;
       if (!pp_profile.ops.empty()) j["prefill_profile"] = profile_json(pp_profile);
       if (!tg_profile.ops.empty()) j["decode_profile"] = profile_json(tg_profile);
       fmt::print("{}\n", j.dump(2));
@@ -268,8 +292,13 @@ void add_bench_command(CLI::App& app) {
     fmt::print(
         "model      {} ({}, {} layers{})\n", o->model.path, hp.arch, hp.n_layer,
         hp.n_expert ? fmt::format(", {} experts / {} used", hp.n_expert, hp.n_expert_used) : "");
-    fmt::print("setup      {} threads, load {}, KV {}, CPU {}\n", threads, o->model.load,
-               o->model.kv_type, cpu_features().describe());
+    if (on_gpu) {
+      fmt::print("setup      {}, KV {} on the device, {} host threads\n", device, o->model.kv_type,
+                 threads);
+    } else {
+      fmt::print("setup      {} threads, load {}, KV {}, CPU {}\n", threads, o->model.load,
+                 o->model.kv_type, cpu_features().describe());
+    }
     if (o->n_prompt > 0)
       fmt::print("pp{:<8} {:8.2f} ± {:.2f} tok/s  ({} runs)\n", o->n_prompt, pp_stat.mean,
                  pp_stat.stddev, pp.size());
@@ -286,8 +315,11 @@ void add_bench_command(CLI::App& app) {
                                                format_bytes(static_cast<uint64_t>(state_bytes)))
                                  : "");
     }
-    if (bw.read_gbps > 0)
+    if (bw.read_gbps > 0 && on_gpu) {
+      fmt::print("GPU read   {:.1f} GB/s (upload {:.1f} GB/s)\n", bw.read_gbps, upload_gbps);
+    } else if (bw.read_gbps > 0) {
       fmt::print("RAM read   {:.1f} GB/s ({} threads)\n", bw.read_gbps, threads);
+    }
     if (roofline > 0) {
       fmt::print("roofline   {:.1f}% (tg x bytes/tok = {:.1f} GB/s of {:.1f} GB/s)\n",
                  100 * roofline, tg_stat.mean * bytes_per_token / 1e9, bw.read_gbps);

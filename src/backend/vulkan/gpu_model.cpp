@@ -31,8 +31,9 @@ std::unique_ptr<Model> load_gpu_model(const std::string& path, std::shared_ptr<D
                                               std::move(device));
 }
 
-bool is_gpu_model(const Model& model) {
-  return dynamic_cast<const GpuStandardDecoder*>(&model) != nullptr;
+Device* gpu_device(Model& model) {
+  if (auto* standard = dynamic_cast<GpuStandardDecoder*>(&model)) return &standard->device();
+  return nullptr;
 }
 
 }  // namespace strata::vk

@@ -18,7 +18,7 @@ std::unique_ptr<Model> load_gpu_model(const std::string& path, const std::vector
 // The same on a device already open (its compiled kernels are reused).
 std::unique_ptr<Model> load_gpu_model(const std::string& path, std::shared_ptr<Device> device);
 
-// Whether `model` runs on a GPU (for logs and bench output).
-bool is_gpu_model(const Model& model);
+// The device `model` runs on, or null for a CPU model (for bench output and probes).
+Device* gpu_device(Model& model);
 
 }  // namespace strata::vk

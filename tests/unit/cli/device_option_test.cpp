@@ -1,0 +1,133 @@
+// `--device` on run / logits / bench end to end: the whole model on lavapipe (named vk0, as only
+// named CPU-type devices are used), the same tokens and logits as the oracle, and a clear error
+// (or, for `auto`, the CPU) when the device is missing or there is no Vulkan at all.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli_test_support.h"
+#include "runtime/logits_file.h"
+#include "support/test_support.h"
+
+namespace strata {
+namespace {
+
+bool contains(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+bool has_gpu_backend() {
+  static const bool yes = !contains(run_strata("devices").output, "no GPU backend");
+  return yes;
+}
+
+#define SKIP_WITHOUT_GPU_BACKEND() \
+  if (!has_gpu_backend()) GTEST_SKIP() << "strata was built without the Vulkan GPU backend"
+
+// Only lavapipe, whatever else the machine has, so vk0 is always the same device.
+std::string lavapipe_only() {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/usr/share/vulkan/icd.d", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("lvp_icd.", 0) == 0) return "VK_ICD_FILENAMES=" + e.path().string() + " ";
+  }
+  ADD_FAILURE() << "lavapipe is not installed (Debian: mesa-vulkan-drivers)";
+  return "";
+}
+
+std::string model_path(const std::string& name) {
+  return (test::oracle_dir() / "models" / (name + ".gguf")).string();
+}
+
+std::string join(const std::vector<int32_t>& v) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(v[i]);
+  }
+  return out;
+}
+
+TEST(DeviceOption, RunOnTheGpuGivesTheReferenceTokens) {
+  SKIP_WITHOUT_GPU_BACKEND();
+  const std::string m = "tiny-qwen3moe-F16";
+  const auto ref = LogitsFile::read((test::oracle_dir() / "logits" / (m + ".f16kv.orcl")).string());
+  const auto r = run_strata_env(lavapipe_only(),
+                                "run -m " + model_path(m) + " --device vk0 --tokens " +
+                                    join(ref.prompt) + " -n " + std::to_string(ref.gen.size()),
+                                false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, join(ref.gen) + "\n");
+}
+
+// The prompt's rows (free-running greedy tokens after a near-tie could take another path).
+TEST(DeviceOption, LogitsOnTheGpuMatchTheReference) {
+  SKIP_WITHOUT_GPU_BACKEND();
+  const std::string m = "tiny-qwen3moe-Q8_0";
+  const auto ref = LogitsFile::read((test::oracle_dir() / "logits" / (m + ".f16kv.orcl")).string());
+  const auto out = (test::temp_dir() / "gpu.orcl").string();
+  const auto r =
+      run_strata_env(lavapipe_only(), "logits -m " + model_path(m) + " --device vk0 --tokens " +
+                                          join(ref.prompt) + " -n 1 -o " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "on vk0 (")) << r.output;  // the log names the device
+  const auto ours = LogitsFile::read(out);
+  const size_t n = ref.prompt.size() * ref.n_vocab;
+  ASSERT_EQ(ours.logits.size(), n);
+  EXPECT_EQ(ours.gen, std::vector<int32_t>{ref.gen[0]});
+  // The oracle test's threshold for quantized files (tests/model/gpu).
+  EXPECT_LT(test::nmse(ours.logits.data(), ref.logits.data(), n), 2e-3);
+}
+
+TEST(DeviceOption, BenchReportsTheDeviceAndItsBandwidth) {
+  SKIP_WITHOUT_GPU_BACKEND();
+  const auto r = run_strata_env(
+      lavapipe_only(),
+      "bench -m " + model_path("tiny-qwen3moe-Q4_K_M") + " --device vk0 -p 16 -n 4 -r 1 --json",
+      false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  EXPECT_TRUE(contains(j["device"].get<std::string>(), "vk0 (llvmpipe")) << j["device"];
+  EXPECT_GT(j["gpu_read_gbps"].get<double>(), 0.0);
+  EXPECT_GT(j["gpu_upload_gbps"].get<double>(), 0.0);
+  EXPECT_FALSE(j.contains("ram_read_gbps"));
+  EXPECT_GT(j["roofline_fraction"].get<double>(), 0.0);
+  EXPECT_GT(j["pp"]["tok_per_s"].get<double>(), 0.0);
+  EXPECT_GT(j["tg"]["tok_per_s"].get<double>(), 0.0);
+  const auto text = run_strata_env(
+      lavapipe_only(),
+      "bench -m " + model_path("tiny-qwen3moe-Q4_K_M") + " --device vk0 -p 16 -n 4 -r 1", false);
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_TRUE(contains(text.output, "setup      vk0 (llvmpipe")) << text.output;
+  EXPECT_TRUE(contains(text.output, "GPU read ")) << text.output;
+  EXPECT_TRUE(contains(text.output, "roofline ")) << text.output;
+}
+
+TEST(DeviceOption, MissingDevicesAreClearErrorsAndAutoFallsBackToTheCpu) {
+  SKIP_WITHOUT_GPU_BACKEND();
+  const std::string run = "run -m " + model_path("tiny-qwen3-Q8_0") + " --tokens 1,2,3 -n 2";
+  auto r = run_strata_env(lavapipe_only(), run + " --device vk7");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "--device vk7")) << r.output;
+  r = run_strata_env(lavapipe_only(), run + " --device gpu0");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "gpu0")) << r.output;
+  // No Vulkan loader: asking for a GPU is an error naming the loader; auto and none use the CPU.
+  const std::string no_loader = "STRATA_VULKAN_LOADER=/nonexistent/libvulkan.so.1 ";
+  r = run_strata_env(no_loader, run + " --device vk0");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "Vulkan loader")) << r.output;
+  const auto cpu = run_strata(run + " --device none", false);
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.output;
+  for (const std::string& env : {no_loader, lavapipe_only()}) {
+    r = run_strata_env(env, run + " --device auto", false);
+    EXPECT_EQ(r.exit_code, 0) << env << r.output;
+    EXPECT_EQ(r.output, cpu.output) << env;  // lavapipe is never picked by auto
+  }
+}
+
+}  // namespace
+}  // namespace strata
