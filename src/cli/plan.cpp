@@ -15,6 +15,10 @@
 #include "plan/report.h"
 #include "util/error.h"
 
+#ifdef STRATA_HAVE_VULKAN
+#include "backend/vulkan/gpu_probe.h"
+#endif
+
 namespace strata::cli {
 
 void add_plan_command(CLI::App& app) {
@@ -35,6 +39,7 @@ void add_plan_command(CLI::App& app) {
     std::string profile;
     bool remeasure = false;
     bool whole_layers = false;
+    std::string device = "auto";
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -65,7 +70,11 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--profile", o->profile,
                   "Expert popularity profile (JSON: {\"expert_counts\": [[...] per layer]})");
   cmd->add_flag("--remeasure", o->remeasure,
-                "Measure RAM bandwidth and calibrate the CPU again (ignore the cache)");
+                "Measure RAM and GPU bandwidth and calibrate the CPU again (ignore the cache)");
+  cmd->add_option("--device", o->device,
+                  "GPUs to probe and plan for: auto (every GPU, never a CPU-type Vulkan device "
+                  "such as lavapipe), vk0[,vk1] (see strata devices), none")
+      ->capture_default_str();
   cmd->add_flag("--whole-layers", o->whole_layers,
                 "Place only whole layers of experts (what llama.cpp can express)");
   cmd->callback([o] {
@@ -108,6 +117,14 @@ void add_plan_command(CLI::App& app) {
       if (t.matrix && std::find(types.begin(), types.end(), t.type) == types.end())
         types.push_back(t.type);
     }
+#ifdef STRATA_HAVE_VULKAN
+    probe.probe_gpus = [device = o->device](const plan::ProbeOptions& options) {
+      return vk::probe_vulkan_gpus(device, options);
+    };
+#else
+    STRATA_CHECK(o->device == "auto" || o->device == "none",
+                 "--device {}: this strata was built without the Vulkan GPU backend", o->device);
+#endif
     const plan::HardwareProfile hw = plan::make_hardware_profile(overrides, probe);
 
     plan::PlanGoals goals;

@@ -1,5 +1,7 @@
 #include "plan/calibration.h"
 
+#include "plan/hardware.h"
+
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -493,19 +495,7 @@ CpuCalibration calibrate_cpu(const CalibrationOptions& options) {
 
 CpuCalibration cached_cpu_calibration(const std::string& cache_path, const std::string& cpu_model,
                                       const CalibrationOptions& options, bool remeasure) {
-  nlohmann::json cache = nlohmann::json::object();
-  {
-    std::ifstream in(cache_path);
-    if (in) {
-      try {
-        cache = nlohmann::json::parse(in);
-        if (!cache.is_object()) cache = nlohmann::json::object();
-      } catch (const std::exception& e) {
-        log::warn("ignoring unreadable hardware cache {}: {}", cache_path, e.what());
-        cache = nlohmann::json::object();
-      }
-    }
-  }
+  nlohmann::json cache = read_hardware_cache(cache_path);
   const std::string build = build_identity();
   nlohmann::json& entries = cache["cpu_calibrations"];
   if (!entries.is_array()) entries = nlohmann::json::array();
@@ -561,15 +551,7 @@ CpuCalibration cached_cpu_calibration(const std::string& cache_path, const std::
       kept.push_back(e);
   }
   kept.push_back(calibration_json(result));
-  entries = std::move(kept);
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(cache_path).parent_path(), ec);
-  std::ofstream out(cache_path);
-  if (out) {
-    out << cache.dump(2) << "\n";
-  } else {
-    log::warn("cannot write the hardware cache {}", cache_path);
-  }
+  update_hardware_cache(cache_path, [&](nlohmann::json& j) { j["cpu_calibrations"] = kept; });
   return result;
 }
 

@@ -1,7 +1,5 @@
 #include "plan/hardware.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -79,42 +77,44 @@ void fill_ram_bandwidth(HardwareProfile& hw, const ProbeOptions& probe) {
   const std::string path =
       probe.cache_path.empty() ? default_hardware_cache_path() : probe.cache_path;
   if (!probe.remeasure) {
-    std::ifstream in(path);
-    if (in) {
-      try {
-        const auto j = nlohmann::json::parse(in);
-        if (j.value("cpu_model", "") == hw.cpu_model && j.value("read_gbps", 0.0) > 0) {
-          hw.ram_bandwidth_gbps = j["read_gbps"].get<double>();
-          hw.ram_bandwidth_source = "cached, measured " + j.value("date", std::string("?"));
-          return;
-        }
-      } catch (const std::exception& e) {
-        log::warn("ignoring unreadable hardware cache {}: {}", path, e.what());
-      }
+    const nlohmann::json j = read_hardware_cache(path);
+    if (j.value("cpu_model", "") == hw.cpu_model && j.value("read_gbps", 0.0) > 0) {
+      hw.ram_bandwidth_gbps = j["read_gbps"].get<double>();
+      hw.ram_bandwidth_source = "cached, measured " + j.value("date", std::string("?"));
+      return;
     }
   }
   ThreadPool pool(std::max(1, hw.physical_cores));
   const BandwidthMeasurement m = measure_read_bandwidth(pool, probe.measure_bytes, 3);
   hw.ram_bandwidth_gbps = m.read_gbps;
   hw.ram_bandwidth_source = "measured " + today_date();
-  // Other entries (the CPU calibrations) stay.
-  nlohmann::json j = nlohmann::json::object();
-  {
-    std::ifstream in(path);
-    if (in) {
-      try {
-        j = nlohmann::json::parse(in);
-        if (!j.is_object()) j = nlohmann::json::object();
-      } catch (const std::exception&) {
-        j = nlohmann::json::object();
-      }
-    }
+  update_hardware_cache(path, [&](nlohmann::json& j) {  // other entries stay
+    j["cpu_model"] = hw.cpu_model;
+    j["date"] = today_date();
+    j["read_gbps"] = m.read_gbps;
+    j["threads"] = m.threads;
+    j["buffer_bytes"] = m.buffer_bytes;
+  });
+}
+
+}  // namespace
+
+nlohmann::json read_hardware_cache(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return nlohmann::json::object();
+  try {
+    nlohmann::json j = nlohmann::json::parse(in);
+    if (j.is_object()) return j;
+  } catch (const std::exception& e) {
+    log::warn("ignoring unreadable hardware cache {}: {}", path, e.what());
   }
-  j["cpu_model"] = hw.cpu_model;
-  j["date"] = today_date();
-  j["read_gbps"] = m.read_gbps;
-  j["threads"] = m.threads;
-  j["buffer_bytes"] = m.buffer_bytes;
+  return nlohmann::json::object();
+}
+
+void update_hardware_cache(const std::string& path,
+                           const std::function<void(nlohmann::json&)>& change) {
+  nlohmann::json j = read_hardware_cache(path);
+  change(j);
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   std::ofstream out(path);
@@ -124,71 +124,6 @@ void fill_ram_bandwidth(HardwareProfile& hw, const ProbeOptions& probe) {
     log::warn("cannot write the hardware cache {}", path);
   }
 }
-
-// The CUDA driver API, loaded at run time so the binary runs where CUDA is absent.
-struct CudaDriver {
-  using CUresult = int;
-  using CUdevice = int;
-  using CUcontext = void*;
-  CUresult (*cuInit)(unsigned) = nullptr;
-  CUresult (*cuDeviceGetCount)(int*) = nullptr;
-  CUresult (*cuDeviceGet)(CUdevice*, int) = nullptr;
-  CUresult (*cuDeviceGetName)(char*, int, CUdevice) = nullptr;
-  CUresult (*cuDeviceTotalMem)(size_t*, CUdevice) = nullptr;
-  CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice) = nullptr;
-  CUresult (*cuDeviceGetPCIBusId)(char*, int, CUdevice) = nullptr;
-  CUresult (*cuCtxCreate)(CUcontext*, unsigned, CUdevice) = nullptr;
-  CUresult (*cuCtxDestroy)(CUcontext) = nullptr;
-  CUresult (*cuMemGetInfo)(size_t*, size_t*) = nullptr;
-  void* handle = nullptr;
-
-  template <typename F>
-  bool load(F& fn, const char* name) {
-    fn = reinterpret_cast<F>(::dlsym(handle, name));
-    return fn != nullptr;
-  }
-  // The entry points every driver since CUDA 4 exports; the PCI bus id and the context calls
-  // (for the free VRAM) are optional: without them the link is assumed and all VRAM counts free.
-  bool open() {
-    handle = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!handle) return false;
-    load(cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId");
-    if (!(load(cuCtxCreate, "cuCtxCreate_v2") && load(cuCtxDestroy, "cuCtxDestroy_v2") &&
-          load(cuMemGetInfo, "cuMemGetInfo_v2"))) {
-      cuCtxCreate = nullptr;
-    }
-    return load(cuInit, "cuInit") && load(cuDeviceGetCount, "cuDeviceGetCount") &&
-           load(cuDeviceGet, "cuDeviceGet") && load(cuDeviceGetName, "cuDeviceGetName") &&
-           load(cuDeviceTotalMem, "cuDeviceTotalMem_v2") &&
-           load(cuDeviceGetAttribute, "cuDeviceGetAttribute");
-  }
-  ~CudaDriver() {
-    if (handle) ::dlclose(handle);
-  }
-};
-
-constexpr int kAttrMemoryClockRate = 36;       // CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, kHz
-constexpr int kAttrGlobalMemoryBusWidth = 37;  // CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, bits
-
-// PCIe link from sysfs: current_link_speed "8.0 GT/s PCIe", current_link_width "16".
-double pcie_gbps_from_sysfs(std::string bus_id) {
-  std::transform(bus_id.begin(), bus_id.end(), bus_id.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  // cuDeviceGetPCIBusId gives "0000:01:00.0" (domain may be 8 hex digits on some drivers).
-  if (const size_t colon = bus_id.find(':'); colon != std::string::npos && colon > 4) {
-    bus_id = bus_id.substr(colon - 4);
-  }
-  const std::filesystem::path dev = std::filesystem::path("/sys/bus/pci/devices") / bus_id;
-  std::ifstream speed_in(dev / "current_link_speed"), width_in(dev / "current_link_width");
-  double gts = 0;
-  int width = 0;
-  if (!(speed_in >> gts) || !(width_in >> width) || gts <= 0 || width <= 0) return 0;
-  // Encoding: 8b/10b up to 5 GT/s (PCIe 1-2), 128b/130b from 8 GT/s (PCIe 3+).
-  const double efficiency = gts <= 5.0 ? 0.8 : 128.0 / 130.0;
-  return gts * efficiency * width / 8.0;
-}
-
-}  // namespace
 
 uint64_t available_ram_bytes() {
   return read_meminfo().second;
@@ -273,51 +208,6 @@ std::pair<uint64_t, double> parse_ram_spec(std::string_view spec) {
   return {parse_size(parts[0], 1024), parse_positive(parts[1], "--ram bandwidth (GB/s)", spec)};
 }
 
-std::vector<GpuInfo> probe_cuda_gpus() {
-  std::vector<GpuInfo> gpus;
-  CudaDriver cu;
-  if (!cu.open() || cu.cuInit(0) != 0) return gpus;
-  int count = 0;
-  if (cu.cuDeviceGetCount(&count) != 0) return gpus;
-  for (int i = 0; i < count; ++i) {
-    CudaDriver::CUdevice dev = 0;
-    if (cu.cuDeviceGet(&dev, i) != 0) continue;
-    GpuInfo gpu;
-    char name[256] = {};
-    if (cu.cuDeviceGetName(name, sizeof name, dev) == 0) gpu.name = name;
-    size_t total = 0;
-    if (cu.cuDeviceTotalMem(&total, dev) == 0) gpu.vram_total_bytes = total;
-    int clock_khz = 0, bus_bits = 0;
-    if (cu.cuDeviceGetAttribute(&clock_khz, kAttrMemoryClockRate, dev) == 0 &&
-        cu.cuDeviceGetAttribute(&bus_bits, kAttrGlobalMemoryBusWidth, dev) == 0) {
-      // Double data rate: two transfers per reported clock.
-      gpu.bandwidth_gbps = 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9;
-    }
-    if (gpu.bandwidth_gbps <= 0 || gpu.vram_total_bytes == 0) {
-      log::warn(
-          "GPU {} ({}): the driver does not report its memory size or bandwidth; it is left out "
-          "of the plan (describe it with --gpu VRAM:BANDWIDTH)",
-          i, gpu.name.empty() ? "unnamed" : gpu.name);
-      continue;
-    }
-    char bus_id[64] = {};
-    if (cu.cuDeviceGetPCIBusId && cu.cuDeviceGetPCIBusId(bus_id, sizeof bus_id, dev) == 0) {
-      if (const double pcie = pcie_gbps_from_sysfs(bus_id); pcie > 0) gpu.pcie_gbps = pcie;
-    }
-    // Free memory needs a context (created and destroyed here; it costs a few hundred MB while
-    // it lives, which is why the free figure is read inside it).
-    CudaDriver::CUcontext ctx = nullptr;
-    gpu.vram_free_bytes = gpu.vram_total_bytes;
-    if (cu.cuCtxCreate && cu.cuCtxCreate(&ctx, 0, dev) == 0) {
-      size_t free_bytes = 0, total_bytes = 0;
-      if (cu.cuMemGetInfo(&free_bytes, &total_bytes) == 0) gpu.vram_free_bytes = free_bytes;
-      cu.cuCtxDestroy(ctx);
-    }
-    gpus.push_back(std::move(gpu));
-  }
-  return gpus;
-}
-
 HardwareProfile make_hardware_profile(const HardwareOverrides& overrides,
                                       const ProbeOptions& probe) {
   HardwareProfile hw;
@@ -338,7 +228,7 @@ HardwareProfile make_hardware_profile(const HardwareOverrides& overrides,
     fill_ram_bandwidth(hw, probe);
   }
   if (overrides.gpus.empty()) {
-    hw.gpus = probe_cuda_gpus();
+    if (probe.probe_gpus) hw.gpus = probe.probe_gpus(probe);
   } else if (!(overrides.gpus.size() == 1 && overrides.gpus[0] == "none")) {
     for (const auto& spec : overrides.gpus) hw.gpus.push_back(parse_gpu_spec(spec));
   }

@@ -1,9 +1,12 @@
 #pragma once
 // The machine a plan is made for: cores, RAM (size and measured read bandwidth) and GPUs. Either
-// probed (/proc, sysfs, a cached bandwidth measurement, the CUDA driver loaded at run time) or
-// hypothetical, from flags such as `--gpu 8G:448 --ram 32G:29.1 --cores 6`.
+// probed (/proc, sysfs, a cached bandwidth measurement, GPUs through a probe the caller supplies:
+// the Vulkan backend's, which measures them) or hypothetical, from flags such as `--gpu 8G:448
+// --ram 32G:29.1 --cores 6`.
 
 #include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,8 +28,9 @@ struct GpuInfo {
   std::string name;
   uint64_t vram_total_bytes = 0;
   uint64_t vram_free_bytes = 0;  // what a plan may use (hypothetical: the size given)
-  double bandwidth_gbps = 0;     // VRAM bandwidth, GB/s (1e9 bytes)
-  double pcie_gbps = 16;         // host link, one direction
+  double bandwidth_gbps = 0;     // VRAM read bandwidth, GB/s (1e9 bytes)
+  double pcie_gbps = 16;         // host-to-device upload, GB/s
+  std::string bandwidth_source;  // "measured 2026-12-01", "cached, measured ...", "" (given)
   bool hypothetical = false;
 };
 
@@ -64,17 +68,23 @@ inline CalibrationOptions probed_calibration_options() {
   return o;
 }
 
+struct ProbeOptions;
+// Finds and measures the machine's GPUs (empty: none). plan/ cannot see the GPU backend, so
+// the caller (strata plan) supplies it.
+using GpuProbe = std::function<std::vector<GpuInfo>(const ProbeOptions&)>;
+
 struct ProbeOptions {
-  bool remeasure = false;  // ignore the cached bandwidth measurement
+  bool remeasure = false;  // ignore the cached bandwidth measurements
   std::string cache_path;  // "" = $XDG_CACHE_HOME/strata/hardware.json or ~/.cache/...
   int64_t measure_bytes = int64_t{512} << 20;
   // CPU calibration (probed CPU and RAM only): threads (0: physical cores) and the weight types
   // the model uses. calibrate = false skips it (the FIELD constants price the CPU).
   bool calibrate = true;
   CalibrationOptions calibration = probed_calibration_options();
+  GpuProbe probe_gpus;  // null: no GPUs are probed
 };
 
-// Probes only what the overrides leave open (no bandwidth test when --ram gives it, no CUDA
+// Probes only what the overrides leave open (no bandwidth test when --ram gives it, no GPU
 // probe when --gpu is given), then applies the overrides.
 HardwareProfile make_hardware_profile(const HardwareOverrides& overrides,
                                       const ProbeOptions& probe);
@@ -86,8 +96,11 @@ GpuInfo parse_gpu_spec(std::string_view spec);
 // "32G:29.1" -> {bytes, GB/s}
 std::pair<uint64_t, double> parse_ram_spec(std::string_view spec);
 
-// The GPUs the CUDA driver reports (empty when libcuda.so.1 is absent or reports none).
-std::vector<GpuInfo> probe_cuda_gpus();
+// hardware.json (measurements cached per machine): its contents ({} when absent or unreadable),
+// and a read-change-write that keeps every other entry.
+nlohmann::json read_hardware_cache(const std::string& path);
+void update_hardware_cache(const std::string& path,
+                           const std::function<void(nlohmann::json&)>& change);
 
 // MemAvailable of /proc/meminfo (0 when unreadable): a cheap probe, no calibration.
 uint64_t available_ram_bytes();

@@ -112,9 +112,10 @@ std::string plan_text(const ModelInventory& inv, const HardwareProfile& hw, cons
                      gib(hw.ram_total_bytes), hw.ram_bandwidth_gbps, hw.ram_bandwidth_source);
   for (size_t g = 0; g < hw.gpus.size(); ++g) {
     const auto& gpu = hw.gpus[g];
-    out += fmt::format("  GPU{}: {}, {:.2f} GiB ({:.2f} GiB free), {:.0f} GB/s, PCIe {:.1f} GB/s\n",
-                       g, gpu.name, gib(gpu.vram_total_bytes), gib(gpu.vram_free_bytes),
-                       gpu.bandwidth_gbps, gpu.pcie_gbps);
+    out += fmt::format(
+        "  GPU{}: {}, {:.2f} GiB ({:.2f} GiB free), {:.0f} GB/s, upload {:.1f} GB/s{}\n", g,
+        gpu.name, gib(gpu.vram_total_bytes), gib(gpu.vram_free_bytes), gpu.bandwidth_gbps,
+        gpu.pcie_gbps, gpu.bandwidth_source.empty() ? "" : " (" + gpu.bandwidth_source + ")");
   }
   if (hw.gpus.empty()) out += "  no GPU\n";
   if (hw.cpu_calibration) {
@@ -218,6 +219,7 @@ nlohmann::json plan_json(const ModelInventory& inv, const HardwareProfile& hw, c
                     {"vram_free_bytes", g.vram_free_bytes},
                     {"bandwidth_gbps", g.bandwidth_gbps},
                     {"pcie_gbps", g.pcie_gbps},
+                    {"bandwidth_source", g.bandwidth_source},
                     {"hypothetical", g.hypothetical}});
   }
   j["hardware"] = {{"cpu_model", hw.cpu_model},

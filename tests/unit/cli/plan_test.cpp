@@ -1,7 +1,9 @@
-// `strata plan` end to end: a tiny oracle model on hypothetical hardware, JSON and errors.
+// `strata plan` end to end: a tiny oracle model on hypothetical hardware and on lavapipe probed
+// through Vulkan, JSON and errors.
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -11,37 +13,71 @@
 namespace strata {
 namespace {
 
-// The GPU probe through a made-up CUDA driver (tests/support/fake_cuda_driver.cpp): what the
-// driver reports becomes the plan's GPU, and a device without a known bandwidth is left out.
-TEST(PlanCommand, ProbesGpusThroughTheCudaDriverApi) {
+bool contains(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+// Only lavapipe, whatever else the machine has, so vk0 is always the same device.
+std::string lavapipe_only() {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/usr/share/vulkan/icd.d", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("lvp_icd.", 0) == 0) return "VK_ICD_FILENAMES=" + e.path().string() + " ";
+  }
+  return "";
+}
+
+// The GPU probe through Vulkan on lavapipe (named: auto never takes a CPU-type device): its
+// memory and budget become the plan's GPU, both bandwidths are measured once and then read from
+// the cache with their date and driver.
+TEST(PlanCommand, ProbesGpusThroughVulkanAndCachesTheirBandwidth) {
+  if (contains(run_strata("devices").output, "no GPU backend"))
+    GTEST_SKIP() << "strata was built without the Vulkan GPU backend";
+  const std::string env = lavapipe_only();
+  ASSERT_FALSE(env.empty()) << "lavapipe is not installed (Debian: mesa-vulkan-drivers)";
   const std::string model = (test::oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string();
-  const std::string env = std::string("LD_LIBRARY_PATH=") + FAKE_CUDA_DIR + " ";
+  const auto cache = test::temp_dir() / "vulkan-probe-cache";
+  std::filesystem::remove_all(cache);
+  const std::string with_cache = env + "XDG_CACHE_HOME=" + cache.string() + " ";
   // (Hypothetical RAM and cores: no CPU calibration needed.)
-  auto r =
-      run_strata_env(env, "plan -m " + model + " --ram 8G:30 --cores 4 --ctx 4096 --json", false);
+  const std::string plan = "plan -m " + model + " --ram 8G:30 --cores 4 --ctx 4096 ";
+  auto r = run_strata_env(with_cache, plan + "--device vk0 --json", false);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const auto j = nlohmann::json::parse(r.output);
+  auto j = nlohmann::json::parse(r.output);
   ASSERT_EQ(j["hardware"]["gpus"].size(), 1u) << j["hardware"].dump();
-  const auto& gpu = j["hardware"]["gpus"][0];
-  EXPECT_EQ(gpu["name"], "Fake GeForce RTX 2070 SUPER");
-  EXPECT_EQ(gpu["vram_total_bytes"], uint64_t{8} << 30);
-  EXPECT_EQ(gpu["vram_free_bytes"], (uint64_t{15} << 30) / 2);
-  EXPECT_NEAR(gpu["bandwidth_gbps"].get<double>(), 448.064, 1e-9);  // 2 x 7001 MHz x 256 bits
-  EXPECT_EQ(gpu["pcie_gbps"], 16);  // no sysfs entry for the bus: the assumed PCIe 3.0 x16
+  const auto gpu = j["hardware"]["gpus"][0];
+  EXPECT_TRUE(contains(gpu["name"].get<std::string>(), "llvmpipe")) << gpu;
+  EXPECT_GT(gpu["vram_total_bytes"].get<uint64_t>(), 0u);
+  EXPECT_LE(gpu["vram_free_bytes"].get<uint64_t>(), gpu["vram_total_bytes"].get<uint64_t>());
+  EXPECT_GT(gpu["bandwidth_gbps"].get<double>(), 0.0);
+  EXPECT_GT(gpu["pcie_gbps"].get<double>(), 0.0);
+  EXPECT_EQ(gpu["bandwidth_source"].get<std::string>().rfind("measured ", 0), 0u) << gpu;
   EXPECT_EQ(j["layers"][0]["attention"], "GPU0");  // the tiny model fits on it
 
-  r = run_strata_env(env, "plan -m " + model + " --ram 8G:30 --cores 4 --ctx 4096");
+  std::ifstream in(cache / "strata" / "hardware.json");
+  const auto stored = nlohmann::json::parse(in);
+  ASSERT_TRUE(stored.contains("gpus")) << stored.dump(2);
+  ASSERT_EQ(stored["gpus"].size(), 1u);
+  const auto& entry = stored["gpus"].begin().value();
+  EXPECT_TRUE(contains(stored["gpus"].begin().key(), "llvmpipe")) << stored["gpus"].dump();
+  for (const char* key : {"date", "driver", "driver_version"}) EXPECT_TRUE(entry.contains(key));
+  EXPECT_DOUBLE_EQ(entry["read_gbps"].get<double>(), gpu["bandwidth_gbps"].get<double>());
+
+  r = run_strata_env(with_cache, plan + "--device vk0");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("GPU0: Fake GeForce RTX 2070 SUPER, 8.00 GiB (7.50 GiB free), 448 GB/s"),
-            std::string::npos)
-      << r.output;
-  EXPECT_NE(r.output.find("GPU 1 (Fake GPU without clocks): the driver does not report"),
-            std::string::npos)
-      << r.output;
-  // --gpu none ignores the driver.
-  r = run_strata_env(env, "plan -m " + model + " --gpu none --ram 8G:30 --cores 4 --json", false);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(nlohmann::json::parse(r.output)["hardware"]["gpus"].size(), 0u);
+  EXPECT_TRUE(contains(r.output, "GPU0: llvmpipe")) << r.output;
+  EXPECT_TRUE(contains(r.output, "(cached, measured ")) << r.output;
+  EXPECT_FALSE(contains(r.output, "measuring the read and upload bandwidth")) << r.output;
+
+  // auto leaves lavapipe out; --gpu none and an unknown device likewise.
+  for (const std::string args : {"", "--gpu none "}) {
+    r = run_strata_env(with_cache, plan + args + "--json", false);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(nlohmann::json::parse(r.output)["hardware"]["gpus"].size(), 0u) << args;
+  }
+  r = run_strata_env(with_cache, plan + "--device vk9");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "--device vk9")) << r.output;
 }
 
 TEST(PlanCommand, JsonForTinyModelOnHypotheticalHardware) {
