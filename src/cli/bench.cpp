@@ -12,7 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/expert_profile.h"
-#include "cli/format_bytes.h"
+#include "util/format_bytes.h"
 #include "cli/model_options.h"
 #include "runtime/session.h"
 #include "util/cpu_features.h"

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "cli/commands.h"
-#include "cli/format_bytes.h"
+#include "util/format_bytes.h"
 #include "util/error.h"
 
 #ifdef STRATA_HAVE_VULKAN

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "cli/format_bytes.h"
+#include "util/format_bytes.h"
 #include "gguf/gguf_file.h"
 #include "model/tensor_role.h"
 

@@ -52,6 +52,9 @@ void add_model_options(CLI::App* cmd, ModelOptions& o) {
                   "GPU to run on: vk0 (see strata devices), none for the CPU, auto for the "
                   "first GPU the model fits on (never a CPU-type Vulkan device)")
       ->capture_default_str();
+  cmd->add_option("--vram-budget", o.vram_budget,
+                  "Use at most SIZE of the GPU's memory (e.g. 8G: what an 8 GiB card holds), "
+                  "whatever the device has");
 }
 
 namespace {
@@ -85,9 +88,13 @@ std::unique_ptr<Model> load_model(const ModelOptions& options) {
   ops::set_tile_gemm(options.repack == "on");
   const LoadMode mode = options.load_mode();
 #ifdef STRATA_HAVE_VULKAN
+  const uint64_t budget =
+      options.vram_budget.empty() ? 0 : plan::parse_size(options.vram_budget, 1024);
+  STRATA_CHECK(options.vram_budget.empty() || budget > 0,
+               "--vram-budget: expected a size such as 8G, found '{}'", options.vram_budget);
   if (const std::vector<int> devices = chosen_devices(options); !devices.empty()) {
     try {
-      return vk::load_gpu_model(options.path, devices);
+      return vk::load_gpu_model(options.path, devices, budget);
     } catch (const Error& e) {
       if (options.device != "auto") throw;
       log::warn("{}; running on the CPU instead", e.what());

@@ -21,13 +21,14 @@ struct ModelOptions {
   std::string load = "mmap";
   std::string repack = "on";
   std::string device = "auto";  // --device: none, auto, or vkN[,vkM]
+  std::string vram_budget;      // --vram-budget SIZE ("" = the device's free memory)
 
   int thread_count() const;
   LoadMode load_mode() const;
   GgmlType kv_cache_type() const;
 };
 
-// -m/--model, -t/--threads, --ctx, --kv-type, --load, --repack, --device.
+// -m/--model, -t/--threads, --ctx, --kv-type, --load, --repack, --device, --vram-budget.
 void add_model_options(CLI::App* cmd, ModelOptions& options);
 
 // Loads the model on the devices --device names (a GPU when given one; `auto` takes the usable

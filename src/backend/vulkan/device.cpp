@@ -5,16 +5,13 @@
 
 #include "backend/vulkan/embedded_kernels.h"
 #include "util/error.h"
+#include "util/format_bytes.h"
 #include "util/log.h"
 
 namespace strata::vk {
 namespace {
 
 constexpr uint64_t kStagingSlotBytes = 16ull << 20;
-
-std::string gib(uint64_t bytes) {
-  return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1ull << 30));
-}
 
 const SpirvBlob* find_blob(const std::string& name) {
   for (const SpirvBlob& b : embedded_kernels())
@@ -163,14 +160,18 @@ Buffer Device::allocate(uint64_t bytes, MemoryKind kind, const std::string& what
   const auto out_of_memory = [&] {
     fail(
         "out of GPU memory on {}: {} needs {} ({} bytes); strata holds {} there, the device has "
-        "{} of device memory and {} was free when strata started",
-        label(), what, gib(bytes), bytes, gib(allocated_), gib(info_.device_local_bytes),
-        gib(info_.device_local_budget));
+        "{} of device memory and {} was free when strata started{}",
+        label(), what, format_bytes(bytes), bytes, format_bytes(allocated_device_),
+        format_bytes(info_.device_local_bytes), format_bytes(info_.device_local_budget),
+        memory_limit_ ? fmt::format(" (--vram-budget {})", format_bytes(memory_limit_)) : "");
   };
+  if (kind == MemoryKind::device && memory_limit_ && allocated_device_ + bytes > memory_limit_) {
+    out_of_memory();
+  }
   if (kind == MemoryKind::device && info_.max_allocation_bytes &&
       bytes > info_.max_allocation_bytes) {
     fail("{} on {}: {} needs one allocation of {}, above the device's limit of {}", what, label(),
-         what, gib(bytes), gib(info_.max_allocation_bytes));
+         what, format_bytes(bytes), format_bytes(info_.max_allocation_bytes));
   }
   Buffer b;
   b.device_ = this;
@@ -205,7 +206,13 @@ Buffer Device::allocate(uint64_t bytes, MemoryKind kind, const std::string& what
   addr.buffer = b.buffer_;
   b.address_ = a.vkGetBufferDeviceAddress(device_, &addr);
   allocated_ += bytes;
+  if (kind == MemoryKind::device) allocated_device_ += bytes;
   return b;
+}
+
+uint64_t Device::memory_budget() const {
+  if (memory_limit_) return memory_limit_;
+  return info_.is_cpu ? 0 : info_.device_local_budget;
 }
 
 void Device::free(Buffer& b) {
@@ -214,6 +221,7 @@ void Device::free(Buffer& b) {
   a.vkDestroyBuffer(device_, b.buffer_, nullptr);
   if (b.memory_) a.vkFreeMemory(device_, b.memory_, nullptr);
   allocated_ -= std::min(allocated_, b.size_);
+  if (!b.mapped_) allocated_device_ -= std::min(allocated_device_, b.size_);
 }
 
 void Device::upload(const Buffer& dst, uint64_t offset, const void* src, uint64_t bytes,

@@ -122,6 +122,12 @@ class Device {
   // how much was needed and how much was free.
   Buffer allocate(uint64_t bytes, MemoryKind kind, const std::string& what);
   uint64_t allocated_bytes() const { return allocated_; }
+  // Caps device-local allocations at `bytes` (--vram-budget: an 8 GB card on a bigger GPU, or on
+  // lavapipe); 0 lifts the cap.
+  void set_memory_limit(uint64_t bytes) { memory_limit_ = bytes; }
+  // Device-local bytes strata may use: the cap when set, else the free memory the driver
+  // reported (0 = unknown, as for CPU devices whose "device memory" is the host's).
+  uint64_t memory_budget() const;
 
   // Copies host memory into a device buffer through a ring of staging buffers (two slots, so
   // the next memcpy overlaps the previous transfer). progress(bytes_done) is called per slot.
@@ -147,7 +153,7 @@ class Device {
   uint32_t queue_family_ = 0;
   VkCommandPool pool_ = VK_NULL_HANDLE;
   VkPhysicalDeviceMemoryProperties memory_{};
-  uint64_t allocated_ = 0;
+  uint64_t allocated_ = 0, allocated_device_ = 0, memory_limit_ = 0;
   std::map<std::string, Kernel> kernels_;
   Buffer staging_[2];
   std::unique_ptr<CommandList> transfer_[2];

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "util/error.h"
+#include "util/format_bytes.h"
 #include "util/log.h"
 
 namespace strata::vk {
@@ -27,13 +28,13 @@ uint64_t aligned_bytes(uint64_t bytes) {
 
 DeviceWeights::DeviceWeights(Device& device, uint64_t total_bytes)
     : device_(device), total_(total_bytes), start_(now_seconds()), tty_(isatty(2) != 0) {
-  const DeviceInfo& info = device.info();
-  if (info.device_local_budget && !info.is_cpu && total_bytes > info.device_local_budget) {
+  // Fail before uploading anything when the weights alone cannot fit.
+  if (const uint64_t budget = device.memory_budget(); budget && total_bytes > budget) {
     fail(
-        "the weights need {:.2f} GiB on {} but only {:.2f} GiB of its memory is free "
-        "(use a smaller quantization, or wait for hybrid CPU+GPU plans)",
-        static_cast<double>(total_bytes) / (1ull << 30), device.label(),
-        static_cast<double>(info.device_local_budget) / (1ull << 30));
+        "the weights need {} on {} but only {} of its memory is {} (use a smaller "
+        "quantization, or run with --device none)",
+        format_bytes(total_bytes), device.label(), format_bytes(budget),
+        budget == device.info().device_local_budget ? "free" : "in the --vram-budget");
   }
 }
 
@@ -44,7 +45,10 @@ uint64_t DeviceWeights::place(const void* data, uint64_t bytes, const std::strin
   const uint64_t limit =
       device_.info().max_allocation_bytes ? device_.info().max_allocation_bytes : kChunkBytes;
   if (chunks_.empty() || chunk_used_ + size > chunks_.back().size()) {
-    const uint64_t chunk = std::max(size, std::min(kChunkBytes, limit));
+    // Chunks of up to 512 MiB, the last one no bigger than what is left to place.
+    const uint64_t left = total_ > chunked_ ? total_ - chunked_ : 0;
+    const uint64_t chunk = std::max(size, std::min({kChunkBytes, limit, left}));
+    chunked_ += chunk;
     chunks_.push_back(device_.allocate(chunk, MemoryKind::device,
                                        fmt::format("the weights (at tensor {})", name)));
     chunk_used_ = 0;

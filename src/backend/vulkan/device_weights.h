@@ -35,6 +35,7 @@ class DeviceWeights {
   uint64_t total_ = 0, used_ = 0;
   std::vector<Buffer> chunks_;
   uint64_t chunk_used_ = 0;
+  uint64_t chunked_ = 0;  // bytes of all chunks allocated so far
   double start_ = 0, last_report_ = 0;
   bool tty_ = false, reported_final_ = false;
 };

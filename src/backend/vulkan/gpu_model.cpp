@@ -6,7 +6,8 @@
 
 namespace strata::vk {
 
-std::unique_ptr<Model> load_gpu_model(const std::string& path, const std::vector<int>& devices) {
+std::unique_ptr<Model> load_gpu_model(const std::string& path, const std::vector<int>& devices,
+                                      uint64_t memory_limit) {
   STRATA_CHECK(!devices.empty(), "load_gpu_model: no device given");
   if (devices.size() > 1) {
     log::warn(
@@ -15,7 +16,9 @@ std::unique_ptr<Model> load_gpu_model(const std::string& path, const std::vector
         devices.size(), devices[0]);
   }
   const DeviceInfo& info = Instance::get().devices().at(static_cast<size_t>(devices[0]));
-  return load_gpu_model(path, std::make_shared<Device>(info));
+  auto device = std::make_shared<Device>(info);
+  device->set_memory_limit(memory_limit);
+  return load_gpu_model(path, std::move(device));
 }
 
 std::unique_ptr<Model> load_gpu_model(const std::string& path, std::shared_ptr<Device> device) {

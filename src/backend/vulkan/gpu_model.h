@@ -14,7 +14,9 @@ namespace strata::vk {
 // Loads `path` (mapped, not read into RAM: the weights go straight to the device) onto the
 // first of `devices` (indices as in `strata devices`). Throws strata::Error naming the model,
 // the device and what does not fit or is not supported.
-std::unique_ptr<Model> load_gpu_model(const std::string& path, const std::vector<int>& devices);
+// memory_limit: --vram-budget in bytes (0: the device's own free memory).
+std::unique_ptr<Model> load_gpu_model(const std::string& path, const std::vector<int>& devices,
+                                      uint64_t memory_limit = 0);
 // The same on a device already open (its compiled kernels are reused).
 std::unique_ptr<Model> load_gpu_model(const std::string& path, std::shared_ptr<Device> device);
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-namespace strata::cli {
+namespace strata {
 
 // 1536 -> "1.50 KiB"; exact byte counts below 1 KiB.
 inline std::string format_bytes(uint64_t bytes) {
@@ -27,4 +27,4 @@ inline std::string format_count(int64_t n) {
   return fmt::format("{}", n);
 }
 
-}  // namespace strata::cli
+}  // namespace strata
