@@ -92,37 +92,38 @@ bool HybridDecoder::layer_has_kv(int64_t layer) const {
   return layer < 0 || layer >= hparams_.n_layer || !options_.recurrent[static_cast<size_t>(layer)];
 }
 
-void HybridDecoder::group_by_sequence(const ForwardBatch& batch, std::span<float* const> states) {
-  const size_t n = layout_.sequence.size();
-  order_.resize(n);
-  std::iota(order_.begin(), order_.end(), 0);
-  std::stable_sort(order_.begin(), order_.end(), [&](int32_t a, int32_t b) {
-    return layout_.sequence[static_cast<size_t>(a)] < layout_.sequence[static_cast<size_t>(b)];
+void SequenceRuns::build(const ForwardBatch& batch, const BatchLayout& layout,
+                         std::span<float* const> states) {
+  const size_t n = layout.sequence.size();
+  order.resize(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return layout.sequence[static_cast<size_t>(a)] < layout.sequence[static_cast<size_t>(b)];
   });
-  tokens_.resize(n);
-  sequence_.resize(n);
-  position_.resize(n);
+  tokens.resize(n);
+  sequence.resize(n);
+  position.resize(n);
   std::vector<int32_t> row_of(n);
   for (size_t i = 0; i < n; ++i) {
-    const auto from = static_cast<size_t>(order_[i]);
-    tokens_[i] = batch.tokens[from];
-    sequence_[i] = layout_.sequence[from];
-    position_[i] = layout_.position[from];
+    const auto from = static_cast<size_t>(order[i]);
+    tokens[i] = batch.tokens[from];
+    sequence[i] = layout.sequence[from];
+    position[i] = layout.position[from];
     row_of[from] = static_cast<int32_t>(i);
   }
-  logit_rows_.clear();
-  for (int32_t row : layout_.logit_rows) logit_rows_.push_back(row_of[static_cast<size_t>(row)]);
-  runs_.clear();
+  logit_rows.clear();
+  for (int32_t row : layout.logit_rows) logit_rows.push_back(row_of[static_cast<size_t>(row)]);
+  runs.clear();
   for (size_t i = 0; i < n; ++i) {
-    if (i == 0 || sequence_[i] != sequence_[i - 1]) {
-      runs_.push_back({sequence_[i], static_cast<int64_t>(i), 0});
+    if (i == 0 || sequence[i] != sequence[i - 1]) {
+      runs.push_back({sequence[i], static_cast<int64_t>(i), 0});
     }
-    runs_.back().count++;
+    runs.back().count++;
   }
-  for (const SequenceRun& run : runs_) {
+  for (const Run& run : runs) {
     const float* state = states[static_cast<size_t>(run.sequence)];
     const auto consumed = static_cast<int64_t>(state[0]);
-    const int64_t first = position_[static_cast<size_t>(run.begin)];
+    const int64_t first = position[static_cast<size_t>(run.begin)];
     STRATA_CHECK(consumed == first,
                  "sequence {}: its recurrent state has consumed {} tokens, but the batch continues "
                  "it at position {} (a hybrid model's state cannot be rewound: restore a snapshot "
@@ -141,16 +142,16 @@ void HybridDecoder::forward(const ForwardBatch& batch, std::span<const SequenceK
   for (size_t s = 0; s < batch.recurrent.size(); ++s) {
     STRATA_CHECK(batch.recurrent[s] != nullptr, "sequence {} has no recurrent state buffer", s);
   }
-  group_by_sequence(batch, batch.recurrent);
+  ordered_.build(batch, layout_, batch.recurrent);
 
-  const int64_t n = static_cast<int64_t>(tokens_.size());
+  const int64_t n = static_cast<int64_t>(ordered_.tokens.size());
   const size_t size = static_cast<size_t>(n * hp.n_embd);
   x_.resize(size);
   normed_.resize(size);
   delta_.resize(size);
   {
     STRATA_PROFILE("embedding");
-    embed_tokens(token_embd_, tokens_, x_.data());
+    embed_tokens(token_embd_, ordered_.tokens, x_.data());
   }
 
   AttentionParams attn_params = attention_params(hp, rope_);
@@ -166,7 +167,7 @@ void HybridDecoder::forward(const ForwardBatch& batch, std::span<const SequenceK
     norm_rows(x_.data(), l.attn_norm, n);
     if (options_.recurrent[static_cast<size_t>(il)]) {
       layer_runs_.clear();
-      for (const SequenceRun& run : runs_) {
+      for (const SequenceRuns::Run& run : ordered_.runs) {
         float* state = batch.recurrent[static_cast<size_t>(run.sequence)] + l.state_offset;
         layer_runs_.push_back({run.begin, run.count, state, state + p.conv_state_floats()});
       }
@@ -174,7 +175,7 @@ void HybridDecoder::forward(const ForwardBatch& batch, std::span<const SequenceK
     } else {
       layer_caches_.clear();
       for (const SequenceKv& sequence_kv : kv) layer_caches_.push_back(sequence_kv[il]);
-      const TokenPlacement at{sequence_, position_, layer_caches_};
+      const TokenPlacement at{ordered_.sequence, ordered_.position, layer_caches_};
       attention_block(l.attn, attn_params, normed_.data(), n, at, delta_.data(), pool);
     }
     add_residual(x_.data(), delta_.data(), static_cast<int64_t>(size));
@@ -184,12 +185,12 @@ void HybridDecoder::forward(const ForwardBatch& batch, std::span<const SequenceK
     moe_ffn_block(l.moe, moe, normed_.data(), n, delta_.data(), pool);
     add_residual(x_.data(), delta_.data(), static_cast<int64_t>(size));
   }
-  for (const SequenceRun& run : runs_) {
+  for (const SequenceRuns::Run& run : ordered_.runs) {
     float* state = batch.recurrent[static_cast<size_t>(run.sequence)];
     state[0] = static_cast<float>(static_cast<int64_t>(state[0]) + run.count);
   }
   STRATA_PROFILE("output head");
-  output_head(output_, output_norm_, hp.rms_eps, x_.data(), logit_rows_, logits, pool);
+  output_head(output_, output_norm_, hp.rms_eps, x_.data(), ordered_.logit_rows, logits, pool);
 }
 
 void HybridDecoder::norm_rows(const float* x, const float* weight, int64_t n) {

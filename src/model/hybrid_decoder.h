@@ -19,6 +19,23 @@
 
 namespace strata {
 
+// A batch's rows in sequence order (stable), so each sequence's tokens are one run of rows, as
+// the recurrent layers need them. Row i of the ordered batch is row order[i] of the batch.
+struct SequenceRuns {
+  struct Run {
+    int32_t sequence;
+    int64_t begin, count;
+  };
+  std::vector<int32_t> order, tokens, sequence;
+  std::vector<int64_t> position;
+  std::vector<int32_t> logit_rows;  // the layout's logit rows, as rows of the ordered batch
+  std::vector<Run> runs;
+
+  // Orders `layout` (built from `batch`) and checks that each run continues its sequence's
+  // recurrent state (states[s][0] counts the tokens state s has consumed).
+  void build(const ForwardBatch& batch, const BatchLayout& layout, std::span<float* const> states);
+};
+
 class HybridDecoder : public Model {
  public:
   struct Options {
@@ -40,7 +57,6 @@ class HybridDecoder : public Model {
   int64_t recurrent_state_floats() const override { return state_floats_; }
   bool layer_has_kv(int64_t layer) const override;
 
- private:
   struct Layer {
     const float* attn_norm = nullptr;  // [n_embd]
     AttentionWeights attn;             // full-attention layers
@@ -50,10 +66,15 @@ class HybridDecoder : public Model {
     const float* post_norm = nullptr;  // [n_embd]
     MoeFfnWeights moe;
   };
+  // The weights as declared (views into the file), for backends that run this model elsewhere.
+  const Options& options() const { return options_; }
+  const std::vector<Layer>& layers() const { return layers_; }
+  const ops::WeightMatrix& token_embd() const { return token_embd_; }
+  const ops::WeightMatrix& output() const { return output_; }
+  const float* output_norm() const { return output_norm_; }
 
+ private:
   void norm_rows(const float* x, const float* weight, int64_t n);
-  // Orders the batch's rows by sequence (stable), so each sequence's tokens are one run.
-  void group_by_sequence(const ForwardBatch& batch, std::span<float* const> states);
 
   Options options_;
   ops::Rope rope_;
@@ -65,14 +86,7 @@ class HybridDecoder : public Model {
 
   std::vector<float> x_, normed_, delta_;  // [n][n_embd] work buffers
   BatchLayout layout_;
-  // The batch in sequence order: row i is the original row order_[i].
-  std::vector<int32_t> order_, tokens_, sequence_, logit_rows_;
-  std::vector<int64_t> position_;
-  struct SequenceRun {
-    int32_t sequence;
-    int64_t begin, count;
-  };
-  std::vector<SequenceRun> runs_;
+  SequenceRuns ordered_;  // the batch in sequence order
   std::vector<RecurrentRun> layer_runs_;
   std::vector<ops::KvLayerView> layer_caches_;
 };

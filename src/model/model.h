@@ -82,6 +82,16 @@ class Model {
     (void)storage, (void)from, (void)to, (void)n;
   }
 
+  // Recurrent state buffers (ForwardBatch::recurrent) of a model that keeps the states elsewhere
+  // (a GPU), with the buffer's header still kept on the host. The runtime calls
+  // recurrent_state_read(P) right before it reads buffer P (a snapshot, a copy into another
+  // buffer): the model brings P up to date. recurrent_state_written(P) right after it wrote P
+  // (zeroed it, restored a snapshot into it, a new buffer): the model takes P's contents on its
+  // next forward. recurrent_state_released(P) when P goes away (its address may be reused).
+  virtual void recurrent_state_read(float* state) { (void)state; }
+  virtual void recurrent_state_written(const float* state) { (void)state; }
+  virtual void recurrent_state_released(const float* state) { (void)state; }
+
   // Floats of recurrent state one sequence needs (0: a pure transformer, KV cache only).
   virtual int64_t recurrent_state_floats() const { return 0; }
   // Whether `layer` reads and writes the KV cache (false for recurrent layers: caches may give

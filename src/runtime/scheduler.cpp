@@ -79,6 +79,7 @@ Scheduler::Scheduler(Model& model, ThreadPool& pool, SchedulerOptions options)
   for (int i = 0; i < options.n_slots; ++i) {
     slots_.push_back(std::make_unique<Slot>(kv_));
     slots_.back()->state_buffer.assign(static_cast<size_t>(recurrent_floats_), 0.0f);
+    if (recurrent_floats_ > 0) model_.recurrent_state_written(slots_.back()->state_buffer.data());
   }
   if (options.record_experts) {
     const ModelHParams& hp = model.hparams();
@@ -90,6 +91,9 @@ Scheduler::Scheduler(Model& model, ThreadPool& pool, SchedulerOptions options)
 
 Scheduler::~Scheduler() {
   shutdown(std::chrono::milliseconds(0));
+  if (recurrent_floats_ > 0) {
+    for (auto& slot : slots_) model_.recurrent_state_released(slot->state_buffer.data());
+  }
 }
 
 std::optional<uint64_t> Scheduler::submit(GenerationJob job) {
@@ -259,10 +263,15 @@ void Scheduler::admit(Queued q) {
   const size_t reused = used.position;
   slot.tokens.assign(prompt.begin(), prompt.begin() + static_cast<long>(reused));
   if (recurrent_floats_ > 0) {
+    // A model keeping states on a GPU learns of every host read and write of a state buffer.
     if (reused == 0 || !used.state) {
       std::fill(slot.state_buffer.begin(), slot.state_buffer.end(), 0.0f);
+      model_.recurrent_state_written(slot.state_buffer.data());
     } else if (used.state != &slot.state_buffer) {
-      slot.state_buffer = *used.state;
+      // Another slot's live state or a snapshot (a host copy: the hook does nothing for it).
+      model_.recurrent_state_read(const_cast<float*>(used.state->data()));
+      std::copy(used.state->begin(), used.state->end(), slot.state_buffer.begin());
+      model_.recurrent_state_written(slot.state_buffer.data());
     }
     if (slot.snapshot_position > static_cast<int64_t>(reused)) slot.snapshot_position = -1;
   }
@@ -406,6 +415,7 @@ bool Scheduler::step() {
                                             static_cast<size_t>(n_vocab));
     if (s.state == Slot::State::prefill) {
       if (recurrent_floats_ > 0) {
+        model_.recurrent_state_read(s.state_buffer.data());
         s.snapshot = s.state_buffer;  // the state after the whole prompt, for the next turn
         s.snapshot_position = s.seq.length();
       }

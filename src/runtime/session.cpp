@@ -10,11 +10,23 @@ Session::Session(Model& model, int64_t n_ctx, GgmlType kv_type, ThreadPool& pool
     : model_(model),
       kv_(model.hparams(), n_ctx, kv_type, model.kv_layers()),
       pool_(pool),
-      recurrent_(static_cast<size_t>(model.recurrent_state_floats()), 0.0f) {}
+      recurrent_(static_cast<size_t>(model.recurrent_state_floats()), 0.0f) {
+  if (!recurrent_.empty()) model_.recurrent_state_written(recurrent_.data());
+}
+
+Session::~Session() {
+  if (!recurrent_.empty()) model_.recurrent_state_released(recurrent_.data());
+}
 
 void Session::reset() {
   position_ = 0;
   std::fill(recurrent_.begin(), recurrent_.end(), 0.0f);
+  if (!recurrent_.empty()) model_.recurrent_state_written(recurrent_.data());
+}
+
+std::span<const float> Session::recurrent_state() const {
+  if (!recurrent_.empty()) model_.recurrent_state_read(recurrent_.data());
+  return recurrent_;
 }
 
 void Session::eval(std::span<const int32_t> tokens, bool all_logits, std::vector<float>& logits,
@@ -89,6 +101,7 @@ void Session::truncate(int64_t position) {
 }
 
 SessionSnapshot Session::snapshot() const {
+  if (!recurrent_.empty()) model_.recurrent_state_read(recurrent_.data());
   return {position_, recurrent_};
 }
 
@@ -99,7 +112,8 @@ void Session::restore(const SessionSnapshot& snapshot) {
   STRATA_CHECK(snapshot.recurrent.size() == recurrent_.size(),
                "snapshot has {} floats of recurrent state, the model needs {}",
                snapshot.recurrent.size(), recurrent_.size());
-  recurrent_ = snapshot.recurrent;
+  std::copy(snapshot.recurrent.begin(), snapshot.recurrent.end(), recurrent_.begin());
+  if (!recurrent_.empty()) model_.recurrent_state_written(recurrent_.data());
   position_ = snapshot.position;
 }
 

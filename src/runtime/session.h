@@ -23,6 +23,9 @@ struct SessionSnapshot {
 class Session {
  public:
   Session(Model& model, int64_t n_ctx, GgmlType kv_type, ThreadPool& pool);
+  ~Session();  // (not copyable: the model may track its state buffer by address)
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
 
   // Appends tokens to the sequence. logits receives [n_vocab] for the last token, or
   // [tokens][n_vocab] when all_logits. Throws when the context would overflow.
@@ -45,7 +48,7 @@ class Session {
   // cache is truncated to its position and the recurrent state copied back.
   void restore(const SessionSnapshot& snapshot);
   // The recurrent state (empty for models without recurrent layers).
-  std::span<const float> recurrent_state() const { return recurrent_; }
+  std::span<const float> recurrent_state() const;
   const KvCache& kv_cache() const { return kv_; }
   Model& model() { return model_; }
   ForwardStats& stats() { return stats_; }
@@ -58,7 +61,9 @@ class Session {
   KvCache kv_;
   ThreadPool& pool_;
   int64_t position_ = 0;
-  std::vector<float> recurrent_;  // [Model::recurrent_state_floats()], zero = fresh sequence
+  // [Model::recurrent_state_floats()], zero = fresh sequence. Mutable: a model that keeps the
+  // state on a GPU refreshes it before the const readers return it (Model::recurrent_state_read).
+  mutable std::vector<float> recurrent_;
   ForwardStats stats_;
 };
 

@@ -1,5 +1,6 @@
 #include "backend/vulkan/gpu_model.h"
 
+#include "backend/vulkan/gpu_hybrid_decoder.h"
 #include "backend/vulkan/gpu_standard_decoder.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -23,10 +24,16 @@ std::unique_ptr<Model> load_gpu_model(const std::string& path, const std::vector
 
 std::unique_ptr<Model> load_gpu_model(const std::string& path, std::shared_ptr<Device> device) {
   std::unique_ptr<Model> cpu = Model::load(path, LoadMode::mmap);
+  if (auto* hybrid = dynamic_cast<HybridDecoder*>(cpu.get())) {
+    log::info("running {} on {}", path, device->label());
+    cpu.release();
+    return std::make_unique<GpuHybridDecoder>(std::unique_ptr<HybridDecoder>(hybrid),
+                                              std::move(device));
+  }
   auto* standard = dynamic_cast<StandardDecoder*>(cpu.get());
   STRATA_CHECK(standard,
                "{}: architecture '{}' has no GPU path yet (supported on the GPU: "
-               "qwen3moe, qwen3, llama); run it with --device none",
+               "qwen35moe, qwen3moe, qwen3, llama); run it with --device none",
                path, cpu->hparams().arch);
   log::info("running {} on {}", path, device->label());
   cpu.release();
@@ -36,6 +43,7 @@ std::unique_ptr<Model> load_gpu_model(const std::string& path, std::shared_ptr<D
 
 Device* gpu_device(Model& model) {
   if (auto* standard = dynamic_cast<GpuStandardDecoder*>(&model)) return &standard->device();
+  if (auto* hybrid = dynamic_cast<GpuHybridDecoder*>(&model)) return &hybrid->device();
   return nullptr;
 }
 

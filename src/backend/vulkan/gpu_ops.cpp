@@ -11,7 +11,7 @@ namespace strata::vk {
 namespace {
 
 constexpr uint32_t kMaxGroupsX = 65535;  // the minimum maxComputeWorkGroupCount[0]
-constexpr int64_t kMaxTokensPerMatmul = 8;
+constexpr int64_t kMaxTokensPerMatmul = kMaxDecodeTokens;
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -38,6 +38,25 @@ struct MatmulPush {
   uint32_t rows, cols, n_tok, x_stride, y_stride, x_div;
 };
 
+struct TiledPush {
+  uint64_t w, w2, x, y, tiles, order, expert_stride;
+  uint32_t rows, cols, n_tok, x_stride, y_stride, x_div;
+};
+constexpr int64_t kTileRows = 32, kTileTokens = 64;  // matmul_tiled.comp's BM and BN
+
+// matmul_tiled: a grid of row tiles x (token tiles, or expert tiles in grouped mode).
+void dispatch_tiled(GpuOps& ops, const GpuMatrix& w, const GpuMatrix* up, const TiledPush& p,
+                    int64_t z_tiles) {
+  const uint32_t shared_bytes = (up ? 2 * 32 : 32) * 33 * 4 + 64 * 33 * 4 + 512;
+  STRATA_CHECK(ops.device.info().max_shared_memory >= shared_bytes,
+               "{}: the tiled product needs {} bytes of shared memory, the device has {}",
+               ops.device.label(), shared_bytes, ops.device.info().max_shared_memory);
+  uint32_t gx, gy;
+  grid((w.rows + kTileRows - 1) / kTileRows, gx, gy);
+  ops.cmd.dispatch(ops.device.kernel(typed(up ? "matmul_tiled_swiglu" : "matmul_tiled", w.type)), p,
+                   gx, gy, u32(z_tiles));
+}
+
 struct ElementPush {
   uint64_t x, y;
   uint32_t n;
@@ -62,6 +81,13 @@ int64_t kv_row_bytes(GgmlType kv_type, int64_t head_dim) {
 
 void GpuOps::matmul(const GpuMatrix& w, uint64_t x, int64_t x_stride, uint64_t y, int64_t y_stride,
                     int64_t n_tok) {
+  if (n_tok > kMaxTokensPerMatmul) {
+    const TiledPush p{
+        w.address,     0, x, y, 0, 0, 0, u32(w.rows), u32(w.cols), u32(n_tok), u32(x_stride),
+        u32(y_stride), 1};
+    dispatch_tiled(*this, w, nullptr, p, (n_tok + kTileTokens - 1) / kTileTokens);
+    return;
+  }
   MatmulPush p{w.address,     0, x, y, 0, 0, u32(w.rows), u32(w.cols), u32(n_tok), u32(x_stride),
                u32(y_stride), 1};
   uint32_t gx, gy;
@@ -75,6 +101,13 @@ void GpuOps::matmul_swiglu(const GpuMatrix& gate, const GpuMatrix& up, uint64_t 
   if (gate.type != up.type) {  // no fused kernel for mixed types: two products, then SwiGLU
     fail("matmul_swiglu: gate ({}) and up ({}) differ in type; use matmul + swiglu",
          ggml_type_name(gate.type), ggml_type_name(up.type));
+  }
+  if (n_tok > kMaxTokensPerMatmul) {
+    const TiledPush p{
+        gate.address,  up.address,    x, y, 0, 0, 0, u32(gate.rows), u32(gate.cols), u32(n_tok),
+        u32(x_stride), u32(y_stride), 1};
+    dispatch_tiled(*this, gate, &up, p, (n_tok + kTileTokens - 1) / kTileTokens);
+    return;
   }
   MatmulPush p{gate.address,  up.address,    x, y, 0, 0, u32(gate.rows), u32(gate.cols), u32(n_tok),
                u32(x_stride), u32(y_stride), 1};
@@ -104,6 +137,41 @@ void GpuOps::matmul_experts(const GpuMatrix& w, const GpuMatrix* up, uint64_t id
   grid(w.rows, gx, gy);
   cmd.dispatch(device.kernel(typed(up ? "matmul_swiglu" : "matmul", w.type)), p, gx, gy,
                u32(n_pairs));
+}
+
+int64_t moe_tiles_capacity(int64_t n_pairs, int64_t n_expert) {
+  return (n_pairs + kTileTokens - 1) / kTileTokens + std::min(n_pairs, n_expert);
+}
+
+void GpuOps::moe_group(uint64_t ids, int64_t n_pairs, int64_t n_expert, uint64_t order,
+                       uint64_t tiles) {
+  STRATA_CHECK(n_expert <= kMaxGroupedExperts, "moe_group: {} experts, at most {}", n_expert,
+               kMaxGroupedExperts);
+  struct {
+    uint64_t ids, order, tiles;
+    uint32_t n_pairs, n_expert;
+  } p{ids, order, tiles, u32(n_pairs), u32(n_expert)};
+  cmd.dispatch(device.kernel("moe_group"), p, 1);
+}
+
+void GpuOps::matmul_expert_tiles(const GpuMatrix& w, const GpuMatrix* up, uint64_t tiles,
+                                 uint64_t order, int64_t max_tiles, uint64_t x, int64_t x_stride,
+                                 int64_t x_div, uint64_t y, int64_t y_stride) {
+  STRATA_CHECK(!up || up->type == w.type, "matmul_expert_tiles: gate and up differ in type");
+  const TiledPush p{w.address,
+                    up ? up->address : 0,
+                    x,
+                    y,
+                    tiles,
+                    order,
+                    static_cast<uint64_t>(w.rows * w.row_bytes),
+                    u32(w.rows),
+                    u32(w.cols),
+                    0,
+                    u32(x_stride),
+                    u32(y_stride),
+                    u32(x_div)};
+  dispatch_tiled(*this, w, up, p, max_tiles);
 }
 
 void GpuOps::get_rows(const GpuMatrix& w, uint64_t ids, int64_t n, uint64_t out) {

@@ -27,7 +27,9 @@ struct GpuOps {
   Device& device;
   CommandList& cmd;
 
-  // y[t * y_stride + r] = w.row(r) . x[t * x_stride ...] for t < n_tok.
+  // y[t * y_stride + r] = w.row(r) . x[t * x_stride ...] for t < n_tok. Up to 8 tokens: one
+  // weight row per workgroup (decode); more: 64 x 64 tiles (prompts). Both sum each output in
+  // their own fixed order, whatever the other rows of the batch.
   void matmul(const GpuMatrix& w, uint64_t x, int64_t x_stride, uint64_t y, int64_t y_stride,
               int64_t n_tok);
   // y = silu(gate x) * (up x), gate and up of one type.
@@ -39,6 +41,15 @@ struct GpuOps {
   void matmul_experts(const GpuMatrix& w, const GpuMatrix* up, uint64_t ids, uint64_t x,
                       int64_t x_stride, int64_t x_div, uint64_t y, int64_t y_stride,
                       int64_t n_pairs);
+  // Prompt batches of a MoE layer, tokens grouped by expert on the device: moe_group sorts the
+  // n_pairs (token, expert) pairs of ids by expert into `order` ([n_pairs] uint) and cuts each
+  // expert's run into tiles ([1 + 3 * moe_tiles_capacity] uint: a count, then {expert, start,
+  // n}); matmul_expert_tiles then multiplies each tile with its expert's rows, as matmul_experts
+  // does pair by pair (same x_div, y rows = pairs), but reading each weight group once per tile.
+  void moe_group(uint64_t ids, int64_t n_pairs, int64_t n_expert, uint64_t order, uint64_t tiles);
+  void matmul_expert_tiles(const GpuMatrix& w, const GpuMatrix* up, uint64_t tiles, uint64_t order,
+                           int64_t max_tiles, uint64_t x, int64_t x_stride, int64_t x_div,
+                           uint64_t y, int64_t y_stride);
   // out[i] = dequantized row ids[i] of w.
   void get_rows(const GpuMatrix& w, uint64_t ids, int64_t n, uint64_t out);
   // rows of `cols` values: out = x / rms(x) * weight (weight 0: none).
@@ -71,6 +82,14 @@ struct GpuOps {
   void moe_combine(uint64_t down, uint64_t weights, uint64_t out, uint64_t shared,
                    uint64_t shared_logit, int64_t n_tok, int64_t n_embd, int64_t k);
 };
+
+// Tiles moe_group may write for n_pairs pairs over n_expert experts (its `tiles` buffer holds
+// 1 + 3 x this many words).
+int64_t moe_tiles_capacity(int64_t n_pairs, int64_t n_expert);
+constexpr int64_t kMaxGroupedExperts = 512;  // moe_group.comp's shared-memory tables
+// Batches of up to this many tokens run the one-row-per-workgroup (decode) kernels; larger ones
+// the tiled and grouped-expert kernels (bit-identical results).
+constexpr int64_t kMaxDecodeTokens = 8;
 
 // Bytes of one cache vector of head_dim values (F16 or Q8_0).
 int64_t kv_row_bytes(GgmlType kv_type, int64_t head_dim);

@@ -13,7 +13,8 @@
 #include "backend/vulkan/device.h"
 #include "backend/vulkan/device_kv.h"
 #include "backend/vulkan/device_weights.h"
-#include "backend/vulkan/gpu_ops.h"
+#include "backend/vulkan/gpu_attention.h"
+#include "backend/vulkan/gpu_decoder_parts.h"
 #include "model/batch_layout.h"
 #include "model/standard_decoder.h"
 
@@ -35,18 +36,13 @@ class GpuStandardDecoder : public Model {
 
  private:
   struct Layer {
-    uint64_t attn_norm = 0, ffn_norm = 0, q_norm = 0, k_norm = 0;
-    GpuMatrix wq, wk, wv, wo;
-    GpuMatrix gate, up, down;                         // dense FFN
-    GpuMatrix router, gate_exps, up_exps, down_exps;  // MoE (expert 0 of each stack)
-    GpuMatrix shared_gate_w, shared_up, shared_down;  // shared expert
-    GpuMatrix shared_gate_inp;                        // [1][n_embd] F32, or address 0
+    uint64_t attn_norm = 0, ffn_norm = 0;
+    GpuAttentionWeights attn;
+    GpuFfnWeights ffn;
   };
-  struct Work;
 
   void upload_weights();
-  void ensure_work(int64_t n_tokens, int64_t n_logit_rows);
-  void record_ffn(GpuOps& ops, const Layer& l, int64_t il, int64_t n);
+  void ensure_work(int64_t n_tokens);
 
   std::unique_ptr<StandardDecoder> cpu_;
   std::shared_ptr<Device> device_;
@@ -55,11 +51,17 @@ class GpuStandardDecoder : public Model {
   GpuMatrix token_embd_, output_;
   uint64_t output_norm_ = 0, inv_freq_ = 0;
   std::vector<Layer> layers_;
-  std::unique_ptr<Work> work_;
-  // Rounded copies of the inputs of products: normed states, attention output, FFN hidden
-  // states (routed and shared), the output head's rows.
-  ActivationScratch normed_in_, attn_in_, hidden_in_, shared_in_, head_in_;
+  // A step's hidden states, normed states and block outputs ([n][n_embd]), grown on demand.
+  int64_t tokens_ = 0;
+  Buffer x_, normed_, delta_;
+  std::unique_ptr<CommandList> cmd_;
+  GpuStepParams step_;
+  std::unique_ptr<GpuAttention> attention_;
+  std::unique_ptr<GpuFfn> ffn_;
+  std::unique_ptr<GpuOutputHead> head_;
+  ActivationScratch normed_in_;  // rounded copies of the normed states
   BatchLayout layout_;
+  KvPlacement placement_;
 };
 
 }  // namespace strata::vk

@@ -57,12 +57,13 @@ void main() {
     for (uint t = 0u; t < n; ++t) {
       const uint xrow = pc.ids != 0ul ? (t0 + t) / pc.x_div : t0 + t;
       const uint64_t xa = pc.x + 4ul * (uint64_t(xrow) * pc.x_stride + g * 32u);
-      float s = 0.0, s2 = 0.0;
+      // precise + fma: the same rounding in every kernel (matmul_tiled.comp sums alike).
+      precise float s = 0.0, s2 = 0.0;
       for (uint l = 0u; l < 32u; ++l) {
         const float xv = Floats(xa).v[l];
-        s += wv[l] * xv;
+        s = fma(wv[l], xv, s);
 #ifdef SWIGLU
-        s2 += wv2[l] * xv;
+        s2 = fma(wv2[l], xv, s2);
 #endif
       }
       acc[t] += s;

@@ -1,5 +1,5 @@
 // Per weight type (one -DTYPE_<NAME> per build): BLOCK_ELEMS, BLOCK_BYTES and
-//   void dequant_group(uint64_t block, uint g, out float w[32])
+//   void dequant_group(uint64_t block, uint g, precise out float w[32])
 // which writes elements [32 g, 32 g + 32) of the block at `block` (address of its first byte)
 // in logical order. The layouts are GGUF's (see src/quant/*_scalar.cpp, the reference).
 
@@ -24,32 +24,32 @@ void scale_min_k4(uint64_t q, uint j, out float sc, out float mn) {
 #if defined(TYPE_F32)
 #define BLOCK_ELEMS 32u
 #define BLOCK_BYTES 128u
-void dequant_group(uint64_t b, uint g, out float w[32]) {
+void dequant_group(uint64_t b, uint g, precise out float w[32]) {
   for (uint l = 0u; l < 32u; ++l) w[l] = Floats(b).v[l];
 }
 #elif defined(TYPE_F16)
 #define BLOCK_ELEMS 32u
 #define BLOCK_BYTES 64u
-void dequant_group(uint64_t b, uint g, out float w[32]) {
+void dequant_group(uint64_t b, uint g, precise out float w[32]) {
   for (uint l = 0u; l < 32u; ++l) w[l] = f16_at(b, 2u * l);
 }
 #elif defined(TYPE_BF16)
 #define BLOCK_ELEMS 32u
 #define BLOCK_BYTES 64u
-void dequant_group(uint64_t b, uint g, out float w[32]) {
+void dequant_group(uint64_t b, uint g, precise out float w[32]) {
   for (uint l = 0u; l < 32u; ++l) w[l] = uintBitsToFloat(u16_at(b, 2u * l) << 16);
 }
 #elif defined(TYPE_Q8_0)
 #define BLOCK_ELEMS 32u
 #define BLOCK_BYTES 34u
-void dequant_group(uint64_t b, uint g, out float w[32]) {
+void dequant_group(uint64_t b, uint g, precise out float w[32]) {
   const float d = f16_at(b, 0u);
   for (uint l = 0u; l < 32u; ++l) w[l] = d * float(sbyte_at(b, 2u + l));
 }
 #elif defined(TYPE_Q4_0) || defined(TYPE_IQ4_NL)
 #define BLOCK_ELEMS 32u
 #define BLOCK_BYTES 18u
-void dequant_group(uint64_t b, uint g, out float w[32]) {
+void dequant_group(uint64_t b, uint g, precise out float w[32]) {
   const float d = f16_at(b, 0u);
   for (uint l = 0u; l < 16u; ++l) {
     const uint q = byte_at(b, 2u + l);
@@ -65,7 +65,7 @@ void dequant_group(uint64_t b, uint g, out float w[32]) {
 #elif defined(TYPE_Q4_1)
 #define BLOCK_ELEMS 32u
 #define BLOCK_BYTES 20u
-void dequant_group(uint64_t b, uint g, out float w[32]) {
+void dequant_group(uint64_t b, uint g, precise out float w[32]) {
   const float d = f16_at(b, 0u), m = f16_at(b, 2u);
   for (uint l = 0u; l < 16u; ++l) {
     const uint q = byte_at(b, 4u + l);
@@ -82,7 +82,7 @@ void dequant_group(uint64_t b, uint g, out float w[32]) {
 #define BLOCK_BYTES 24u
 #define Q5_HEAD 4u
 #endif
-void dequant_group(uint64_t b, uint g, out float w[32]) {
+void dequant_group(uint64_t b, uint g, precise out float w[32]) {
   const float d = f16_at(b, 0u);
   const uint qh = u32_at(b, Q5_HEAD);
   for (uint l = 0u; l < 16u; ++l) {
@@ -103,7 +103,7 @@ void dequant_group(uint64_t b, uint g, out float w[32]) {
 // scales[16] qs[64] d dmin
 #define BLOCK_ELEMS 256u
 #define BLOCK_BYTES 84u
-void dequant_group(uint64_t b, uint g, out float w[32]) {
+void dequant_group(uint64_t b, uint g, precise out float w[32]) {
   const float d = f16_at(b, 80u), dmin = f16_at(b, 82u);
   const uint n = g / 4u, j = g % 4u;
   for (uint half_ = 0u; half_ < 2u; ++half_) {
@@ -119,7 +119,7 @@ void dequant_group(uint64_t b, uint g, out float w[32]) {
 // hmask[32] qs[64] scales[12] d
 #define BLOCK_ELEMS 256u
 #define BLOCK_BYTES 110u
-void dequant_group(uint64_t b, uint g, out float w[32]) {
+void dequant_group(uint64_t b, uint g, precise out float w[32]) {
   const float d = f16_at(b, 108u);
   const uint n = g / 4u, j = g % 4u;
   for (uint half_ = 0u; half_ < 2u; ++half_) {
@@ -139,7 +139,7 @@ void dequant_group(uint64_t b, uint g, out float w[32]) {
 // d dmin scales[12] qs[128]
 #define BLOCK_ELEMS 256u
 #define BLOCK_BYTES 144u
-void dequant_group(uint64_t b, uint g, out float w[32]) {
+void dequant_group(uint64_t b, uint g, precise out float w[32]) {
   float sc, mn;
   scale_min_k4(b + 4u, g, sc, mn);
   const float d = f16_at(b, 0u) * sc, m = f16_at(b, 2u) * mn;
@@ -152,7 +152,7 @@ void dequant_group(uint64_t b, uint g, out float w[32]) {
 // d dmin scales[12] qh[32] qs[128]
 #define BLOCK_ELEMS 256u
 #define BLOCK_BYTES 176u
-void dequant_group(uint64_t b, uint g, out float w[32]) {
+void dequant_group(uint64_t b, uint g, precise out float w[32]) {
   float sc, mn;
   scale_min_k4(b + 4u, g, sc, mn);
   const float d = f16_at(b, 0u) * sc, m = f16_at(b, 2u) * mn;
@@ -167,7 +167,7 @@ void dequant_group(uint64_t b, uint g, out float w[32]) {
 // ql[128] qh[64] scales[16] (int8) d
 #define BLOCK_ELEMS 256u
 #define BLOCK_BYTES 210u
-void dequant_group(uint64_t b, uint g, out float w[32]) {
+void dequant_group(uint64_t b, uint g, precise out float w[32]) {
   const float d = f16_at(b, 208u);
   const uint n = g / 4u, r = g % 4u;
   for (uint l = 0u; l < 32u; ++l) {
@@ -181,7 +181,7 @@ void dequant_group(uint64_t b, uint g, out float w[32]) {
 // d scales_h(u16) scales_l[4] qs[128]
 #define BLOCK_ELEMS 256u
 #define BLOCK_BYTES 136u
-void dequant_group(uint64_t b, uint g, out float w[32]) {
+void dequant_group(uint64_t b, uint g, precise out float w[32]) {
   const uint scales_h = u16_at(b, 2u);
   const uint ls = ((byte_at(b, 4u + g / 2u) >> (4u * (g % 2u))) & 0xfu) |
                   (((scales_h >> (2u * g)) & 3u) << 4);

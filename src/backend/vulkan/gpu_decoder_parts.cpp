@@ -1,0 +1,310 @@
+#include "backend/vulkan/gpu_decoder_parts.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "model/decoder.h"
+#include "util/error.h"
+
+namespace strata::vk {
+namespace {
+
+uint64_t matrix_bytes(const ops::WeightMatrix& w) {
+  return w.data ? aligned_bytes(static_cast<uint64_t>(w.bytes())) : 0;
+}
+
+}  // namespace
+
+// ---- feed-forward -----------------------------------------------------------------------
+
+uint64_t ffn_upload_bytes(const DenseFfnWeights& dense, const MoeFfnWeights& moe,
+                          const ModelHParams& hp) {
+  uint64_t total = 0;
+  for (const ops::WeightMatrix* w :
+       {&dense.gate, &dense.up, &dense.down, &moe.router, &moe.gate_exps, &moe.up_exps,
+        &moe.down_exps, &moe.shared.gate, &moe.shared.up, &moe.shared.down})
+    total += matrix_bytes(*w);
+  if (moe.shared_gate) total += aligned_bytes(static_cast<uint64_t>(hp.n_embd) * 4);
+  return total;
+}
+
+GpuFfnWeights upload_ffn(DeviceWeights& w, const DenseFfnWeights& dense, const MoeFfnWeights& moe,
+                         const ModelHParams& hp, int64_t il) {
+  const auto name = [&](const char* t) { return layer_tensor(il, t); };
+  const auto optional = [&](const ops::WeightMatrix& x, const char* t) {
+    return x.data ? w.matrix(x, name(t)) : GpuMatrix{};
+  };
+  GpuFfnWeights l;
+  l.gate = optional(dense.gate, "ffn_gate");
+  l.up = optional(dense.up, "ffn_up");
+  l.down = optional(dense.down, "ffn_down");
+  l.router = optional(moe.router, "ffn_gate_inp");
+  l.gate_exps = optional(moe.gate_exps, "ffn_gate_exps");
+  l.up_exps = optional(moe.up_exps, "ffn_up_exps");
+  l.down_exps = optional(moe.down_exps, "ffn_down_exps");
+  if (l.gate_exps.address) {  // describe expert 0; the kernels step by expert
+    l.gate_exps.rows = l.up_exps.rows = hp.n_ff_exp;
+    l.down_exps.rows = hp.n_embd;
+  }
+  l.shared_gate_w = optional(moe.shared.gate, "ffn_gate_shexp");
+  l.shared_up = optional(moe.shared.up, "ffn_up_shexp");
+  l.shared_down = optional(moe.shared.down, "ffn_down_shexp");
+  if (moe.shared_gate) {
+    l.shared_gate_inp =
+        GpuMatrix{GgmlType::F32, w.floats(moe.shared_gate, hp.n_embd, name("ffn_gate_inp_shexp")),
+                  1, hp.n_embd, hp.n_embd * 4};
+  }
+  return l;
+}
+
+GpuFfn::GpuFfn(Device& device, const ModelHParams& hp, int64_t shared_ff)
+    : device_(device),
+      hp_(hp),
+      shared_ff_(shared_ff),
+      hidden_in_(device, "FFN hidden states"),
+      shared_in_(device, "shared expert hidden states") {}
+
+void GpuFfn::ensure(int64_t n) {
+  if (n <= tokens_) return;
+  const ModelHParams& hp = hp_;
+  const int64_t cap = std::max(n, 2 * tokens_);
+  const int64_t k = std::max<int64_t>(hp.n_expert_used, 1);
+  const int64_t ff = std::max({hp.n_ff, hp.n_ff_exp * k, shared_ff_});
+  const auto f32 = [&](int64_t count, const char* what) {
+    return device_.allocate(static_cast<uint64_t>(std::max<int64_t>(count, 1)) * 4,
+                            MemoryKind::device, fmt::format("{} for {} tokens", what, cap));
+  };
+  hidden_ = f32(cap * ff, "FFN hidden states");
+  hidden2_ = f32(cap * ff, "FFN hidden states");
+  down_ = f32(cap * k * hp.n_embd, "expert outputs");
+  router_ = f32(cap * std::max<int64_t>(hp.n_expert, 1), "router logits");
+  ids_all_ = f32(hp.n_layer * cap * k, "expert ids");
+  weights_ = f32(cap * k, "expert weights");
+  shared_ = f32(cap * std::max(hp.n_embd, ff), "shared expert output");
+  shared_logit_ = f32(cap, "shared expert gate");
+  order_ = f32(cap * k, "expert order");
+  tiles_ =
+      f32(1 + 3 * moe_tiles_capacity(cap * k, std::max<int64_t>(hp.n_expert, 1)), "expert tiles");
+  tokens_ = cap;
+}
+
+void GpuFfn::release_retired() {
+  hidden_in_.release_retired();
+  shared_in_.release_retired();
+}
+
+void GpuFfn::record(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationInput& input,
+                    uint64_t x, uint64_t out, int64_t n) {
+  const ModelHParams& hp = hp_;
+  // Prompt batches multiply each expert's rows with all its tokens at once (grouped on the
+  // device, the same bits as pair by pair); decode steps go pair by pair.
+  const bool grouped = n > kMaxDecodeTokens && hp.n_expert <= kMaxGroupedExperts;
+  const int64_t max_tiles = moe_tiles_capacity(n * std::max<int64_t>(hp.n_expert_used, 1),
+                                               std::max<int64_t>(hp.n_expert, 1));
+  const auto experts = [&](const GpuMatrix& w, const GpuMatrix* up, uint64_t ids,
+                           const RoundedRows& in, int64_t x_div, uint64_t y, int64_t pairs) {
+    if (grouped) {
+      ops.matmul_expert_tiles(w, up, tiles_.address(), order_.address(), max_tiles, in.address,
+                              in.stride, x_div, y, w.rows);
+    } else {
+      ops.matmul_experts(w, up, ids, in.address, in.stride, x_div, y, w.rows, pairs);
+    }
+  };
+  // silu(gate x) * (up x) into `dst` for n rows (experts: pairs reading rows / x_div).
+  const auto gate_up = [&](const GpuMatrix& gate, const GpuMatrix& up, const uint64_t* ids,
+                           int64_t rows, int64_t x_div, uint64_t dst, uint64_t spare) {
+    const RoundedRows xg = input.for_weights(gate.type), xu = input.for_weights(up.type);
+    const int64_t ff = gate.rows;
+    if (gate.type == up.type) {
+      if (ids) {
+        experts(gate, &up, *ids, xg, x_div, dst, rows);
+      } else {
+        ops.matmul_swiglu(gate, up, xg.address, xg.stride, dst, ff, rows);
+      }
+      return;
+    }
+    if (ids) {
+      experts(gate, nullptr, *ids, xg, x_div, dst, rows);
+      experts(up, nullptr, *ids, xu, x_div, spare, rows);
+    } else {
+      ops.matmul(gate, xg.address, xg.stride, dst, ff, rows);
+      ops.matmul(up, xu.address, xu.stride, spare, ff, rows);
+    }
+    ops.swiglu(dst, spare, rows * ff);
+  };
+  if (!l.router.address) {  // dense SwiGLU FFN
+    gate_up(l.gate, l.up, nullptr, n, 1, hidden_.address(), hidden2_.address());
+    ActivationInput hidden(ops, hidden_in_, hidden_.address(), l.gate.rows, n, l.gate.rows);
+    const RoundedRows h = hidden.for_weights(l.down.type);
+    ops.matmul(l.down, h.address, h.stride, out, hp.n_embd, n);
+    return;
+  }
+  const int64_t k = hp.n_expert_used, ff = hp.n_ff_exp, pairs = n * k;
+  const uint64_t ids = ids_all_.address() + static_cast<uint64_t>(il * tokens_ * k) * 4;
+  const RoundedRows xr = input.for_weights(l.router.type);
+  ops.matmul(l.router, xr.address, xr.stride, router_.address(), hp.n_expert, n);
+  ops.moe_route(router_.address(), ids, weights_.address(), n, hp.n_expert, k,
+                hp.expert_weights_norm);
+  if (grouped) ops.moe_group(ids, pairs, hp.n_expert, order_.address(), tiles_.address());
+  gate_up(l.gate_exps, l.up_exps, &ids, pairs, k, hidden_.address(), hidden2_.address());
+  ActivationInput hidden(ops, hidden_in_, hidden_.address(), ff, pairs, ff);
+  const RoundedRows h = hidden.for_weights(l.down_exps.type);
+  experts(l.down_exps, nullptr, ids, h, 1, down_.address(), pairs);
+  uint64_t shared = 0, shared_logit = 0;
+  if (l.shared_gate_w.address) {
+    const int64_t sff = l.shared_gate_w.rows;
+    // hidden2 is free again (the routed SwiGLU is in hidden); shared is the spare.
+    gate_up(l.shared_gate_w, l.shared_up, nullptr, n, 1, hidden2_.address(), shared_.address());
+    ActivationInput shared_hidden(ops, shared_in_, hidden2_.address(), sff, n, sff);
+    const RoundedRows sh = shared_hidden.for_weights(l.shared_down.type);
+    ops.matmul(l.shared_down, sh.address, sh.stride, shared_.address(), hp.n_embd, n);
+    shared = shared_.address();
+    if (l.shared_gate_inp.address) {  // a plain f32 dot with the states, as on the CPU
+      ops.matmul(l.shared_gate_inp, x, hp.n_embd, shared_logit_.address(), 1, n);
+      shared_logit = shared_logit_.address();
+    }
+  }
+  ops.moe_combine(down_.address(), weights_.address(), out, shared, shared_logit, n, hp.n_embd, k);
+}
+
+void GpuFfn::add_stats(ForwardStats& stats, int64_t n) {
+  const ModelHParams& hp = hp_;
+  if (hp.n_expert == 0 || n == 0) return;
+  const int64_t k = hp.n_expert_used;
+  std::vector<int32_t> ids(static_cast<size_t>(hp.n_layer * tokens_ * k));
+  device_.download(ids_all_, 0, ids.data(), ids.size() * 4);
+  const bool count = static_cast<int64_t>(stats.expert_counts.size()) == hp.n_layer * hp.n_expert;
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    std::vector<bool> seen(static_cast<size_t>(hp.n_expert), false);
+    for (int64_t i = 0; i < n * k; ++i) {
+      const int32_t e = ids[static_cast<size_t>(il * tokens_ * k + i)];
+      if (e < 0 || e >= hp.n_expert) continue;
+      if (!seen[static_cast<size_t>(e)]) ++stats.distinct_experts;
+      seen[static_cast<size_t>(e)] = true;
+      if (count) ++stats.expert_counts[static_cast<size_t>(il * hp.n_expert + e)];
+    }
+  }
+}
+
+// ---- keys and values --------------------------------------------------------------------
+
+void KvPlacement::build(std::span<const int32_t> sequence, std::span<const int64_t> position,
+                        std::span<const SequenceKv> kv, int64_t kv_layer) {
+  const size_t n = sequence.size();
+  STRATA_CHECK(n > 0, "GPU forward: a batch without tokens has no KV placement");
+  const ops::KvLayerView& first = kv[static_cast<size_t>(sequence[0])][kv_layer];
+  key = first.k;
+  type = first.type;
+  page_size = first.pages ? first.page_size : 0;
+  int64_t max_slot = 0, max_capacity = 0;
+  slot.resize(n);
+  pages.clear();
+  page_offset.assign(kv.size(), -1);
+  for (size_t t = 0; t < n; ++t) {
+    const auto s = static_cast<size_t>(sequence[t]);
+    const ops::KvLayerView& view = kv[s][kv_layer];
+    STRATA_CHECK(view.k == key && (view.pages ? view.page_size : 0) == page_size,
+                 "GPU forward: the sequences of one batch must share one KV cache");
+    slot[t] = static_cast<int32_t>(view.slot(position[t]));
+    max_slot = std::max<int64_t>(max_slot, slot[t]);
+    if (page_size && page_offset[s] < 0) {
+      page_offset[s] = static_cast<int32_t>(pages.size());
+      const int64_t n_pages = (view.capacity + page_size - 1) / page_size;
+      for (int64_t p = 0; p < n_pages; ++p) {
+        pages.push_back(view.pages[p]);
+        max_slot = std::max<int64_t>(max_slot, (view.pages[p] + 1) * page_size - 1);
+      }
+    }
+    if (!page_size) max_capacity = std::max(max_capacity, view.capacity);
+  }
+  if (pages.empty()) pages.push_back(0);
+  n_slots = max_slot + 1;
+  max_slots = page_size ? max_slot + 1 : max_capacity;
+}
+
+void GpuStepParams::write(std::span<const int32_t> tokens, std::span<const int64_t> positions,
+                          std::span<const int32_t> sequence, const KvPlacement* kv) {
+  n_ = static_cast<int64_t>(tokens.size());
+  if (n_ > capacity_) {
+    capacity_ = std::max(n_, 2 * capacity_);
+    params_ = device_.allocate(static_cast<uint64_t>(capacity_) * 5 * 4, MemoryKind::host,
+                               "step parameters");
+  }
+  auto* p = static_cast<int32_t*>(params_.mapped());
+  for (int64_t t = 0; t < n_; ++t) {
+    const auto i = static_cast<size_t>(t);
+    p[t] = tokens[i];
+    p[n_ + t] = static_cast<int32_t>(positions[i]);
+    p[2 * n_ + t] = kv ? kv->slot[i] : 0;
+    p[3 * n_ + 2 * t] = static_cast<int32_t>(positions[i] + 1);
+    p[3 * n_ + 2 * t + 1] =
+        kv && kv->page_size ? kv->page_offset[static_cast<size_t>(sequence[i])] : 0;
+  }
+  const std::vector<int32_t> none = {0};
+  const std::vector<int32_t>& pages = kv ? kv->pages : none;
+  const auto n_pages = static_cast<int64_t>(pages.size());
+  if (n_pages > pages_capacity_) {
+    pages_capacity_ = std::max(n_pages, 2 * pages_capacity_);
+    pages_ = device_.allocate(static_cast<uint64_t>(pages_capacity_) * 4, MemoryKind::host,
+                              "KV page tables");
+  }
+  std::memcpy(pages_.mapped(), pages.data(), pages.size() * 4);
+}
+
+// ---- output head ------------------------------------------------------------------------
+
+GpuOutputHead::GpuOutputHead(Device& device, const ModelHParams& hp, const GpuMatrix& output,
+                             uint64_t norm)
+    : device_(device),
+      hp_(hp),
+      output_(output),
+      norm_(norm),
+      head_in_(device, "output head input") {}
+
+void GpuOutputHead::record(GpuOps& ops, const Buffer& x, std::span<const int32_t> rows) {
+  const ModelHParams& hp = hp_;
+  const auto n = static_cast<int64_t>(rows.size());
+  if (n == 0) return;
+  if (n > rows_) {
+    const int64_t cap = std::max(n, 2 * rows_);
+    selected_ = device_.allocate(static_cast<uint64_t>(cap * hp.n_embd) * 4, MemoryKind::device,
+                                 "output head input");
+    logits_ =
+        device_.allocate(static_cast<uint64_t>(cap * hp.n_vocab) * 4, MemoryKind::device, "logits");
+    logits_host_ =
+        device_.allocate(static_cast<uint64_t>(cap * hp.n_vocab) * 4, MemoryKind::host, "logits");
+    rows_ = cap;
+  }
+  // Only the rows someone samples from pay for the (large) output matrix.
+  const uint64_t row_bytes = static_cast<uint64_t>(hp.n_embd) * 4;
+  for (int64_t i = 0; i < n; ++i) {
+    ops.cmd.copy(x, static_cast<uint64_t>(rows[static_cast<size_t>(i)]) * row_bytes, selected_,
+                 static_cast<uint64_t>(i) * row_bytes, row_bytes);
+  }
+  ops.rms_norm(selected_.address(), hp.n_embd, norm_, selected_.address(), hp.n_embd, n, hp.n_embd,
+               hp.rms_eps);
+  ActivationInput head(ops, head_in_, selected_.address(), hp.n_embd, n, hp.n_embd);
+  const RoundedRows in = head.for_weights(output_.type);
+  ops.matmul(output_, in.address, in.stride, logits_.address(), hp.n_vocab, n);
+  ops.cmd.copy(logits_, 0, logits_host_, 0, static_cast<uint64_t>(n * hp.n_vocab) * 4);
+}
+
+void GpuOutputHead::read(float* logits, int64_t rows) {
+  if (rows > 0) {
+    std::memcpy(logits, logits_host_.mapped(), static_cast<size_t>(rows * hp_.n_vocab) * 4);
+  }
+}
+
+std::vector<float> rope_frequencies(const ModelHParams& hp) {
+  std::vector<float> inv_freq(static_cast<size_t>(hp.n_rot / 2));
+  const float theta_scale = std::pow(hp.rope_base, -2.0f / static_cast<float>(hp.n_rot));
+  float theta = 1.0f;
+  for (auto& f : inv_freq) {
+    f = theta;
+    theta *= theta_scale;
+  }
+  return inv_freq;
+}
+
+}  // namespace strata::vk

@@ -1,0 +1,132 @@
+#pragma once
+// Parts of a whole-model GPU forward that decoders record the same way: the feed-forward block
+// (dense SwiGLU, or routed experts with an optional sigmoid-gated shared expert), where a
+// batch's keys and values go (device store, slots, page tables), the output head, the RoPE
+// frequency table. Each owns the device buffers it needs for a step, grown on demand.
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "backend/vulkan/activation_input.h"
+#include "backend/vulkan/device.h"
+#include "backend/vulkan/device_weights.h"
+#include "backend/vulkan/gpu_ops.h"
+#include "model/blocks.h"
+#include "model/hparams.h"
+#include "model/model.h"
+
+namespace strata::vk {
+
+// ---- feed-forward -----------------------------------------------------------------------
+
+struct GpuFfnWeights {
+  GpuMatrix gate, up, down;                         // dense FFN
+  GpuMatrix router, gate_exps, up_exps, down_exps;  // MoE (expert 0 of each stack)
+  GpuMatrix shared_gate_w, shared_up, shared_down;  // shared expert
+  GpuMatrix shared_gate_inp;                        // [1][n_embd] F32, or address 0
+};
+
+// Bytes upload_ffn places (for DeviceWeights' total).
+uint64_t ffn_upload_bytes(const DenseFfnWeights& dense, const MoeFfnWeights& moe,
+                          const ModelHParams& hp);
+// Uploads layer il's FFN (dense or MoE, whichever is declared).
+GpuFfnWeights upload_ffn(DeviceWeights& w, const DenseFfnWeights& dense, const MoeFfnWeights& moe,
+                         const ModelHParams& hp, int64_t il);
+
+// The FFN of every layer of a step: its buffers (hidden states, router logits, expert ids of
+// every layer, kept for the stats) and the rounded copies of its inputs.
+class GpuFfn {
+ public:
+  // shared_ff: the shared expert's hidden size (0 without one).
+  GpuFfn(Device& device, const ModelHParams& hp, int64_t shared_ff);
+
+  // Room for n tokens (contents are per step).
+  void ensure(int64_t n);
+  // out[n][n_embd] = FFN of layer il over x[n][n_embd] (`input`: x's rounded copies, shared with
+  // whatever else reads x).
+  void record(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationInput& input, uint64_t x,
+              uint64_t out, int64_t n);
+  // Call after the step ran: frees scratch replaced during it.
+  void release_retired();
+  // Adds the step's expert selections (n tokens) to stats (reads the ids back).
+  void add_stats(ForwardStats& stats, int64_t n);
+
+ private:
+  Device& device_;
+  const ModelHParams& hp_;
+  int64_t shared_ff_ = 0, tokens_ = 0;
+  Buffer hidden_, hidden2_, down_, router_, ids_all_, weights_, shared_, shared_logit_;
+  Buffer order_, tiles_;  // prompt batches: pairs grouped by expert (GpuOps::moe_group)
+  ActivationScratch hidden_in_, shared_in_;
+};
+
+// ---- keys and values --------------------------------------------------------------------
+
+// Where the tokens of a batch store and read keys and values: every sequence of a batch lives in
+// one host cache or pool (its first KV layer's keys identify the device store).
+struct KvPlacement {
+  const void* key = nullptr;
+  GgmlType type = GgmlType::F16;
+  int64_t page_size = 0;       // 0: slot = position (no pages)
+  int64_t n_slots = 0;         // slots the device store needs
+  int64_t max_slots = 0;       // the most it may ever need (its growth limit)
+  std::vector<int32_t> slot;   // [n] slot of each token
+  std::vector<int32_t> pages;  // every sequence's page table, concatenated (at least one entry)
+  std::vector<int32_t> page_offset;  // [sequences] where its table starts (-1: no tokens)
+
+  // kv_layer: a layer with keys and values (its views describe the caches).
+  void build(std::span<const int32_t> sequence, std::span<const int64_t> position,
+             std::span<const SequenceKv> kv, int64_t kv_layer);
+};
+
+// What a step's kernels read from host-visible memory, written before each submission: token
+// ids, positions, cache slots and per token {positions to attend, page-table offset} (one
+// 32-bit word each), and the batch's page tables.
+class GpuStepParams {
+ public:
+  explicit GpuStepParams(Device& device) : device_(device) {}
+
+  // Rows in the order the step computes them; kv: where they keep keys and values (null when no
+  // layer keeps any: slots and page offsets are 0).
+  void write(std::span<const int32_t> tokens, std::span<const int64_t> positions,
+             std::span<const int32_t> sequence, const KvPlacement* kv);
+
+  uint64_t tokens() const { return params_.address(); }
+  uint64_t positions() const { return params_.address() + 4 * static_cast<uint64_t>(n_); }
+  uint64_t slots() const { return params_.address() + 8 * static_cast<uint64_t>(n_); }
+  uint64_t attention_info() const { return params_.address() + 12 * static_cast<uint64_t>(n_); }
+  uint64_t pages() const { return pages_.address(); }
+
+ private:
+  Device& device_;
+  int64_t n_ = 0, capacity_ = 0, pages_capacity_ = 0;
+  Buffer params_, pages_;
+};
+
+// ---- output head ------------------------------------------------------------------------
+
+class GpuOutputHead {
+ public:
+  GpuOutputHead(Device& device, const ModelHParams& hp, const GpuMatrix& output, uint64_t norm);
+
+  // Records logits for rows `rows` of x ([n][n_embd] in buffer x) into the host-visible copy.
+  void record(GpuOps& ops, const Buffer& x, std::span<const int32_t> rows);
+  // After the step ran: copies the logits of the recorded rows to `logits`.
+  void read(float* logits, int64_t rows);
+  void release_retired() { head_in_.release_retired(); }
+
+ private:
+  Device& device_;
+  const ModelHParams& hp_;
+  GpuMatrix output_;
+  uint64_t norm_ = 0;
+  int64_t rows_ = 0;
+  Buffer selected_, logits_, logits_host_;
+  ActivationScratch head_in_;
+};
+
+// The CPU's RoPE frequencies (progressive products of base^(-2/n_rot)), so angles agree.
+std::vector<float> rope_frequencies(const ModelHParams& hp);
+
+}  // namespace strata::vk
