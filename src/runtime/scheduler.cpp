@@ -110,6 +110,7 @@ std::optional<uint64_t> Scheduler::submit(GenerationJob job) {
   Sampler check(job.sampling);  // throws for invalid sampling settings, before queueing
   (void)check;
   std::lock_guard lock(mutex_);
+  if (!device_lost_.empty()) throw DeviceLost(device_lost_);
   if (!accepting_ || static_cast<int64_t>(queue_.size()) >= options_.max_queue) return std::nullopt;
   const uint64_t id = next_id_++;
   queue_.push_back({id, std::move(job), Clock::now()});
@@ -142,6 +143,11 @@ SchedulerStats Scheduler::stats() const {
   s.kv_pages_total = kv_.total_pages();
   s.kv_page_size = kv_.page_size();
   return s;
+}
+
+std::string Scheduler::device_lost() const {
+  std::lock_guard lock(mutex_);
+  return device_lost_;
 }
 
 std::vector<uint64_t> Scheduler::expert_counts(int64_t* tokens) const {
@@ -204,6 +210,29 @@ void Scheduler::run() {
     for (Queued& q : admitted) admit(std::move(q));
     try {
       if (!step()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    } catch (const DeviceLost& e) {
+      // Nothing can run any more: every job, running or queued, ends; new ones are refused.
+      log::error("generation step failed: {}", e.what());
+      std::vector<Queued> waiting;
+      {
+        std::lock_guard lock(mutex_);
+        device_lost_ = e.what();
+        waiting.assign(std::make_move_iterator(queue_.begin()),
+                       std::make_move_iterator(queue_.end()));
+        queue_.clear();
+        stats_.queue_depth = 0;
+      }
+      for (auto& slot : slots_) {
+        if (slot->state != Slot::State::idle) finish(*slot, FinishReason::error, e.what(), true);
+      }
+      for (Queued& q : waiting) {
+        JobResult r;
+        r.reason = FinishReason::error;
+        r.error = e.what();
+        r.device_lost = true;
+        r.prompt_tokens = static_cast<int64_t>(q.job.prompt.size());
+        if (q.job.on_done) q.job.on_done(r);
+      }
     } catch (const std::exception& e) {
       // A failing step (e.g. out of memory) ends the jobs in it; the server keeps running.
       log::error("generation step failed: {}", e.what());
@@ -460,9 +489,10 @@ void Scheduler::update_kv_stats() {
   stats_.kv_pages_active = std::min(active, stats_.kv_pages_used);
 }
 
-void Scheduler::finish(Slot& slot, FinishReason reason, std::string error) {
+void Scheduler::finish(Slot& slot, FinishReason reason, std::string error, bool device_lost) {
   slot.result.reason = reason;
   slot.result.error = std::move(error);
+  slot.result.device_lost = device_lost;
   const auto now = Clock::now();
   if (slot.state == Slot::State::decode)
     slot.result.decode_seconds = seconds(now - slot.prefill_done);

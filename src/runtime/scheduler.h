@@ -29,7 +29,8 @@ const char* finish_reason_name(FinishReason r);
 
 struct JobResult {
   FinishReason reason = FinishReason::stop;
-  std::string error;  // when reason == error
+  std::string error;         // when reason == error
+  bool device_lost = false;  // the error is the model's device being gone (DeviceLost)
   int64_t prompt_tokens = 0;
   int64_t cached_tokens = 0;  // prompt tokens whose KV was reused
   int64_t generated_tokens = 0;
@@ -80,7 +81,8 @@ class Scheduler {
   Scheduler& operator=(const Scheduler&) = delete;
 
   // Thread-safe. Returns the job id, or nullopt when the queue is full or the scheduler is
-  // shutting down (on_done is then not called). Throws strata::Error for an invalid job.
+  // shutting down (on_done is then not called). Throws strata::Error for an invalid job, and
+  // strata::DeviceLost once the model's device is gone (device_lost()).
   std::optional<uint64_t> submit(GenerationJob job);
   // Thread-safe; the job ends (cancelled) at the next step. Unknown ids are ignored.
   void cancel(uint64_t id);
@@ -89,6 +91,8 @@ class Scheduler {
   void shutdown(std::chrono::milliseconds grace);
 
   SchedulerStats stats() const;
+  // Why the model can no longer run (its device was lost), or empty while it can.
+  std::string device_lost() const;
   // Selections per (layer, expert), [n_layer * n_expert], when record_experts; and the tokens
   // they came from.
   std::vector<uint64_t> expert_counts(int64_t* tokens = nullptr) const;
@@ -114,7 +118,7 @@ class Scheduler {
   void admit(Queued q);
   bool step();
   bool make_room(int64_t pages_needed, const Slot* keep);
-  void finish(Slot& slot, FinishReason reason, std::string error = {});
+  void finish(Slot& slot, FinishReason reason, std::string error = {}, bool device_lost = false);
   void update_kv_stats();
 
   Model& model_;
@@ -130,6 +134,7 @@ class Scheduler {
   std::vector<uint64_t> cancelled_;
   uint64_t next_id_ = 1;
   bool accepting_ = true, stopping_ = false;
+  std::string device_lost_;  // set once, under mutex_
   std::chrono::steady_clock::time_point deadline_;
   SchedulerStats stats_;        // counters (guarded by mutex_)
   ForwardStats forward_stats_;  // expert selections (worker thread; copied under mutex_)

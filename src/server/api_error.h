@@ -37,4 +37,9 @@ template <typename... Args>
                  param);
 }
 
+// 503 once the model's device is gone (strata::DeviceLost): the server stays up and says why.
+inline ApiError device_unavailable(const std::string& why) {
+  return ApiError(503, "server_error", why, {}, "device_lost");
+}
+
 }  // namespace strata::server

@@ -189,7 +189,8 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
         if (ev.finished) {
           if (ev.error) {
             // Headers are gone already: the error travels as an event, as OpenAI does.
-            out.push_back(error_body(ApiError(500, "server_error", *ev.error)));
+            out.push_back(error_body(ev.device_lost ? device_unavailable(*ev.error)
+                                                    : ApiError(500, "server_error", *ev.error)));
           } else {
             out.push_back(chat ? chunk({{"index", 0},
                                         {"delta", Json::object()},
@@ -236,7 +237,10 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
     all.append(std::move(ev.delta));
     if (ev.finished) break;
   }
-  if (ev.error) throw ApiError(500, "server_error", *ev.error);
+  if (ev.error) {
+    if (ev.device_lost) throw device_unavailable(*ev.error);
+    throw ApiError(500, "server_error", *ev.error);
+  }
   Json choice;
   if (chat) {
     Json message = {{"role", "assistant"}};

@@ -1,6 +1,7 @@
 #include "server/generation.h"
 
 #include "server/api_error.h"
+#include "util/error.h"
 
 namespace strata::server {
 
@@ -23,7 +24,12 @@ GenerationRun::GenerationRun(Scheduler& scheduler, const Tokenizer& tokenizer, G
     ch->done = r;
     ch->ready.notify_one();
   };
-  const auto id = scheduler_.submit(std::move(job));
+  std::optional<uint64_t> id;
+  try {
+    id = scheduler_.submit(std::move(job));
+  } catch (const DeviceLost& e) {
+    throw device_unavailable(e.what());
+  }
   if (!id) {
     throw ApiError(503, "server_busy",
                    "the server is busy: all slots are in use and the queue is full; retry later");
@@ -99,6 +105,7 @@ TextEvents GenerationRun::next(std::chrono::milliseconds wait) {
   } else {
     ev.error = done->reason == FinishReason::cancelled ? std::string("the generation was cancelled")
                                                        : done->error;
+    ev.device_lost = done->device_lost;
   }
   if (ev.finish_reason == "stop" && parser_ && parser_->tool_calls_seen() > 0)
     ev.finish_reason = "tool_calls";

@@ -34,6 +34,7 @@ struct TextEvents {
   bool finished = false;             // the generation is over (no more events)
   std::string finish_reason;         // "stop", "length", "tool_calls" when finished
   std::optional<std::string> error;  // the generation failed (cancelled or error)
+  bool device_lost = false;          // ... because the model's device is gone (503)
   JobResult result;                  // counts, when finished (generated: tokens in the text)
 };
 

@@ -147,6 +147,8 @@ void Server::routes() {
         handle_generation(req, res, chat);
       } catch (const ApiError& e) {
         send_error(res, e);
+      } catch (const DeviceLost& e) {
+        send_error(res, device_unavailable(e.what()));
       } catch (const Error& e) {
         send_error(res, ApiError(400, "invalid_request_error", e.what()));
       } catch (const std::exception& e) {
@@ -181,8 +183,13 @@ void Server::routes() {
   http.Get("/v1/models", models);
   http.Get("/models", models);
 
-  http.Get("/health", [](const httplib::Request&, httplib::Response& res) {
-    send_json(res, 200, {{"status", "ok"}});
+  http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    const std::string lost = scheduler_.device_lost();
+    if (lost.empty()) {
+      send_json(res, 200, {{"status", "ok"}});
+    } else {
+      send_json(res, 503, {{"status", "error"}, {"error", lost}});
+    }
   });
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics_.render(scheduler_.stats()), "text/plain; version=0.0.4");

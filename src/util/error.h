@@ -15,6 +15,13 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The device a model runs on is gone (a GPU lost by its driver): nothing more can run on it until
+// strata restarts. A server answers 503 from then on and stays up.
+class DeviceLost : public Error {
+ public:
+  using Error::Error;
+};
+
 template <typename... Args>
 [[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) {
   throw Error(fmt::format(format, std::forward<Args>(args)...));

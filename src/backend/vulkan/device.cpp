@@ -1,6 +1,8 @@
 #include "backend/vulkan/device.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
 
 #include "backend/vulkan/embedded_kernels.h"
@@ -20,7 +22,10 @@ const SpirvBlob* find_blob(const std::string& name) {
 }
 
 [[noreturn]] void fail_result(const char* what, VkResult r) {
-  if (r == VK_ERROR_DEVICE_LOST) fail("the GPU was lost during {} (VK_ERROR_DEVICE_LOST)", what);
+  if (r == VK_ERROR_DEVICE_LOST) {
+    throw DeviceLost(
+        fmt::format("the GPU was lost during {} (VK_ERROR_DEVICE_LOST); restart strata", what));
+  }
   fail("Vulkan: {} failed: {}", what, result_name(r));
 }
 
@@ -424,9 +429,21 @@ void CommandList::submit() {
   if (r != VK_SUCCESS) fail_result("vkQueueSubmit", r);
 }
 
+// STRATA_VK_LOSE_DEVICE_AFTER=N (tests only): the N+1-th wait for a model step reports the
+// device lost, as a driver does after a GPU fault, so the recovery paths run on any machine.
+static bool injected_device_loss() {
+  static const long limit = [] {
+    const char* v = std::getenv("STRATA_VK_LOSE_DEVICE_AFTER");
+    return v && *v ? std::strtol(v, nullptr, 10) : -1L;
+  }();
+  static std::atomic<long> waits{0};
+  return limit >= 0 && waits.fetch_add(1) >= limit;
+}
+
 void CommandList::wait() {
   const Api& a = api();
-  const VkResult r = a.vkWaitForFences(device_.device_, 1, &fence_, VK_TRUE, UINT64_MAX);
+  VkResult r = a.vkWaitForFences(device_.device_, 1, &fence_, VK_TRUE, UINT64_MAX);
+  if (r == VK_SUCCESS && model_step_ && injected_device_loss()) r = VK_ERROR_DEVICE_LOST;
   if (r != VK_SUCCESS) fail_result("vkWaitForFences", r);
   STRATA_VK(a.vkResetFences(device_.device_, 1, &fence_));
 }

@@ -94,13 +94,16 @@ class CommandList {
   void submit();  // starts it; wait() before submitting it again or reading its results
   void wait();
   int64_t dispatches() const { return dispatches_; }
+  // A model's step list: STRATA_VK_LOSE_DEVICE_AFTER=N (tests) makes the device look lost at
+  // the N+1-th wait of such lists, so the server's recovery from a lost GPU is testable anywhere.
+  void mark_model_step() { model_step_ = true; }
 
  private:
   void barrier();
   Device& device_;
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
-  bool recording_ = false, needs_barrier_ = false;
+  bool recording_ = false, needs_barrier_ = false, model_step_ = false;
   int64_t dispatches_ = 0;
 };
 

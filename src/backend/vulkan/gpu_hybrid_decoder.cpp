@@ -55,6 +55,7 @@ GpuHybridDecoder::GpuHybridDecoder(std::unique_ptr<HybridDecoder> cpu,
   head_ = std::make_unique<GpuOutputHead>(*device_, hparams_, output_, output_norm_);
   work_ = std::make_unique<Work>();
   work_->cmd = std::make_unique<CommandList>(*device_);
+  work_->cmd->mark_model_step();
 }
 
 GpuHybridDecoder::~GpuHybridDecoder() = default;

@@ -30,6 +30,7 @@ GpuStandardDecoder::GpuStandardDecoder(std::unique_ptr<StandardDecoder> cpu,
   kv_ = std::make_unique<DeviceKv>(*device_, hparams_.n_head_kv, hparams_.head_dim,
                                    std::vector<bool>(static_cast<size_t>(hparams_.n_layer), true));
   cmd_ = std::make_unique<CommandList>(*device_);
+  cmd_->mark_model_step();
   attention_ = std::make_unique<GpuAttention>(*device_, hparams_);
   const int64_t shared_ff = layers_.empty() || !layers_[0].ffn.shared_gate_w.address
                                 ? 0
