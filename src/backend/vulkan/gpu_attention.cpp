@@ -104,9 +104,21 @@ void GpuAttention::record(GpuOps& ops, const GpuAttentionWeights& l, ActivationI
            neox);
   ops.kv_store(kv.type, k_.address(), v_.address(), cache.k, cache.v, step.slots(), n, hp.n_head_kv,
                hp.head_dim);
+  // Flash-decoding for small batches over long caches (prompt batches have parallelism enough).
+  const int64_t splits = n <= kMaxDecodeTokens && step.max_positions() > kAttentionBlockPositions
+                             ? attention_blocks(step.max_positions())
+                             : 0;
+  if (splits > 0) {
+    const uint64_t bytes = static_cast<uint64_t>(n * hp.n_head * splits * (hp.head_dim + 2)) * 4;
+    if (bytes > partials_bytes_) {  // the first layer of a step: no recorded work reads it yet
+      partials_bytes_ = std::max(bytes, 2 * partials_bytes_);
+      partials_ = device_.allocate(partials_bytes_, MemoryKind::device, "attention block states");
+    }
+  }
   ops.attention(kv.type, q_.address(), q_dim, attn_.address(), q_dim, cache.k, cache.v,
                 step.attention_info(), step.pages(), kv.page_size, n, hp.n_head, hp.n_head_kv,
-                hp.head_dim, 1.0f / std::sqrt(static_cast<float>(hp.head_dim)));
+                hp.head_dim, 1.0f / std::sqrt(static_cast<float>(hp.head_dim)),
+                splits ? partials_.address() : 0, splits);
   if (l.wq_gate.address) ops.sigmoid_mul(attn_.address(), q_gate_.address(), n * q_dim);
   ActivationInput attn(ops, attn_in_, attn_.address(), q_dim, n, q_dim);
   project(l.wo, attn, out, hp.n_embd);

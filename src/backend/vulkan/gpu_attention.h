@@ -1,7 +1,9 @@
 #pragma once
 // The attention block of a whole-model GPU forward, as both decoders record it: q/k/v products,
 // per-head q/k RMSNorm, RoPE, the cache store, attention over each token's sequence, the
-// optional sigmoid output gate (qwen35moe's gated queries) and the output product.
+// optional sigmoid output gate (qwen35moe's gated queries) and the output product. Decode steps
+// over caches longer than one attention block split it over the cache (flash-decoding: a few
+// tokens alone would leave most of a GPU idle); the results are the same bits either way.
 
 #include <cstdint>
 
@@ -43,6 +45,8 @@ class GpuAttention {
   const ModelHParams& hp_;
   int64_t tokens_ = 0;
   Buffer q_, q_gate_, k_, v_, attn_;
+  Buffer partials_;  // flash-decoding's block states
+  uint64_t partials_bytes_ = 0;
   ActivationScratch attn_in_;
 };
 

@@ -232,8 +232,10 @@ void GpuStepParams::write(std::span<const int32_t> tokens, std::span<const int64
                                "step parameters");
   }
   auto* p = static_cast<int32_t*>(params_.mapped());
+  max_positions_ = 0;
   for (int64_t t = 0; t < n_; ++t) {
     const auto i = static_cast<size_t>(t);
+    max_positions_ = std::max(max_positions_, positions[i] + 1);
     p[t] = tokens[i];
     p[n_ + t] = static_cast<int32_t>(positions[i]);
     p[2 * n_ + t] = kv ? kv->slot[i] : 0;

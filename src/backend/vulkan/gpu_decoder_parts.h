@@ -97,10 +97,11 @@ class GpuStepParams {
   uint64_t slots() const { return params_.address() + 8 * static_cast<uint64_t>(n_); }
   uint64_t attention_info() const { return params_.address() + 12 * static_cast<uint64_t>(n_); }
   uint64_t pages() const { return pages_.address(); }
+  int64_t max_positions() const { return max_positions_; }  // the most any token attends
 
  private:
   Device& device_;
-  int64_t n_ = 0, capacity_ = 0, pages_capacity_ = 0;
+  int64_t n_ = 0, capacity_ = 0, pages_capacity_ = 0, max_positions_ = 0;
   Buffer params_, pages_;
 };
 

@@ -224,15 +224,21 @@ void GpuOps::kv_store(GgmlType kv_type, uint64_t k, uint64_t v, uint64_t k_cache
   cmd.dispatch(device.kernel(typed("kv_store", kv_type)), p, u32((items + 63) / 64));
 }
 
+int64_t attention_blocks(int64_t n_positions) {
+  return (n_positions + kAttentionBlockPositions - 1) / kAttentionBlockPositions;
+}
+
 void GpuOps::attention(GgmlType kv_type, uint64_t q, int64_t q_stride, uint64_t out,
                        int64_t out_stride, uint64_t k_cache, uint64_t v_cache, uint64_t tokens,
                        uint64_t pages, int64_t page_size, int64_t n_tok, int64_t n_heads,
-                       int64_t n_kv_heads, int64_t head_dim, float scale) {
+                       int64_t n_kv_heads, int64_t head_dim, float scale, uint64_t partials,
+                       int64_t splits) {
   STRATA_CHECK(head_dim <= 512 && head_dim % 32 == 0,
                "GPU attention: head size {} (needs a multiple of 32, at most 512)", head_dim);
+  STRATA_CHECK(splits == 0 || partials != 0, "GPU attention: split without a partials buffer");
   struct {
-    uint64_t q, out, k_cache, v_cache, tokens, pages;
-    uint32_t n_heads, n_kv_heads, head_dim, q_stride, out_stride, row_bytes, page_size;
+    uint64_t q, out, k_cache, v_cache, tokens, pages, partials;
+    uint32_t n_heads, n_kv_heads, head_dim, q_stride, out_stride, row_bytes, page_size, splits;
     float scale;
   } p{q,
       out,
@@ -240,6 +246,7 @@ void GpuOps::attention(GgmlType kv_type, uint64_t q, int64_t q_stride, uint64_t 
       v_cache,
       tokens,
       pages,
+      partials,
       u32(n_heads),
       u32(n_kv_heads),
       u32(head_dim),
@@ -247,8 +254,16 @@ void GpuOps::attention(GgmlType kv_type, uint64_t q, int64_t q_stride, uint64_t 
       u32(out_stride),
       u32(kv_row_bytes(kv_type, head_dim)),
       u32(page_size),
+      u32(splits),
       scale};
-  cmd.dispatch(device.kernel(typed("attention", kv_type)), p, u32(n_heads), u32(n_tok));
+  cmd.dispatch(device.kernel(typed("attention", kv_type)), p, u32(n_heads), u32(n_tok),
+               u32(std::max<int64_t>(splits, 1)));
+  if (splits == 0) return;
+  struct {
+    uint64_t out, tokens, partials;
+    uint32_t n_heads, head_dim, out_stride, splits;
+  } c{out, tokens, partials, u32(n_heads), u32(head_dim), u32(out_stride), u32(splits)};
+  cmd.dispatch(device.kernel("attention_combine"), c, u32(n_heads), u32(n_tok));
 }
 
 bool GpuOps::round_activations(GgmlType weight_type, uint64_t x, int64_t x_stride, uint64_t out,

@@ -62,11 +62,15 @@ struct GpuOps {
   void kv_store(GgmlType kv_type, uint64_t k, uint64_t v, uint64_t k_cache, uint64_t v_cache,
                 uint64_t slots, int64_t n_tok, int64_t n_kv_heads, int64_t head_dim);
   // out[t][h] = attention of q[t][h] over its sequence: tokens = {n_positions, page_offset} per
-  // token; page_size 0 means slot = position (pages unused).
+  // token; page_size 0 means slot = position (pages unused). splits > 0 (flash-decoding, for
+  // few tokens over long caches): the blocks of kAttentionBlockPositions positions run in
+  // workgroups of their own (at most `splits` per token: attention_blocks of the longest) and
+  // are merged after, through partials ([n_tok][n_heads][splits][head_dim + 2] floats). Both
+  // ways give the same bits.
   void attention(GgmlType kv_type, uint64_t q, int64_t q_stride, uint64_t out, int64_t out_stride,
                  uint64_t k_cache, uint64_t v_cache, uint64_t tokens, uint64_t pages,
                  int64_t page_size, int64_t n_tok, int64_t n_heads, int64_t n_kv_heads,
-                 int64_t head_dim, float scale);
+                 int64_t head_dim, float scale, uint64_t partials = 0, int64_t splits = 0);
   // out = x rounded as the CPU quantizes activations for weights of `weight_type` (the partner
   // format: Q8_0, Q8_1, Q8_K, F16, BF16), kept as floats. Returns false, writing nothing, when
   // the partner is F32 (x is used as it is).
@@ -90,6 +94,10 @@ constexpr int64_t kMaxGroupedExperts = 512;  // moe_group.comp's shared-memory t
 // Batches of up to this many tokens run the one-row-per-workgroup (decode) kernels; larger ones
 // the tiled and grouped-expert kernels (bit-identical results).
 constexpr int64_t kMaxDecodeTokens = 8;
+
+// Attention blocks (attention_merge.glsl's BLOCK_POSITIONS) of a token attending n positions.
+constexpr int64_t kAttentionBlockPositions = 512;
+int64_t attention_blocks(int64_t n_positions);
 
 // Bytes of one cache vector of head_dim values (F16 or Q8_0).
 int64_t kv_row_bytes(GgmlType kv_type, int64_t head_dim);

@@ -37,11 +37,14 @@ std::vector<GpuCase> gpu_cases() {
     out.push_back(
         {name.substr(0, dot) + ".gguf", name, variant.rfind("q8kv", 0) == 0 ? "q8_0" : "f16"});
   }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.logits < b.logits; });
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.logits < b.logits; });
   return out;
 }
 
-void PrintTo(const GpuCase& c, std::ostream* os) { *os << c.logits; }
+void PrintTo(const GpuCase& c, std::ostream* os) {
+  *os << c.logits;
+}
 
 class GpuOracleLogits : public testing::TestWithParam<GpuCase> {};
 
@@ -69,13 +72,16 @@ TEST_P(GpuOracleLogits, MatchesReferenceEngine) {
 
 INSTANTIATE_TEST_SUITE_P(AllModels, GpuOracleLogits, testing::ValuesIn(gpu_cases()),
                          [](const testing::TestParamInfo<GpuCase>& info) {
-                           std::string n = info.param.logits.substr(0, info.param.logits.size() - 5);
+                           std::string n =
+                               info.param.logits.substr(0, info.param.logits.size() - 5);
                            for (char& ch : n)
                              if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            return n;
                          });
 
-TEST(GpuOracleLogits, AllReferenceFilesFound) { EXPECT_GE(gpu_cases().size(), 23u); }
+TEST(GpuOracleLogits, AllReferenceFilesFound) {
+  EXPECT_GE(gpu_cases().size(), 23u);
+}
 
 // Greedy generation on the F16 models: the GPU picks the CPU's tokens, step for step.
 TEST(GpuGreedy, SameTokensAsTheCpuOnF16Models) {
@@ -100,6 +106,33 @@ TEST(GpuGreedy, SameTokensAsTheCpuOnF16Models) {
     }
     EXPECT_EQ(tokens[0], tokens[1]) << name;
   }
+}
+
+// Batch invariance on the GPU: the logits of the last of 700 tokens are the same bits whether
+// the token ran inside the prompt batch (tiled products, one workgroup per attention head) or
+// alone as a decode step after the other 699 (one-row products, flash-decoding over two
+// attention blocks).
+TEST(GpuBatchInvariance, DecodeStepEqualsTheSameTokenInsideAPromptBatch) {
+  const std::string path = (oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string();
+  auto gpu = vk::load_gpu_model(path, vk::test::shared_test_device());
+  ThreadPool pool(1);
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < 700; ++i) tokens.push_back((i * 37 + 11) % 512);
+  const auto n_vocab = static_cast<size_t>(gpu->hparams().n_vocab);
+  std::vector<float> batch_logits, step_logits;
+  {
+    Session session(*gpu, 700, GgmlType::F16, pool);
+    session.eval(tokens, false, batch_logits);
+  }
+  {
+    Session session(*gpu, 700, GgmlType::F16, pool);
+    std::vector<float> ignored;
+    session.eval(std::span<const int32_t>(tokens.data(), 699), false, ignored);
+    session.eval(std::span<const int32_t>(&tokens[699], 1), false, step_logits);
+  }
+  ASSERT_EQ(batch_logits.size(), n_vocab);
+  ASSERT_EQ(step_logits.size(), n_vocab);
+  EXPECT_EQ(batch_logits, step_logits);
 }
 
 }  // namespace
