@@ -227,6 +227,7 @@ void Device::free(Buffer& b) {
   if (b.memory_) a.vkFreeMemory(device_, b.memory_, nullptr);
   allocated_ -= std::min(allocated_, b.size_);
   if (!b.mapped_) allocated_device_ -= std::min(allocated_device_, b.size_);
+  ++frees_;
 }
 
 void Device::upload(const Buffer& dst, uint64_t offset, const void* src, uint64_t bytes,
@@ -349,14 +350,17 @@ CommandList::~CommandList() {
   a.vkFreeCommandBuffers(device_.device_, device_.pool_, 1, &cmd_);
 }
 
+bool CommandList::Op::operator==(const Op& o) const {
+  return kind == o.kind && kernel == o.kernel && push_bytes == o.push_bytes &&
+         std::memcmp(groups, o.groups, sizeof groups) == 0 &&
+         std::memcmp(push, o.push, push_bytes) == 0 && src == o.src && dst == o.dst &&
+         src_offset == o.src_offset && dst_offset == o.dst_offset && bytes == o.bytes &&
+         value == o.value;
+}
+
 void CommandList::begin() {
-  const Api& a = api();
-  STRATA_VK(a.vkResetCommandBuffer(cmd_, 0));
-  VkCommandBufferBeginInfo info{};
-  info.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
-  STRATA_VK(a.vkBeginCommandBuffer(cmd_, &info));
+  pending_.clear();
   recording_ = true;
-  needs_barrier_ = false;
   dispatches_ = 0;
 }
 
@@ -378,45 +382,91 @@ void CommandList::dispatch(const Kernel& kernel, const void* push, uint32_t push
   STRATA_CHECK(recording_, "CommandList::dispatch outside begin/end");
   STRATA_CHECK(push_bytes <= kMaxPushConstantBytes, "push constants of {} bytes", push_bytes);
   if (gx == 0 || gy == 0 || gz == 0) return;
-  barrier();
-  const Api& a = api();
-  a.vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, kernel.pipeline);
-  if (push_bytes) {
-    a.vkCmdPushConstants(cmd_, kernel.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
-  }
-  a.vkCmdDispatch(cmd_, gx, gy, gz);
-  needs_barrier_ = true;
+  Op& op = pending_.emplace_back();
+  op.kernel = &kernel;
+  op.push_bytes = push_bytes;
+  if (push_bytes) std::memcpy(op.push, push, push_bytes);
+  op.groups[0] = gx;
+  op.groups[1] = gy;
+  op.groups[2] = gz;
   ++dispatches_;
 }
 
 void CommandList::copy(const Buffer& src, uint64_t src_offset, const Buffer& dst,
                        uint64_t dst_offset, uint64_t bytes) {
+  STRATA_CHECK(recording_, "CommandList::copy outside begin/end");
   if (bytes == 0) return;
-  barrier();
-  VkBufferCopy region{src_offset, dst_offset, bytes};
-  api().vkCmdCopyBuffer(cmd_, src.handle(), dst.handle(), 1, &region);
-  needs_barrier_ = true;
+  Op& op = pending_.emplace_back();
+  op.kind = Op::Kind::copy;
+  op.src = src.handle();
+  op.dst = dst.handle();
+  op.src_offset = src_offset;
+  op.dst_offset = dst_offset;
+  op.bytes = bytes;
 }
 
 void CommandList::fill(const Buffer& dst, uint64_t offset, uint64_t bytes, uint32_t value) {
+  STRATA_CHECK(recording_, "CommandList::fill outside begin/end");
   if (bytes == 0) return;
-  barrier();
-  api().vkCmdFillBuffer(cmd_, dst.handle(), offset, bytes, value);
-  needs_barrier_ = true;
+  Op& op = pending_.emplace_back();
+  op.kind = Op::Kind::fill;
+  op.dst = dst.handle();
+  op.dst_offset = offset;
+  op.bytes = bytes;
+  op.value = value;
 }
 
 void CommandList::end() {
+  STRATA_CHECK(recording_, "CommandList::end without begin");
+  recording_ = false;
+  // The same work over buffers that all still exist: replay what cmd_ holds.
+  if (has_encoding_ && encoded_frees_ == device_.frees_ && pending_ == encoded_) return;
+  encode();
+  encoded_.swap(pending_);
+  encoded_frees_ = device_.frees_;
+  has_encoding_ = true;
+  ++encodings_;
+}
+
+void CommandList::encode() {
+  const Api& a = api();
+  STRATA_VK(a.vkResetCommandBuffer(cmd_, 0));
+  VkCommandBufferBeginInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+  STRATA_VK(a.vkBeginCommandBuffer(cmd_, &info));
+  needs_barrier_ = false;
+  for (const Op& op : pending_) {
+    barrier();
+    switch (op.kind) {
+      case Op::Kind::dispatch:
+        a.vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, op.kernel->pipeline);
+        if (op.push_bytes) {
+          a.vkCmdPushConstants(cmd_, op.kernel->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                               op.push_bytes, op.push);
+        }
+        a.vkCmdDispatch(cmd_, op.groups[0], op.groups[1], op.groups[2]);
+        break;
+      case Op::Kind::copy: {
+        const VkBufferCopy region{op.src_offset, op.dst_offset, op.bytes};
+        a.vkCmdCopyBuffer(cmd_, op.src, op.dst, 1, &region);
+        break;
+      }
+      case Op::Kind::fill:
+        a.vkCmdFillBuffer(cmd_, op.dst, op.dst_offset, op.bytes, op.value);
+        break;
+    }
+    needs_barrier_ = true;
+  }
   barrier();
   // Make the last writes visible to the host (results read through mapped memory).
   VkMemoryBarrier b{};
   b.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
   b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   b.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-  api().vkCmdPipelineBarrier(cmd_,
-                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                             VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &b, 0, nullptr, 0, nullptr);
-  STRATA_VK(api().vkEndCommandBuffer(cmd_));
-  recording_ = false;
+  a.vkCmdPipelineBarrier(cmd_,
+                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                         VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &b, 0, nullptr, 0, nullptr);
+  STRATA_VK(a.vkEndCommandBuffer(cmd_));
 }
 
 void CommandList::submit() {

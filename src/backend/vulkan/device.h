@@ -61,7 +61,10 @@ struct Kernel {
 constexpr uint32_t kMaxPushConstantBytes = 128;  // the minimum every device guarantees
 
 // Recorded GPU work. Each dispatch waits for the previous one (a compute barrier between
-// them), which is what a chain of dependent ops needs.
+// them), which is what a chain of dependent ops needs. Recording is deferred: the ops are kept
+// as data and encoded into the Vulkan command buffer at end(), and only when they differ from
+// the ones it already holds, so a step recorded the same way as the last one (a decode step:
+// same buffers, same shapes) replays the buffer without re-encoding.
 class CommandList {
  public:
   explicit CommandList(Device& device);
@@ -85,6 +88,8 @@ class CommandList {
   void fill(const Buffer& dst, uint64_t offset, uint64_t bytes, uint32_t value);
   // Ends the recording; it can then be submitted any number of times.
   void end();
+  // How often end() had to encode ops into Vulkan (the rest were replays).
+  int64_t encodings() const { return encodings_; }
   // Runs the recording and waits for it. Throws strata::Error (VK_ERROR_DEVICE_LOST: "the GPU
   // was lost") when the device fails.
   void submit_and_wait() {
@@ -99,7 +104,22 @@ class CommandList {
   void mark_model_step() { model_step_ = true; }
 
  private:
+  struct Op {
+    enum class Kind : uint8_t { dispatch, copy, fill } kind = Kind::dispatch;
+    const Kernel* kernel = nullptr;
+    uint32_t push_bytes = 0, groups[3] = {0, 0, 0};
+    uint8_t push[kMaxPushConstantBytes] = {};
+    VkBuffer src = VK_NULL_HANDLE, dst = VK_NULL_HANDLE;
+    uint64_t src_offset = 0, dst_offset = 0, bytes = 0;
+    uint32_t value = 0;
+    bool operator==(const Op& o) const;
+  };
+  void encode();
   void barrier();
+  std::vector<Op> pending_, encoded_;  // this recording's ops; those in cmd_
+  bool has_encoding_ = false;
+  uint64_t encoded_frees_ = 0;  // the device's buffer frees when cmd_ was encoded
+  int64_t encodings_ = 0;
   Device& device_;
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
@@ -157,6 +177,9 @@ class Device {
   VkCommandPool pool_ = VK_NULL_HANDLE;
   VkPhysicalDeviceMemoryProperties memory_{};
   uint64_t allocated_ = 0, allocated_device_ = 0, memory_limit_ = 0;
+  // Buffers freed so far: a command buffer that names a freed buffer (copies, fills) is invalid
+  // even if a new buffer later gets the same handle, so it is encoded again.
+  uint64_t frees_ = 0;
   std::map<std::string, Kernel> kernels_;
   Buffer staging_[2];
   std::unique_ptr<CommandList> transfer_[2];

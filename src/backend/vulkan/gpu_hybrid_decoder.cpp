@@ -189,6 +189,10 @@ void GpuHybridDecoder::recurrent_state_released(const float* state) {
   states_.erase(state);
 }
 
+int64_t GpuHybridDecoder::step_encodings() const {
+  return work_->cmd->encodings();
+}
+
 uint64_t GpuHybridDecoder::state_bytes() const {
   uint64_t total = 0;
   for (const auto& [key, s] : states_) total += s.buffer.size();

@@ -45,6 +45,7 @@ class GpuHybridDecoder : public Model {
   void recurrent_state_released(const float* state) override;
 
   Device& device() { return *device_; }
+  int64_t step_encodings() const;
   // Device bytes of recurrent states held (for tests and logs).
   uint64_t state_bytes() const;
 

@@ -41,6 +41,13 @@ std::unique_ptr<Model> load_gpu_model(const std::string& path, std::shared_ptr<D
                                               std::move(device));
 }
 
+int64_t gpu_step_encodings(const Model& model) {
+  if (auto* standard = dynamic_cast<const GpuStandardDecoder*>(&model))
+    return standard->step_encodings();
+  if (auto* hybrid = dynamic_cast<const GpuHybridDecoder*>(&model)) return hybrid->step_encodings();
+  return -1;
+}
+
 Device* gpu_device(Model& model) {
   if (auto* standard = dynamic_cast<GpuStandardDecoder*>(&model)) return &standard->device();
   if (auto* hybrid = dynamic_cast<GpuHybridDecoder*>(&model)) return &hybrid->device();

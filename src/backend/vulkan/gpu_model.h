@@ -22,5 +22,8 @@ std::unique_ptr<Model> load_gpu_model(const std::string& path, std::shared_ptr<D
 
 // The device `model` runs on, or null for a CPU model (for bench output and probes).
 Device* gpu_device(Model& model);
+// How many of `model`'s steps had to be encoded into a Vulkan command buffer (the others
+// replayed the last one: CommandList); -1 for a CPU model.
+int64_t gpu_step_encodings(const Model& model);
 
 }  // namespace strata::vk

@@ -33,6 +33,7 @@ class GpuStandardDecoder : public Model {
   void kv_slots_copied(const void* storage, int64_t from, int64_t to, int64_t n) override;
 
   Device& device() { return *device_; }
+  int64_t step_encodings() const { return cmd_->encodings(); }
 
  private:
   struct Layer {

@@ -135,5 +135,32 @@ TEST(GpuBatchInvariance, DecodeStepEqualsTheSameTokenInsideAPromptBatch) {
   EXPECT_EQ(batch_logits, step_logits);
 }
 
+// Decode steps are recorded once and replayed: after the first decode step, more steps of the
+// same shape encode nothing new into Vulkan (standard and hybrid models), and still give the
+// CPU's tokens.
+TEST(GpuReplay, DecodeStepsReplayTheirRecording) {
+  for (const std::string& path :
+       {(oracle_dir() / "models" / "tiny-qwen3moe-F16.gguf").string(),
+        (oracle_dir() / "gdn" / "models" / "tiny-qwen35moe-Q8_0.gguf").string()}) {
+    SCOPED_TRACE(path);
+    auto gpu = vk::load_gpu_model(path, vk::test::shared_test_device());
+    ThreadPool pool(1);
+    Session session(*gpu, 64, GgmlType::F16, pool);
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < 20; ++i) prompt.push_back((i * 13 + 5) % 256);
+    std::vector<float> logits;
+    session.eval(prompt, false, logits);
+    int32_t next = 7;
+    session.eval(std::span<const int32_t>(&next, 1), false, logits);  // the first decode shape
+    const int64_t before = vk::gpu_step_encodings(*gpu);
+    for (int i = 0; i < 10; ++i) {
+      next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      session.eval(std::span<const int32_t>(&next, 1), false, logits);
+    }
+    EXPECT_GE(before, 1);
+    EXPECT_EQ(vk::gpu_step_encodings(*gpu), before) << "decode steps were encoded again";
+  }
+}
+
 }  // namespace
 }  // namespace strata::test
