@@ -34,7 +34,7 @@ uint32_t u32(int64_t v) {
 }
 
 struct MatmulPush {
-  uint64_t w, w2, x, y, ids, expert_stride;
+  uint64_t w, w2, x, y, ids, expert_stride, slots;
   uint32_t rows, cols, n_tok, x_stride, y_stride, x_div;
 };
 
@@ -88,7 +88,7 @@ void GpuOps::matmul(const GpuMatrix& w, uint64_t x, int64_t x_stride, uint64_t y
     dispatch_tiled(*this, w, nullptr, p, (n_tok + kTileTokens - 1) / kTileTokens);
     return;
   }
-  MatmulPush p{w.address,     0, x, y, 0, 0, u32(w.rows), u32(w.cols), u32(n_tok), u32(x_stride),
+  MatmulPush p{w.address,     0, x, y, 0, 0, 0, u32(w.rows), u32(w.cols), u32(n_tok), u32(x_stride),
                u32(y_stride), 1};
   uint32_t gx, gy;
   grid(w.rows, gx, gy);
@@ -109,8 +109,9 @@ void GpuOps::matmul_swiglu(const GpuMatrix& gate, const GpuMatrix& up, uint64_t 
     dispatch_tiled(*this, gate, &up, p, (n_tok + kTileTokens - 1) / kTileTokens);
     return;
   }
-  MatmulPush p{gate.address,  up.address,    x, y, 0, 0, u32(gate.rows), u32(gate.cols), u32(n_tok),
-               u32(x_stride), u32(y_stride), 1};
+  MatmulPush p{
+      gate.address,  up.address,    x, y, 0, 0, 0, u32(gate.rows), u32(gate.cols), u32(n_tok),
+      u32(x_stride), u32(y_stride), 1};
   uint32_t gx, gy;
   grid(gate.rows, gx, gy);
   cmd.dispatch(device.kernel(typed("matmul_swiglu", gate.type)), p, gx, gy,
@@ -119,7 +120,7 @@ void GpuOps::matmul_swiglu(const GpuMatrix& gate, const GpuMatrix& up, uint64_t 
 
 void GpuOps::matmul_experts(const GpuMatrix& w, const GpuMatrix* up, uint64_t ids, uint64_t x,
                             int64_t x_stride, int64_t x_div, uint64_t y, int64_t y_stride,
-                            int64_t n_pairs) {
+                            int64_t n_pairs, uint64_t slots) {
   STRATA_CHECK(!up || up->type == w.type, "matmul_experts: gate and up differ in type");
   MatmulPush p{w.address,
                up ? up->address : 0,
@@ -127,6 +128,7 @@ void GpuOps::matmul_experts(const GpuMatrix& w, const GpuMatrix* up, uint64_t id
                y,
                ids,
                static_cast<uint64_t>(w.rows * w.row_bytes),
+               slots,
                u32(w.rows),
                u32(w.cols),
                u32(n_pairs),
@@ -144,13 +146,14 @@ int64_t moe_tiles_capacity(int64_t n_pairs, int64_t n_expert) {
 }
 
 void GpuOps::moe_group(uint64_t ids, int64_t n_pairs, int64_t n_expert, uint64_t order,
-                       uint64_t tiles) {
-  STRATA_CHECK(n_expert <= kMaxGroupedExperts, "moe_group: {} experts, at most {}", n_expert,
+                       uint64_t tiles, uint64_t slots, int64_t n_slots) {
+  const int64_t buckets = slots ? n_slots + 1 : n_expert;
+  STRATA_CHECK(buckets <= kMaxGroupedExperts, "moe_group: {} experts, at most {}", buckets,
                kMaxGroupedExperts);
   struct {
-    uint64_t ids, order, tiles;
+    uint64_t ids, order, tiles, slots;
     uint32_t n_pairs, n_expert;
-  } p{ids, order, tiles, u32(n_pairs), u32(n_expert)};
+  } p{ids, order, tiles, slots, u32(n_pairs), u32(buckets)};
   cmd.dispatch(device.kernel("moe_group"), p, 1);
 }
 

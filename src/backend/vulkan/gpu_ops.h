@@ -37,16 +37,21 @@ struct GpuOps {
                      uint64_t y, int64_t y_stride, int64_t n_tok);
   // Expert form: pair p (< n_pairs) multiplies expert ids[p] of a stacked tensor (w describes
   // expert 0; expert e starts e * w.rows * w.row_bytes later) with activation row p / x_div,
-  // writing y[p * y_stride ...]. up != nullptr: the fused silu(gate) * up form.
+  // writing y[p * y_stride ...]. up != nullptr: the fused silu(gate) * up form. slots != 0: a
+  // device-side map (int32 per expert id) of the experts this stack holds (a layer's hot set):
+  // expert e is at slot slots[e]; pairs of experts not held (slot -1) get zeros.
   void matmul_experts(const GpuMatrix& w, const GpuMatrix* up, uint64_t ids, uint64_t x,
                       int64_t x_stride, int64_t x_div, uint64_t y, int64_t y_stride,
-                      int64_t n_pairs);
+                      int64_t n_pairs, uint64_t slots = 0);
   // Prompt batches of a MoE layer, tokens grouped by expert on the device: moe_group sorts the
   // n_pairs (token, expert) pairs of ids by expert into `order` ([n_pairs] uint) and cuts each
   // expert's run into tiles ([1 + 3 * moe_tiles_capacity] uint: a count, then {expert, start,
   // n}); matmul_expert_tiles then multiplies each tile with its expert's rows, as matmul_experts
   // does pair by pair (same x_div, y rows = pairs), but reading each weight group once per tile.
-  void moe_group(uint64_t ids, int64_t n_pairs, int64_t n_expert, uint64_t order, uint64_t tiles);
+  // With a slot map (n_slots experts held, as matmul_experts' slots) tiles name slots, and the
+  // pairs of experts not held get zeros (size tiles for n_slots + 1 experts).
+  void moe_group(uint64_t ids, int64_t n_pairs, int64_t n_expert, uint64_t order, uint64_t tiles,
+                 uint64_t slots = 0, int64_t n_slots = 0);
   void matmul_expert_tiles(const GpuMatrix& w, const GpuMatrix* up, uint64_t tiles, uint64_t order,
                            int64_t max_tiles, uint64_t x, int64_t x_stride, int64_t x_div,
                            uint64_t y, int64_t y_stride);

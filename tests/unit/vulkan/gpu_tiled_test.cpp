@@ -236,6 +236,58 @@ TEST_P(GpuTiled, PromptAndDecodeKernelsAgreeBitForBit) {
   EXPECT_EQ(bits(experts_tiles, pairs * rows), bits(experts_pairs, pairs * rows)) << "experts";
 }
 
+// A layer keeping 3 of its 6 experts on the device (a hot set): the stack holds experts 2, 0, 4
+// in slots 0, 1, 2 and a device-side map sends each expert id to its slot (-1: not here). Pairs
+// of resident experts get their products, the others exact zeros, pair by pair (decode) and
+// grouped by slot (prompts) alike, bit for bit.
+TEST_P(GpuTiled, ResidentExpertSubsetThroughADeviceSlotMap) {
+  const GgmlType type = GetParam();
+  Device& dev = test_device();
+  const int64_t n_expert = 6, resident = 3, rows = 24, cols = 256, n_tok = 40, k = 2;
+  const int64_t pairs = n_tok * k;
+  const std::vector<int32_t> slot_of = {1, -1, 0, -1, 2, -1};
+  const Weights stack = make_weights(type, resident * rows, cols, 81);  // slots 0, 1, 2
+  std::vector<int32_t> ids;
+  for (int64_t p = 0; p < pairs; ++p) ids.push_back(static_cast<int32_t>((p * 5 + p / 7) % 6));
+  const auto x = random_floats(static_cast<size_t>(n_tok * cols), 82);
+  const int64_t capacity = moe_tiles_capacity(pairs, resident + 1);
+  Buffer wb = upload(dev, stack.bytes), xb = upload(dev, x), idb = upload(dev, ids),
+         sb = upload(dev, slot_of);
+  const auto f32 = [&](int64_t count) {
+    Buffer b = dev.allocate(static_cast<uint64_t>(count) * 4, MemoryKind::device, "test output");
+    run(dev, [&](CommandList& cmd) { cmd.fill(b, 0, b.size(), 0x7fc00000u); });  // NaN: unwritten
+    return b;
+  };
+  Buffer by_pair = f32(pairs * rows), by_tile = f32(pairs * rows), order = f32(pairs),
+         tiles = f32(1 + 3 * capacity);
+  const GpuMatrix w{type, wb.address(), rows, cols, stack.row_bytes};
+  run(dev, [&](CommandList& cmd) {
+    GpuOps ops{dev, cmd};
+    ops.matmul_experts(w, nullptr, idb.address(), xb.address(), cols, k, by_pair.address(), rows,
+                       pairs, sb.address());
+    ops.moe_group(idb.address(), pairs, n_expert, order.address(), tiles.address(), sb.address(),
+                  resident);
+    ops.matmul_expert_tiles(w, nullptr, tiles.address(), order.address(), capacity, xb.address(),
+                            cols, k, by_tile.address(), rows);
+  });
+  const auto got = download<float>(dev, by_pair, static_cast<size_t>(pairs * rows));
+  EXPECT_EQ(download<uint32_t>(dev, by_tile, got.size()),
+            download<uint32_t>(dev, by_pair, got.size()));
+  std::vector<float> want;
+  for (int64_t p = 0; p < pairs; ++p) {
+    const int32_t slot = slot_of[static_cast<size_t>(ids[static_cast<size_t>(p)])];
+    for (int64_t r = 0; r < rows; ++r) {
+      if (slot < 0) {
+        ASSERT_EQ(got[static_cast<size_t>(p * rows + r)], 0.0f) << "pair " << p;
+        want.push_back(0.0f);
+      } else {
+        want.push_back(exact_dot(stack, slot * rows + r, &x[p / k * cols], cols));
+      }
+    }
+  }
+  EXPECT_LT(nmse(got.data(), want.data(), want.size()), 1e-10) << ggml_type_name(type);
+}
+
 INSTANTIATE_TEST_SUITE_P(AllWeightTypes, GpuTiled, testing::ValuesIn(kWeightTypes), type_name);
 
 }  // namespace

@@ -3,6 +3,9 @@
 // row per workgroup, its 32-element groups spread over the threads; each group is decoded once
 // for all the tokens. Expert mode (ids != 0): z indexes (token, chosen expert) pairs, the
 // weights are expert ids[pair] of a stacked tensor and the activation row is pair / x_div.
+// With a slot map (slots != 0: a layer keeping a subset of its experts, the hot set) the stack
+// holds the resident experts and expert e is at slot slots[e]; a pair whose expert is not
+// resident (slot -1) gets zeros (another device computes it).
 // SWIGLU builds: y = silu(W x) * (W2 x), gate and up of a (shared or routed) expert in one pass.
 #include "common.glsl"
 #include "quant_types.glsl"
@@ -12,7 +15,7 @@
 layout(local_size_x = 64) in;
 
 layout(push_constant) uniform Push {
-  uint64_t w, w2, x, y, ids, expert_stride;
+  uint64_t w, w2, x, y, ids, expert_stride, slots;
   uint rows, cols, n_tok, x_stride, y_stride, x_div;
 } pc;
 
@@ -34,9 +37,14 @@ void main() {
   if (pc.ids != 0ul) {
     t0 = gl_WorkGroupID.z;
     n = 1u;
-    const uint64_t e = uint64_t(Ints(pc.ids).v[t0]);
-    w += e * pc.expert_stride;
-    w2 += e * pc.expert_stride;
+    int e = Ints(pc.ids).v[t0];
+    if (pc.slots != 0ul) e = Ints(pc.slots).v[e];
+    if (e < 0) {  // uniform per workgroup: not resident here
+      if (tid == 0u) stf(pc.y, uint64_t(t0) * pc.y_stride + row, 0.0);
+      return;
+    }
+    w += uint64_t(e) * pc.expert_stride;
+    w2 += uint64_t(e) * pc.expert_stride;
   } else {
     t0 = gl_WorkGroupID.z * MAX_TOK;
     n = min(MAX_TOK, pc.n_tok - t0);

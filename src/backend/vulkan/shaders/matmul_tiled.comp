@@ -90,6 +90,13 @@ void main() {
     const uint expert = Uints(pc.tiles).v[1u + 3u * z];
     const uint start = Uints(pc.tiles).v[2u + 3u * z];
     n = Uints(pc.tiles).v[3u + 3u * z];
+    if (expert == 0xffffffffu) {  // experts not resident here (moe_group's last bucket): zeros
+      for (uint e = tid; e < BM * n; e += THREADS) {
+        const uint row = row0 + e % BM, pair = Uints(pc.order).v[start + e / BM];
+        if (row < pc.rows) stf(pc.y, uint64_t(pair) * pc.y_stride + row, 0.0);
+      }
+      return;
+    }
     w_base += uint64_t(expert) * pc.expert_stride;
     w2_base += uint64_t(expert) * pc.expert_stride;
     if (tid < n) {
