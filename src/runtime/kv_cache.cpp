@@ -29,10 +29,11 @@ KvCache::KvCache(const ModelHParams& hp, int64_t n_ctx, GgmlType type,
   };
   int64_t stored = 0;
   for (int64_t il = 0; il < hp.n_layer; ++il) stored += has_kv(il) ? 1 : 0;
-  storage_.resize(static_cast<size_t>(2 * per_layer * stored));
+  bytes_ = 2 * per_layer * stored;
+  storage_.reset(new uint8_t[static_cast<size_t>(bytes_)]);
   int64_t slot = 0;
   for (int64_t il = 0; il < hp.n_layer; ++il) {
-    uint8_t* base = has_kv(il) ? storage_.data() + 2 * per_layer * slot++ : nullptr;
+    uint8_t* base = has_kv(il) ? storage_.get() + 2 * per_layer * slot++ : nullptr;
     ops::KvLayerView view{type,         base,        base ? base + per_layer : nullptr,
                           hp.n_head_kv, hp.head_dim, row};
     view.capacity = n_ctx;

@@ -3,6 +3,7 @@
 // head_dim values, stored as F16 (default) or Q8_0 (half the bytes, small accuracy cost).
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "model/hparams.h"
@@ -21,7 +22,7 @@ class KvCache {
   SequenceKv layers() const { return views_; }
   int64_t capacity() const { return n_ctx_; }
   GgmlType type() const { return type_; }
-  int64_t bytes() const { return static_cast<int64_t>(storage_.size()); }
+  int64_t bytes() const { return bytes_; }
   // Bytes the cache holds per position (all layers, keys and values).
   int64_t bytes_per_position() const;
 
@@ -31,7 +32,10 @@ class KvCache {
  private:
   int64_t n_ctx_;
   GgmlType type_;
-  std::vector<uint8_t> storage_;
+  // Left uninitialized, as in KvPool: the OS commits memory only where a forward writes, and a
+  // model that keeps its keys and values on a GPU never writes here.
+  std::unique_ptr<uint8_t[]> storage_;
+  int64_t bytes_ = 0;
   std::vector<ops::KvLayerView> views_;
 };
 

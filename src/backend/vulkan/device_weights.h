@@ -42,5 +42,12 @@ class DeviceWeights {
 
 // Sum of the bytes DeviceWeights will place for these matrices and vectors (with alignment).
 uint64_t aligned_bytes(uint64_t bytes);
+// What matrix() / floats() place for w / n floats (0 for an absent tensor), to size the upload.
+inline uint64_t upload_bytes(const ops::WeightMatrix& w) {
+  return w.data ? aligned_bytes(static_cast<uint64_t>(w.bytes())) : 0;
+}
+inline uint64_t upload_bytes(const float* v, int64_t n) {
+  return v ? aligned_bytes(static_cast<uint64_t>(n) * 4) : 0;
+}
 
 }  // namespace strata::vk

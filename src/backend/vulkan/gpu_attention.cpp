@@ -9,23 +9,11 @@
 #include "util/error.h"
 
 namespace strata::vk {
-namespace {
-
-uint64_t matrix_bytes(const ops::WeightMatrix& w) {
-  return w.data ? aligned_bytes(static_cast<uint64_t>(w.bytes())) : 0;
-}
-
-uint64_t vector_bytes(const float* v, int64_t n) {
-  return v ? aligned_bytes(static_cast<uint64_t>(n) * 4) : 0;
-}
-
-}  // namespace
-
 uint64_t attention_upload_bytes(const AttentionWeights& a, const ModelHParams& hp) {
   const ops::WeightMatrix half_q{a.wq.type, a.wq.data, a.wq.cols, a.wq.rows / 2, a.wq.row_bytes};
   // A split wq is two halves, each aligned on its own.
-  return 2 * matrix_bytes(half_q) + matrix_bytes(a.wk) + matrix_bytes(a.wv) + matrix_bytes(a.wo) +
-         vector_bytes(a.q_norm, hp.head_dim) + vector_bytes(a.k_norm, hp.head_dim);
+  return 2 * upload_bytes(half_q) + upload_bytes(a.wk) + upload_bytes(a.wv) + upload_bytes(a.wo) +
+         upload_bytes(a.q_norm, hp.head_dim) + upload_bytes(a.k_norm, hp.head_dim);
 }
 
 GpuAttentionWeights upload_attention(DeviceWeights& w, const AttentionWeights& a,

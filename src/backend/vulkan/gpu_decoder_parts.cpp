@@ -8,14 +8,6 @@
 #include "util/error.h"
 
 namespace strata::vk {
-namespace {
-
-uint64_t matrix_bytes(const ops::WeightMatrix& w) {
-  return w.data ? aligned_bytes(static_cast<uint64_t>(w.bytes())) : 0;
-}
-
-}  // namespace
-
 // ---- feed-forward -----------------------------------------------------------------------
 
 uint64_t ffn_upload_bytes(const DenseFfnWeights& dense, const MoeFfnWeights& moe,
@@ -24,7 +16,7 @@ uint64_t ffn_upload_bytes(const DenseFfnWeights& dense, const MoeFfnWeights& moe
   for (const ops::WeightMatrix* w :
        {&dense.gate, &dense.up, &dense.down, &moe.router, &moe.gate_exps, &moe.up_exps,
         &moe.down_exps, &moe.shared.gate, &moe.shared.up, &moe.shared.down})
-    total += matrix_bytes(*w);
+    total += upload_bytes(*w);
   if (moe.shared_gate) total += aligned_bytes(static_cast<uint64_t>(hp.n_embd) * 4);
   return total;
 }

@@ -10,18 +10,6 @@
 #include "util/profiler.h"
 
 namespace strata::vk {
-namespace {
-
-uint64_t matrix_bytes(const ops::WeightMatrix& w) {
-  return w.data ? aligned_bytes(static_cast<uint64_t>(w.bytes())) : 0;
-}
-
-uint64_t vector_bytes(const float* v, int64_t n) {
-  return v ? aligned_bytes(static_cast<uint64_t>(n) * 4) : 0;
-}
-
-}  // namespace
-
 // Device buffers of one step, sized for `tokens` tokens; grown on demand.
 struct GpuHybridDecoder::Work {
   int64_t tokens = 0;
@@ -64,18 +52,18 @@ void GpuHybridDecoder::upload_weights() {
   const ModelHParams& hp = hparams_;
   const HybridDecoder& m = *cpu_;
   const GatedDeltaNetParams& p = m.options().gdn;
-  uint64_t total = matrix_bytes(m.token_embd()) + vector_bytes(m.output_norm(), hp.n_embd) +
-                   (m.output().data == m.token_embd().data ? 0 : matrix_bytes(m.output())) +
+  uint64_t total = upload_bytes(m.token_embd()) + upload_bytes(m.output_norm(), hp.n_embd) +
+                   (m.output().data == m.token_embd().data ? 0 : upload_bytes(m.output())) +
                    aligned_bytes(static_cast<uint64_t>(hp.n_rot / 2) * 4);  // RoPE frequencies
   for (const HybridDecoder::Layer& l : m.layers()) {
     for (const ops::WeightMatrix* w :
          {&l.gdn.qkv, &l.gdn.gate, &l.gdn.beta, &l.gdn.alpha, &l.gdn.out})
-      total += matrix_bytes(*w);
+      total += upload_bytes(*w);
     if (l.attn.wq.data) total += attention_upload_bytes(l.attn, hp);
-    total += vector_bytes(l.attn_norm, hp.n_embd) + vector_bytes(l.post_norm, hp.n_embd) +
-             vector_bytes(l.gdn.conv, p.conv_kernel * p.conv_dim()) +
-             vector_bytes(l.gdn.dt_bias, p.n_v_heads) + vector_bytes(l.gdn.a_neg, p.n_v_heads) +
-             vector_bytes(l.gdn.norm, p.d_v) + ffn_upload_bytes({}, l.moe, hp);
+    total += upload_bytes(l.attn_norm, hp.n_embd) + upload_bytes(l.post_norm, hp.n_embd) +
+             upload_bytes(l.gdn.conv, p.conv_kernel * p.conv_dim()) +
+             upload_bytes(l.gdn.dt_bias, p.n_v_heads) + upload_bytes(l.gdn.a_neg, p.n_v_heads) +
+             upload_bytes(l.gdn.norm, p.d_v) + ffn_upload_bytes({}, l.moe, hp);
   }
   weights_ = std::make_unique<DeviceWeights>(*device_, total);
   DeviceWeights& w = *weights_;

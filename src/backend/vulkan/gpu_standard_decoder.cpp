@@ -7,18 +7,6 @@
 #include "util/profiler.h"
 
 namespace strata::vk {
-namespace {
-
-uint64_t matrix_bytes(const ops::WeightMatrix& w) {
-  return w.data ? aligned_bytes(static_cast<uint64_t>(w.bytes())) : 0;
-}
-
-uint64_t vector_bytes(const float* v, int64_t n) {
-  return v ? aligned_bytes(static_cast<uint64_t>(n) * 4) : 0;
-}
-
-}  // namespace
-
 GpuStandardDecoder::GpuStandardDecoder(std::unique_ptr<StandardDecoder> cpu,
                                        std::shared_ptr<Device> device)
     : Model(GgufFile::parse(cpu->file().name(), cpu->file().bytes()), cpu->hparams()),
@@ -44,12 +32,12 @@ GpuStandardDecoder::~GpuStandardDecoder() = default;
 void GpuStandardDecoder::upload_weights() {
   const ModelHParams& hp = hparams_;
   const StandardDecoder& m = *cpu_;
-  uint64_t total = matrix_bytes(m.token_embd()) + vector_bytes(m.output_norm(), hp.n_embd) +
-                   (m.output().data == m.token_embd().data ? 0 : matrix_bytes(m.output())) +
+  uint64_t total = upload_bytes(m.token_embd()) + upload_bytes(m.output_norm(), hp.n_embd) +
+                   (m.output().data == m.token_embd().data ? 0 : upload_bytes(m.output())) +
                    aligned_bytes(static_cast<uint64_t>(hp.n_rot / 2) * 4);  // RoPE frequencies
   for (const auto& l : m.layers()) {
     total += attention_upload_bytes(l.attn, hp) + ffn_upload_bytes(l.dense, l.moe, hp) +
-             vector_bytes(l.attn_norm, hp.n_embd) + vector_bytes(l.ffn_norm, hp.n_embd);
+             upload_bytes(l.attn_norm, hp.n_embd) + upload_bytes(l.ffn_norm, hp.n_embd);
   }
   weights_ = std::make_unique<DeviceWeights>(*device_, total);
   DeviceWeights& w = *weights_;

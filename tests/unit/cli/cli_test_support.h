@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 namespace strata {
@@ -33,4 +34,32 @@ inline RunResult run_strata(const std::string& args, bool include_stderr = true)
   return run_strata_env("", args, include_stderr);
 }
 
+inline bool contains(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+// A strata built without the Vulkan backend says so in `strata devices`.
+inline bool has_gpu_backend() {
+  static const bool yes = !contains(run_strata("devices").output, "no GPU backend");
+  return yes;
+}
+
+// The environment that shows strata only lavapipe (Mesa's Vulkan driver on the CPU), whatever
+// else the machine has, so vk0 is always the same device; "" when lavapipe is not installed.
+inline std::string lavapipe_only() {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/usr/share/vulkan/icd.d", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("lvp_icd.", 0) == 0) return "VK_ICD_FILENAMES=" + e.path().string() + " ";
+  }
+  return "";
+}
+
 }  // namespace strata
+
+#define SKIP_WITHOUT_GPU_BACKEND()                             \
+  if (!::strata::has_gpu_backend())                            \
+    GTEST_SKIP() << "strata was built without the Vulkan GPU " \
+                    "backend";                                 \
+  ASSERT_FALSE(::strata::lavapipe_only().empty())              \
+      << "lavapipe is not installed (Debian: mesa-vulkan-drivers)"

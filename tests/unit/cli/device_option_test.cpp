@@ -15,29 +15,6 @@
 namespace strata {
 namespace {
 
-bool contains(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
-}
-
-bool has_gpu_backend() {
-  static const bool yes = !contains(run_strata("devices").output, "no GPU backend");
-  return yes;
-}
-
-#define SKIP_WITHOUT_GPU_BACKEND() \
-  if (!has_gpu_backend()) GTEST_SKIP() << "strata was built without the Vulkan GPU backend"
-
-// Only lavapipe, whatever else the machine has, so vk0 is always the same device.
-std::string lavapipe_only() {
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/usr/share/vulkan/icd.d", ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind("lvp_icd.", 0) == 0) return "VK_ICD_FILENAMES=" + e.path().string() + " ";
-  }
-  ADD_FAILURE() << "lavapipe is not installed (Debian: mesa-vulkan-drivers)";
-  return "";
-}
-
 std::string model_path(const std::string& name) {
   return (test::oracle_dir() / "models" / (name + ".gguf")).string();
 }

@@ -13,28 +13,12 @@
 namespace strata {
 namespace {
 
-bool contains(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
-}
-
-// Only lavapipe, whatever else the machine has, so vk0 is always the same device.
-std::string lavapipe_only() {
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/usr/share/vulkan/icd.d", ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind("lvp_icd.", 0) == 0) return "VK_ICD_FILENAMES=" + e.path().string() + " ";
-  }
-  return "";
-}
-
 // The GPU probe through Vulkan on lavapipe (named: auto never takes a CPU-type device): its
 // memory and budget become the plan's GPU, both bandwidths are measured once and then read from
 // the cache with their date and driver.
 TEST(PlanCommand, ProbesGpusThroughVulkanAndCachesTheirBandwidth) {
-  if (contains(run_strata("devices").output, "no GPU backend"))
-    GTEST_SKIP() << "strata was built without the Vulkan GPU backend";
+  SKIP_WITHOUT_GPU_BACKEND();
   const std::string env = lavapipe_only();
-  ASSERT_FALSE(env.empty()) << "lavapipe is not installed (Debian: mesa-vulkan-drivers)";
   const std::string model = (test::oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string();
   const auto cache = test::temp_dir() / "vulkan-probe-cache";
   std::filesystem::remove_all(cache);

@@ -9,6 +9,7 @@
 
 #include "backend/vulkan/gpu_ops.h"
 #include "gpu_test_device.h"
+#include "gpu_test_weights.h"
 #include "ops/activations.h"
 #include "ops/attention.h"
 #include "ops/matmul.h"
@@ -30,30 +31,9 @@ using test::run;
 using test::test_device;
 using test::upload;
 
-const GgmlType kWeightTypes[] = {GgmlType::F32,  GgmlType::F16,    GgmlType::BF16,  GgmlType::Q4_0,
-                                 GgmlType::Q4_1, GgmlType::Q5_0,   GgmlType::Q5_1,  GgmlType::Q8_0,
-                                 GgmlType::Q2_K, GgmlType::Q3_K,   GgmlType::Q4_K,  GgmlType::Q5_K,
-                                 GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS};
-
-// Random weights quantized by the CPU's reference quantizer, and their CPU dequantization.
-struct TestMatrix {
-  std::vector<uint8_t> bytes;
-  std::vector<float> dequantized;
-  int64_t rows, cols, row_bytes;
-};
-
-TestMatrix make_matrix(GgmlType type, int64_t rows, int64_t cols, uint32_t seed) {
-  TestMatrix m{{}, {}, rows, cols, quant::row_bytes(type, cols)};
-  const auto w = random_floats(static_cast<size_t>(rows * cols), seed);
-  m.bytes.resize(static_cast<size_t>(rows * m.row_bytes));
-  m.dequantized.resize(w.size());
-  const auto& k = quant::kernels_exact(type, quant::Isa::scalar);
-  for (int64_t r = 0; r < rows; ++r) {
-    k.quantize_row(w.data() + r * cols, m.bytes.data() + r * m.row_bytes, cols);
-    k.dequantize_row(m.bytes.data() + r * m.row_bytes, m.dequantized.data() + r * cols, cols);
-  }
-  return m;
-}
+using test::kWeightTypes;
+using test::make_matrix;
+using test::TestMatrix;
 
 GpuMatrix on_device(const Buffer& b, GgmlType type, const TestMatrix& m) {
   return GpuMatrix{type, b.address(), m.rows, m.cols, m.row_bytes};

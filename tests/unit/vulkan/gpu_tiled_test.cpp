@@ -10,6 +10,7 @@
 
 #include "backend/vulkan/gpu_ops.h"
 #include "gpu_test_device.h"
+#include "gpu_test_weights.h"
 #include "quant/quant.h"
 #include "support/test_support.h"
 
@@ -23,35 +24,14 @@ using test::run;
 using test::test_device;
 using test::upload;
 
-const GgmlType kWeightTypes[] = {GgmlType::F32,  GgmlType::F16,    GgmlType::BF16,  GgmlType::Q4_0,
-                                 GgmlType::Q4_1, GgmlType::Q5_0,   GgmlType::Q5_1,  GgmlType::Q8_0,
-                                 GgmlType::Q2_K, GgmlType::Q3_K,   GgmlType::Q4_K,  GgmlType::Q5_K,
-                                 GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS};
+using test::kWeightTypes;
+using test::make_matrix;
+using test::TestMatrix;
 
-// Random weights through the CPU's reference quantizer, and their CPU dequantization.
-struct Weights {
-  std::vector<uint8_t> bytes;
-  std::vector<float> values;
-  int64_t row_bytes;
-};
-
-Weights make_weights(GgmlType type, int64_t rows, int64_t cols, uint32_t seed) {
-  Weights m{{}, {}, quant::row_bytes(type, cols)};
-  const auto w = random_floats(static_cast<size_t>(rows * cols), seed);
-  m.bytes.resize(static_cast<size_t>(rows * m.row_bytes));
-  m.values.resize(w.size());
-  const auto& k = quant::kernels_exact(type, quant::Isa::scalar);
-  for (int64_t r = 0; r < rows; ++r) {
-    k.quantize_row(w.data() + r * cols, m.bytes.data() + r * m.row_bytes, cols);
-    k.dequantize_row(m.bytes.data() + r * m.row_bytes, m.values.data() + r * cols, cols);
-  }
-  return m;
-}
-
-// Row r of w (from row_offset) . x row t, in double.
-float exact_dot(const Weights& w, int64_t row, const float* x, int64_t cols) {
+// Row `row` of w . x, in double.
+float exact_dot(const TestMatrix& w, int64_t row, const float* x, int64_t cols) {
   double s = 0;
-  for (int64_t c = 0; c < cols; ++c) s += static_cast<double>(w.values[row * cols + c]) * x[c];
+  for (int64_t c = 0; c < cols; ++c) s += static_cast<double>(w.dequantized[row * cols + c]) * x[c];
   return static_cast<float>(s);
 }
 
@@ -72,7 +52,7 @@ TEST_P(GpuTiled, DenseProductsMatchTheDequantizedWeights) {
   const GgmlType type = GetParam();
   Device& dev = test_device();
   const int64_t rows = 70, cols = 512;
-  const Weights gate = make_weights(type, rows, cols, 51), up = make_weights(type, rows, cols, 52);
+  const TestMatrix gate = make_matrix(type, rows, cols, 51), up = make_matrix(type, rows, cols, 52);
   Buffer gb = upload(dev, gate.bytes), ub = upload(dev, up.bytes);
   const GpuMatrix g{type, gb.address(), rows, cols, gate.row_bytes};
   const GpuMatrix u{type, ub.address(), rows, cols, up.row_bytes};
@@ -116,8 +96,8 @@ TEST_P(GpuTiled, ExpertTilesGroupedOnTheDeviceMatchPairByPair) {
   const GgmlType type = GetParam();
   Device& dev = test_device();
   const int64_t n_expert = 6, rows = 40, cols = 256, n_tok = 75, k = 3, pairs = n_tok * k;
-  const Weights gate = make_weights(type, n_expert * rows, cols, 61);
-  const Weights up = make_weights(type, n_expert * rows, cols, 62);
+  const TestMatrix gate = make_matrix(type, n_expert * rows, cols, 61);
+  const TestMatrix up = make_matrix(type, n_expert * rows, cols, 62);
   std::mt19937 rng(63);
   std::vector<int32_t> ids;
   for (int64_t t = 0; t < n_tok; ++t) {
@@ -195,8 +175,8 @@ TEST_P(GpuTiled, PromptAndDecodeKernelsAgreeBitForBit) {
   const GgmlType type = GetParam();
   Device& dev = test_device();
   const int64_t rows = 37, cols = 2560, n_tok = 70, k = 2, n_expert = 3;  // 80 groups: 2 rounds
-  const Weights gate = make_weights(type, n_expert * rows, cols, 71);
-  const Weights up = make_weights(type, n_expert * rows, cols, 72);
+  const TestMatrix gate = make_matrix(type, n_expert * rows, cols, 71);
+  const TestMatrix up = make_matrix(type, n_expert * rows, cols, 72);
   const auto x = random_floats(static_cast<size_t>(n_tok * cols), 73);
   std::vector<int32_t> ids;
   for (int64_t p = 0; p < n_tok * k; ++p) ids.push_back(static_cast<int32_t>((p * 7 + p / 5) % 3));
@@ -246,7 +226,7 @@ TEST_P(GpuTiled, ResidentExpertSubsetThroughADeviceSlotMap) {
   const int64_t n_expert = 6, resident = 3, rows = 24, cols = 256, n_tok = 40, k = 2;
   const int64_t pairs = n_tok * k;
   const std::vector<int32_t> slot_of = {1, -1, 0, -1, 2, -1};
-  const Weights stack = make_weights(type, resident * rows, cols, 81);  // slots 0, 1, 2
+  const TestMatrix stack = make_matrix(type, resident * rows, cols, 81);  // slots 0, 1, 2
   std::vector<int32_t> ids;
   for (int64_t p = 0; p < pairs; ++p) ids.push_back(static_cast<int32_t>((p * 5 + p / 7) % 6));
   const auto x = random_floats(static_cast<size_t>(n_tok * cols), 82);
