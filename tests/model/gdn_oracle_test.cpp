@@ -29,26 +29,6 @@
 namespace strata::test {
 namespace {
 
-struct GdnCase {
-  std::string model;   // models/<model>.gguf
-  std::string logits;  // logits/<file>
-};
-
-void PrintTo(const GdnCase& c, std::ostream* os) {
-  *os << c.logits;
-}
-
-std::vector<GdnCase> gdn_cases() {
-  std::vector<GdnCase> out;
-  for (const char* type : {"Q8_0", "Q4_K_M"}) {
-    for (int prompt : {24, 65, 200}) {
-      const std::string model = std::string("tiny-qwen35moe-") + type;
-      out.push_back({model + ".gguf", model + ".p" + std::to_string(prompt) + ".f16kv.orcl"});
-    }
-  }
-  return out;
-}
-
 class GdnOracleLogits : public testing::TestWithParam<GdnCase> {};
 
 TEST_P(GdnOracleLogits, MatchesReferenceEngine) {

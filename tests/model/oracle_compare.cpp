@@ -76,4 +76,19 @@ std::vector<float> teacher_forced_logits(Model& model, const LogitsFile& referen
   return out;
 }
 
+std::vector<GdnCase> gdn_cases() {
+  std::vector<GdnCase> out;
+  for (const char* type : {"Q8_0", "Q4_K_M"}) {
+    for (int prompt : {24, 65, 200}) {
+      const std::string model = std::string("tiny-qwen35moe-") + type;
+      out.push_back({model + ".gguf", model + ".p" + std::to_string(prompt) + ".f16kv.orcl"});
+    }
+  }
+  return out;
+}
+
+void PrintTo(const GdnCase& c, std::ostream* os) {
+  *os << c.logits;
+}
+
 }  // namespace strata::test

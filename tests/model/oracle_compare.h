@@ -1,7 +1,9 @@
 #pragma once
 // Teacher-forced comparison of strata's logits with an oracle ORCL file.
 
+#include <ostream>
 #include <string>
+#include <vector>
 
 #include "model/model.h"
 #include "runtime/logits_file.h"
@@ -29,5 +31,14 @@ std::vector<float> teacher_forced_logits(const std::string& model_path, const Lo
 // The same with a model already loaded (e.g. on a GPU).
 std::vector<float> teacher_forced_logits(Model& model, const LogitsFile& reference,
                                          const std::string& kv_type, int threads);
+
+// The Gated DeltaNet oracle files (../shared/oracle/gdn): each model with each prompt length.
+struct GdnCase {
+  std::string model;   // gdn/models/<model>
+  std::string logits;  // gdn/logits/<file>
+};
+std::vector<GdnCase> gdn_cases();
+// Short names in test listings (the default prints the struct's bytes).
+void PrintTo(const GdnCase& c, std::ostream* os);
 
 }  // namespace strata::test

@@ -27,6 +27,7 @@
 #include "runtime/sampler.h"
 #include "runtime/scheduler.h"
 #include "runtime/session.h"
+#include "support/greedy_jobs.h"
 #include "support/test_support.h"
 #include "synthetic_model.h"
 #include "unit/vulkan/gpu_test_device.h"
@@ -50,25 +51,6 @@ std::unique_ptr<Model> gpu_hybrid(const char* type) {
 }
 
 // ---- oracle logits ----------------------------------------------------------------------
-
-struct GdnCase {
-  std::string model, logits;
-};
-
-void PrintTo(const GdnCase& c, std::ostream* os) {
-  *os << c.logits;
-}
-
-std::vector<GdnCase> gdn_cases() {
-  std::vector<GdnCase> out;
-  for (const char* type : {"Q8_0", "Q4_K_M"}) {
-    for (int prompt : {24, 65, 200}) {
-      const std::string model = std::string("tiny-qwen35moe-") + type;
-      out.push_back({model + ".gguf", model + ".p" + std::to_string(prompt) + ".f16kv.orcl"});
-    }
-  }
-  return out;
-}
 
 class GpuGdnOracleLogits : public testing::TestWithParam<GdnCase> {};
 
@@ -201,42 +183,6 @@ TEST(GpuHybridState, SnapshotReadsTheDeviceStateAndRestoreWritesIt) {
 }
 
 // ---- scheduler --------------------------------------------------------------------------
-
-std::vector<int32_t> session_greedy(Model& model, const std::vector<int32_t>& prompt, int n,
-                                    ThreadPool& pool) {
-  Session session(model, 512, GgmlType::F16, pool);
-  std::vector<float> logits;
-  session.eval(prompt, false, logits);
-  std::vector<int32_t> out;
-  for (int i = 0; i < n; ++i) {
-    out.push_back(argmax(logits));
-    session.eval(std::span<const int32_t>(&out.back(), 1), false, logits);
-  }
-  return out;
-}
-
-struct Collected {
-  std::vector<int32_t> tokens;
-  std::promise<JobResult> done;
-};
-
-GenerationJob greedy_job(const std::vector<int32_t>& prompt, int n, Collected& c) {
-  GenerationJob job;
-  job.prompt = prompt;
-  job.max_tokens = n;
-  job.on_token = [&c](int32_t t) {
-    c.tokens.push_back(t);
-    return true;
-  };
-  job.on_done = [&c](const JobResult& r) { c.done.set_value(r); };
-  return job;
-}
-
-std::vector<int32_t> prompt_of(int seed, int n) {
-  std::vector<int32_t> p;
-  for (int i = 0; i < n; ++i) p.push_back((seed * 37 + i * 11) % 500 + 1);
-  return p;
-}
 
 // Prompts split over steps and batched with other slots' decode tokens (runs of several
 // sequences in one forward, pages of a shared pool) generate what they generate alone.

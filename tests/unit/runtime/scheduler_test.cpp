@@ -9,50 +9,19 @@
 #include <future>
 
 #include "runtime/session.h"
+#include "support/greedy_jobs.h"
 #include "support/test_support.h"
 
 namespace strata {
 namespace {
 
+using test::Collected;
+using test::greedy_job;
+using test::prompt_of;
+using test::session_greedy;
+
 std::unique_ptr<Model> tiny_model() {
   return Model::load((test::oracle_dir() / "models" / "tiny-qwen3moe-Q8_0.gguf").string());
-}
-
-// Greedy continuation of `prompt` by a Session (the reference).
-std::vector<int32_t> session_greedy(Model& model, const std::vector<int32_t>& prompt, int n,
-                                    ThreadPool& pool) {
-  Session session(model, 512, GgmlType::F16, pool);
-  std::vector<float> logits;
-  session.eval(prompt, false, logits);
-  std::vector<int32_t> out;
-  for (int i = 0; i < n; ++i) {
-    out.push_back(argmax(logits));
-    session.eval(std::span<const int32_t>(&out.back(), 1), false, logits);
-  }
-  return out;
-}
-
-struct Collected {
-  std::vector<int32_t> tokens;
-  std::promise<JobResult> done;
-};
-
-GenerationJob greedy_job(const std::vector<int32_t>& prompt, int n, Collected& c) {
-  GenerationJob job;
-  job.prompt = prompt;
-  job.max_tokens = n;
-  job.on_token = [&c](int32_t t) {
-    c.tokens.push_back(t);
-    return true;
-  };
-  job.on_done = [&c](const JobResult& r) { c.done.set_value(r); };
-  return job;
-}
-
-std::vector<int32_t> prompt_of(int seed, int n) {
-  std::vector<int32_t> p;
-  for (int i = 0; i < n; ++i) p.push_back((seed * 37 + i * 11) % 500 + 1);
-  return p;
 }
 
 TEST(Scheduler, ConcurrentGreedyGenerationsMatchSessions) {
