@@ -13,6 +13,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libvulkan-dev glslc           # GPU backend: Vulkan headers + loader, GLSL -> SPIR-V compiler
   mesa-vulkan-drivers           # lavapipe: a Vulkan driver on the CPU, so the GPU tests run anywhere
+  curl                          # server tests that speak HTTP from the shell
 )
 
 # Node.js + npm run the interoperability tests (an independent GGUF reader from npm). Machines
