@@ -8,14 +8,20 @@
 
 namespace strata {
 
+void check_token_ids(std::span<const int32_t> tokens, int64_t n_vocab) {
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    STRATA_CHECK(tokens[t] >= 0 && tokens[t] < n_vocab,
+                 "token id {} at position {} is outside the vocabulary (0..{})", tokens[t], t,
+                 n_vocab - 1);
+  }
+}
+
 void embed_tokens(const ops::WeightMatrix& token_embd, std::span<const int32_t> tokens, float* x) {
+  check_token_ids(tokens, token_embd.rows);
   const quant::DequantizeRowFn dequantize = quant::traits(token_embd.type).kernels.dequantize_row;
   for (size_t t = 0; t < tokens.size(); ++t) {
-    const int32_t id = tokens[t];
-    STRATA_CHECK(id >= 0 && id < token_embd.rows,
-                 "token id {} at position {} is outside the vocabulary (0..{})", id, t,
-                 token_embd.rows - 1);
-    dequantize(token_embd.row(id), x + static_cast<int64_t>(t) * token_embd.cols, token_embd.cols);
+    dequantize(token_embd.row(tokens[t]), x + static_cast<int64_t>(t) * token_embd.cols,
+               token_embd.cols);
   }
 }
 

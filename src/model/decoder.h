@@ -11,6 +11,9 @@
 namespace strata {
 
 // x[t] = embedding row of tokens[t]; throws naming the token when it is out of range.
+// Throws naming the first token id outside [0, n_vocab) and its position in the batch.
+void check_token_ids(std::span<const int32_t> tokens, int64_t n_vocab);
+
 void embed_tokens(const ops::WeightMatrix& token_embd, std::span<const int32_t> tokens, float* x);
 
 // x += y over n values.

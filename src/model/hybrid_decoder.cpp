@@ -93,7 +93,14 @@ bool HybridDecoder::layer_has_kv(int64_t layer) const {
 }
 
 void SequenceRuns::build(const ForwardBatch& batch, const BatchLayout& layout,
-                         std::span<float* const> states) {
+                         std::span<float* const> states, size_t n_sequences,
+                         const std::string& arch) {
+  STRATA_CHECK(states.size() == n_sequences,
+               "{} keeps recurrent state: the batch has {} state buffers for {} sequences", arch,
+               states.size(), n_sequences);
+  for (size_t s = 0; s < states.size(); ++s) {
+    STRATA_CHECK(states[s] != nullptr, "sequence {} has no recurrent state buffer", s);
+  }
   const size_t n = layout.sequence.size();
   order.resize(n);
   std::iota(order.begin(), order.end(), 0);
@@ -136,13 +143,7 @@ void HybridDecoder::forward(const ForwardBatch& batch, std::span<const SequenceK
                             float* logits, ThreadPool& pool, ForwardStats* stats) {
   const ModelHParams& hp = hparams_;
   layout_.build(batch, kv, hp.n_layer);
-  STRATA_CHECK(batch.recurrent.size() == kv.size(),
-               "{} keeps recurrent state: the batch has {} state buffers for {} sequences", hp.arch,
-               batch.recurrent.size(), kv.size());
-  for (size_t s = 0; s < batch.recurrent.size(); ++s) {
-    STRATA_CHECK(batch.recurrent[s] != nullptr, "sequence {} has no recurrent state buffer", s);
-  }
-  ordered_.build(batch, layout_, batch.recurrent);
+  ordered_.build(batch, layout_, batch.recurrent, kv.size(), hp.arch);
 
   const int64_t n = static_cast<int64_t>(ordered_.tokens.size());
   const size_t size = static_cast<size_t>(n * hp.n_embd);

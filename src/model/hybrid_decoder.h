@@ -31,9 +31,11 @@ struct SequenceRuns {
   std::vector<int32_t> logit_rows;  // the layout's logit rows, as rows of the ordered batch
   std::vector<Run> runs;
 
-  // Orders `layout` (built from `batch`) and checks that each run continues its sequence's
-  // recurrent state (states[s][0] counts the tokens state s has consumed).
-  void build(const ForwardBatch& batch, const BatchLayout& layout, std::span<float* const> states);
+  // Orders `layout` (built from `batch`) and checks that every sequence has a state buffer and
+  // that each run continues it (states[s][0] counts the tokens state s has consumed).
+  // n_sequences: the batch's caches; arch names the model in errors.
+  void build(const ForwardBatch& batch, const BatchLayout& layout, std::span<float* const> states,
+             size_t n_sequences, const std::string& arch);
 };
 
 class HybridDecoder : public Model {

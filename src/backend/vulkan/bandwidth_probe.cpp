@@ -1,6 +1,7 @@
 #include "backend/vulkan/bandwidth_probe.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <vector>
 
@@ -41,7 +42,7 @@ GpuBandwidth measure_gpu_bandwidth(Device& device, uint64_t max_bytes) {
   // Read: `passes` kernels in one submission, enough for the run to last >= ~50 ms.
   struct {
     uint64_t x, out;
-    uint32_t n;
+    uint32_t n, pad = 0;
   } push{data.address(), sums.address(), static_cast<uint32_t>(bytes / 16)};
   CommandList cmd(device);
   const auto record = [&](int passes) {

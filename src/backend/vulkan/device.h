@@ -10,6 +10,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "backend/vulkan/instance.h"
@@ -81,6 +82,11 @@ class CommandList {
   void dispatch(const Kernel& kernel, const Push& push, uint32_t gx, uint32_t gy = 1,
                 uint32_t gz = 1) {
     static_assert(sizeof(Push) <= kMaxPushConstantBytes);
+    // end() compares recordings byte for byte: padding bytes (indeterminate) would make equal
+    // steps look different. 64-bit members first, 32-bit ones padded to a multiple of 8 bytes,
+    // floats as std::bit_cast<uint32_t>.
+    static_assert(std::has_unique_object_representations_v<Push>,
+                  "push constants must have no padding and no float members");
     dispatch(kernel, &push, sizeof(Push), gx, gy, gz);
   }
   void copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset,

@@ -72,6 +72,8 @@ void GpuFfn::ensure(int64_t n) {
   down_ = f32(cap * k * hp.n_embd, "expert outputs");
   router_ = f32(cap * std::max<int64_t>(hp.n_expert, 1), "router logits");
   ids_all_ = f32(hp.n_layer * cap * k, "expert ids");
+  ids_host_ = device_.allocate(static_cast<uint64_t>(hp.n_layer * cap * k) * 4, MemoryKind::host,
+                               fmt::format("expert ids for {} tokens", cap));
   weights_ = f32(cap * k, "expert weights");
   shared_ = f32(cap * std::max(hp.n_embd, ff), "shared expert output");
   shared_logit_ = f32(cap, "shared expert gate");
@@ -133,7 +135,7 @@ void GpuFfn::record(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationI
     return;
   }
   const int64_t k = hp.n_expert_used, ff = hp.n_ff_exp, pairs = n * k;
-  const uint64_t ids = ids_all_.address() + static_cast<uint64_t>(il * tokens_ * k) * 4;
+  const uint64_t ids = ids_all_.address() + static_cast<uint64_t>(il * n * k) * 4;
   const RoundedRows xr = input.for_weights(l.router.type);
   ops.matmul(l.router, xr.address, xr.stride, router_.address(), hp.n_expert, n);
   ops.moe_route(router_.address(), ids, weights_.address(), n, hp.n_expert, k,
@@ -160,17 +162,22 @@ void GpuFfn::record(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationI
   ops.moe_combine(down_.address(), weights_.address(), out, shared, shared_logit, n, hp.n_embd, k);
 }
 
+void GpuFfn::record_stats(GpuOps& ops, int64_t n) {
+  if (hp_.n_expert == 0 || n == 0) return;
+  ops.cmd.copy(ids_all_, 0, ids_host_, 0,
+               static_cast<uint64_t>(hp_.n_layer * n * hp_.n_expert_used) * 4);
+}
+
 void GpuFfn::add_stats(ForwardStats& stats, int64_t n) {
   const ModelHParams& hp = hp_;
   if (hp.n_expert == 0 || n == 0) return;
   const int64_t k = hp.n_expert_used;
-  std::vector<int32_t> ids(static_cast<size_t>(hp.n_layer * tokens_ * k));
-  device_.download(ids_all_, 0, ids.data(), ids.size() * 4);
+  const auto* ids = static_cast<const int32_t*>(ids_host_.mapped());
   const bool count = static_cast<int64_t>(stats.expert_counts.size()) == hp.n_layer * hp.n_expert;
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     std::vector<bool> seen(static_cast<size_t>(hp.n_expert), false);
     for (int64_t i = 0; i < n * k; ++i) {
-      const int32_t e = ids[static_cast<size_t>(il * tokens_ * k + i)];
+      const int32_t e = ids[il * n * k + i];
       if (e < 0 || e >= hp.n_expert) continue;
       if (!seen[static_cast<size_t>(e)]) ++stats.distinct_experts;
       seen[static_cast<size_t>(e)] = true;

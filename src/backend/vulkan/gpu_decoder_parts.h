@@ -49,7 +49,9 @@ class GpuFfn {
               uint64_t out, int64_t n);
   // Call after the step ran: frees scratch replaced during it.
   void release_retired();
-  // Adds the step's expert selections (n tokens) to stats (reads the ids back).
+  // Records the copy of the step's expert selections (n tokens, every layer) to host memory;
+  // after the step ran, add_stats adds them to stats.
+  void record_stats(GpuOps& ops, int64_t n);
   void add_stats(ForwardStats& stats, int64_t n);
 
  private:
@@ -57,6 +59,7 @@ class GpuFfn {
   const ModelHParams& hp_;
   int64_t shared_ff_ = 0, tokens_ = 0;
   Buffer hidden_, hidden2_, down_, router_, ids_all_, weights_, shared_, shared_logit_;
+  Buffer ids_host_;       // host-visible copy of ids_all_ for the stats
   Buffer order_, tiles_;  // prompt batches: pairs grouped by expert (GpuOps::moe_group)
   ActivationScratch hidden_in_, shared_in_;
 };

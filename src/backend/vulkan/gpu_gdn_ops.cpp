@@ -1,6 +1,7 @@
 #include "backend/vulkan/gpu_gdn_ops.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "util/error.h"
 
@@ -39,7 +40,7 @@ void GpuGdnOps::conv_silu(uint64_t x, uint64_t out, int64_t stride, uint64_t wei
   check_groups((n_tok + kConvChunk - 1) / kConvChunk, "token chunks", "gdn conv");
   struct {
     uint64_t x, out, weight, runs;
-    uint32_t stride, channels, kernel;
+    uint32_t stride, channels, kernel, pad = 0;
   } p{x, out, weight, runs, u32(stride), u32(channels), u32(kernel)};
   cmd.dispatch(device.kernel("gdn_conv"), p, u32((channels + 63) / 64),
                u32((n_tok + kConvChunk - 1) / kConvChunk), u32(n_runs));
@@ -53,7 +54,7 @@ void GpuGdnOps::l2norm_gates(uint64_t qk, int64_t stride, int64_t n_tok, int64_t
   struct {
     uint64_t qk, b, a, a_neg, dt_bias, beta, g;
     uint32_t n_tok, stride, n_k_heads, d_k, n_v_heads, ba_stride;
-    float eps, q_scale;
+    uint32_t eps, q_scale;  // floats' bits (no padding, see CommandList::dispatch)
   } p{qk,
       b,
       a,
@@ -67,8 +68,8 @@ void GpuGdnOps::l2norm_gates(uint64_t qk, int64_t stride, int64_t n_tok, int64_t
       u32(d_k),
       u32(n_v_heads),
       u32(ba_stride),
-      eps,
-      q_scale};
+      std::bit_cast<uint32_t>(eps),
+      std::bit_cast<uint32_t>(q_scale)};
   uint32_t gx, gy;
   grid(n_tok * (2 * n_k_heads + 1), gx, gy);
   cmd.dispatch(device.kernel("gdn_l2norm_gates"), p, gx, gy);
@@ -88,7 +89,7 @@ void GpuGdnOps::delta_rule(uint64_t q, uint64_t k, int64_t qk_stride, uint64_t v
   struct {
     uint64_t q, k, v, beta, g, out, runs;
     uint32_t qk_stride, v_stride, gate_stride, out_stride;
-    uint32_t n_k_heads, n_v_heads, d_k, d_v, k_head_modulo;
+    uint32_t n_k_heads, n_v_heads, d_k, d_v, k_head_modulo, pad = 0;
   } p{q,
       k,
       v,
@@ -116,8 +117,16 @@ void GpuGdnOps::gated_norm(uint64_t x, int64_t x_stride, uint64_t weight, uint64
   struct {
     uint64_t x, weight, z;
     uint32_t n_tok, n_heads, d_v, x_stride, z_stride;
-    float eps;
-  } p{x, weight, z, u32(n_tok), u32(n_heads), u32(d_v), u32(x_stride), u32(z_stride), eps};
+    uint32_t eps;  // the float's bits
+  } p{x,
+      weight,
+      z,
+      u32(n_tok),
+      u32(n_heads),
+      u32(d_v),
+      u32(x_stride),
+      u32(z_stride),
+      std::bit_cast<uint32_t>(eps)};
   uint32_t gx, gy;
   grid(n_tok * n_heads, gx, gy);
   cmd.dispatch(device.kernel("gdn_gated_norm"), p, gx, gy);

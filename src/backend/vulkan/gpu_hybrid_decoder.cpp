@@ -196,22 +196,11 @@ void GpuHybridDecoder::forward(const ForwardBatch& batch, std::span<const Sequen
   const ModelHParams& hp = hparams_;
   const GatedDeltaNetParams& p = cpu_->options().gdn;
   layout_.build(batch, kv, hp.n_layer);
-  STRATA_CHECK(batch.recurrent.size() == kv.size(),
-               "{} keeps recurrent state: the batch has {} state buffers for {} sequences", hp.arch,
-               batch.recurrent.size(), kv.size());
-  for (size_t s = 0; s < batch.recurrent.size(); ++s) {
-    STRATA_CHECK(batch.recurrent[s] != nullptr, "sequence {} has no recurrent state buffer", s);
-  }
-  ordered_.build(batch, layout_, batch.recurrent);
+  ordered_.build(batch, layout_, batch.recurrent, kv.size(), hp.arch);
   const int64_t n = static_cast<int64_t>(ordered_.tokens.size());
   const int64_t rows = static_cast<int64_t>(ordered_.logit_rows.size());
   if (n == 0) return;
-  for (int64_t t = 0; t < n; ++t) {
-    const int32_t id = ordered_.tokens[static_cast<size_t>(t)];
-    STRATA_CHECK(id >= 0 && id < hp.n_vocab,
-                 "token id {} at position {} is outside the vocabulary (0..{})", id, t,
-                 hp.n_vocab - 1);
-  }
+  check_token_ids(ordered_.tokens, hp.n_vocab);
   const int64_t n_runs = static_cast<int64_t>(ordered_.runs.size());
   ensure_work(n);
   Work& w = *work_;
@@ -266,6 +255,7 @@ void GpuHybridDecoder::forward(const ForwardBatch& batch, std::span<const Sequen
     ops.add(w.x.address(), w.delta.address(), n * hp.n_embd);
   }
   head_->record(ops, w.x, ordered_.logit_rows);
+  if (stats) ffn_->record_stats(ops, n);
   cmd.end();
   cmd.submit_and_wait();
   for (ActivationScratch* s : {&normed_in_, &gdn_in_}) s->release_retired();

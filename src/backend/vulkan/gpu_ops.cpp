@@ -1,6 +1,7 @@
 #include "backend/vulkan/gpu_ops.h"
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <string>
 
@@ -11,7 +12,6 @@ namespace strata::vk {
 namespace {
 
 constexpr uint32_t kMaxGroupsX = 65535;  // the minimum maxComputeWorkGroupCount[0]
-constexpr int64_t kMaxTokensPerMatmul = kMaxDecodeTokens;
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -59,7 +59,7 @@ void dispatch_tiled(GpuOps& ops, const GpuMatrix& w, const GpuMatrix* up, const 
 
 struct ElementPush {
   uint64_t x, y;
-  uint32_t n;
+  uint32_t n, pad = 0;
 };
 
 }  // namespace
@@ -81,7 +81,7 @@ int64_t kv_row_bytes(GgmlType kv_type, int64_t head_dim) {
 
 void GpuOps::matmul(const GpuMatrix& w, uint64_t x, int64_t x_stride, uint64_t y, int64_t y_stride,
                     int64_t n_tok) {
-  if (n_tok > kMaxTokensPerMatmul) {
+  if (n_tok > kMaxDecodeTokens) {
     const TiledPush p{
         w.address,     0, x, y, 0, 0, 0, u32(w.rows), u32(w.cols), u32(n_tok), u32(x_stride),
         u32(y_stride), 1};
@@ -93,7 +93,7 @@ void GpuOps::matmul(const GpuMatrix& w, uint64_t x, int64_t x_stride, uint64_t y
   uint32_t gx, gy;
   grid(w.rows, gx, gy);
   cmd.dispatch(device.kernel(typed("matmul", w.type)), p, gx, gy,
-               u32((n_tok + kMaxTokensPerMatmul - 1) / kMaxTokensPerMatmul));
+               u32((n_tok + kMaxDecodeTokens - 1) / kMaxDecodeTokens));
 }
 
 void GpuOps::matmul_swiglu(const GpuMatrix& gate, const GpuMatrix& up, uint64_t x, int64_t x_stride,
@@ -102,7 +102,7 @@ void GpuOps::matmul_swiglu(const GpuMatrix& gate, const GpuMatrix& up, uint64_t 
     fail("matmul_swiglu: gate ({}) and up ({}) differ in type; use matmul + swiglu",
          ggml_type_name(gate.type), ggml_type_name(up.type));
   }
-  if (n_tok > kMaxTokensPerMatmul) {
+  if (n_tok > kMaxDecodeTokens) {
     const TiledPush p{
         gate.address,  up.address,    x, y, 0, 0, 0, u32(gate.rows), u32(gate.cols), u32(n_tok),
         u32(x_stride), u32(y_stride), 1};
@@ -115,7 +115,7 @@ void GpuOps::matmul_swiglu(const GpuMatrix& gate, const GpuMatrix& up, uint64_t 
   uint32_t gx, gy;
   grid(gate.rows, gx, gy);
   cmd.dispatch(device.kernel(typed("matmul_swiglu", gate.type)), p, gx, gy,
-               u32((n_tok + kMaxTokensPerMatmul - 1) / kMaxTokensPerMatmul));
+               u32((n_tok + kMaxDecodeTokens - 1) / kMaxDecodeTokens));
 }
 
 void GpuOps::matmul_experts(const GpuMatrix& w, const GpuMatrix* up, uint64_t ids, uint64_t x,
@@ -190,8 +190,15 @@ void GpuOps::rms_norm(uint64_t x, int64_t x_stride, uint64_t weight, uint64_t ou
   struct {
     uint64_t x, weight, out;
     uint32_t rows, cols, x_stride, out_stride;
-    float eps;
-  } p{x, weight, out, u32(rows), u32(cols), u32(x_stride), u32(out_stride), eps};
+    uint32_t eps, pad = 0;  // eps: the float's bits
+  } p{x,
+      weight,
+      out,
+      u32(rows),
+      u32(cols),
+      u32(x_stride),
+      u32(out_stride),
+      std::bit_cast<uint32_t>(eps)};
   uint32_t gx, gy;
   grid(rows, gx, gy);
   cmd.dispatch(device.kernel("rms_norm"), p, gx, gy);
@@ -242,7 +249,7 @@ void GpuOps::attention(GgmlType kv_type, uint64_t q, int64_t q_stride, uint64_t 
   struct {
     uint64_t q, out, k_cache, v_cache, tokens, pages, partials;
     uint32_t n_heads, n_kv_heads, head_dim, q_stride, out_stride, row_bytes, page_size, splits;
-    float scale;
+    uint32_t scale, pad = 0;  // scale: the float's bits
   } p{q,
       out,
       k_cache,
@@ -258,7 +265,7 @@ void GpuOps::attention(GgmlType kv_type, uint64_t q, int64_t q_stride, uint64_t 
       u32(kv_row_bytes(kv_type, head_dim)),
       u32(page_size),
       u32(splits),
-      scale};
+      std::bit_cast<uint32_t>(scale)};
   cmd.dispatch(device.kernel(typed("attention", kv_type)), p, u32(n_heads), u32(n_tok),
                u32(std::max<int64_t>(splits, 1)));
   if (splits == 0) return;
@@ -338,7 +345,7 @@ void GpuOps::moe_combine(uint64_t down, uint64_t weights, uint64_t out, uint64_t
                          uint64_t shared_logit, int64_t n_tok, int64_t n_embd, int64_t k) {
   struct {
     uint64_t down, weights, out, shared, shared_logit;
-    uint32_t n_tok, n_embd, k;
+    uint32_t n_tok, n_embd, k, pad = 0;
   } p{down, weights, out, shared, shared_logit, u32(n_tok), u32(n_embd), u32(k)};
   uint32_t gx, gy;
   grid((n_tok * n_embd + 63) / 64, gx, gy);

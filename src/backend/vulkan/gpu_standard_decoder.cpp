@@ -86,12 +86,7 @@ void GpuStandardDecoder::forward(const ForwardBatch& batch, std::span<const Sequ
   const int64_t n = static_cast<int64_t>(batch.tokens.size());
   const int64_t rows = static_cast<int64_t>(layout_.logit_rows.size());
   if (n == 0) return;
-  for (int64_t t = 0; t < n; ++t) {
-    const int32_t id = batch.tokens[static_cast<size_t>(t)];
-    STRATA_CHECK(id >= 0 && id < hp.n_vocab,
-                 "token id {} at position {} is outside the vocabulary (0..{})", id, t,
-                 hp.n_vocab - 1);
-  }
+  check_token_ids(batch.tokens, hp.n_vocab);
   ensure_work(n);
   placement_.build(layout_.sequence, layout_.position, kv, 0);
   const auto& kv_layers =
@@ -117,6 +112,7 @@ void GpuStandardDecoder::forward(const ForwardBatch& batch, std::span<const Sequ
     ops.add(x_.address(), delta_.address(), n * hp.n_embd);
   }
   head_->record(ops, x_, layout_.logit_rows);
+  if (stats) ffn_->record_stats(ops, n);
   cmd.end();
   cmd.submit_and_wait();
   normed_in_.release_retired();

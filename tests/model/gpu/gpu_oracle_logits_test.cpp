@@ -162,5 +162,31 @@ TEST(GpuReplay, DecodeStepsReplayTheirRecording) {
   }
 }
 
+// The expert selections a GPU step reports (bench's experts per token, profiles) are the CPU's:
+// the same routing on the F16 model, for a prompt batch and decode steps.
+TEST(GpuStats, ExpertSelectionsEqualTheCpus) {
+  const std::string path = (oracle_dir() / "models" / "tiny-qwen3moe-F16.gguf").string();
+  auto gpu = vk::load_gpu_model(path, vk::test::shared_test_device());
+  auto cpu = Model::load(path);
+  ThreadPool pool(1);
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 20; ++i) prompt.push_back((i * 29 + 3) % 512);
+  ForwardStats stats[2];
+  Model* models[2] = {gpu.get(), cpu.get()};
+  for (int m = 0; m < 2; ++m) {
+    Session session(*models[m], 64, GgmlType::F16, pool);
+    const ModelHParams& hp = models[m]->hparams();
+    session.stats().expert_counts.assign(static_cast<size_t>(hp.n_layer * hp.n_expert), 0);
+    std::vector<float> logits;
+    session.eval(prompt, false, logits);
+    for (int32_t next : {5, 77, 301})
+      session.eval(std::span<const int32_t>(&next, 1), false, logits);
+    stats[m] = session.stats();
+  }
+  EXPECT_GT(stats[1].distinct_experts, 0);
+  EXPECT_EQ(stats[0].distinct_experts, stats[1].distinct_experts);
+  EXPECT_EQ(stats[0].expert_counts, stats[1].expert_counts);
+}
+
 }  // namespace
 }  // namespace strata::test
