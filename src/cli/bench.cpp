@@ -12,11 +12,11 @@
 
 #include "cli/commands.h"
 #include "cli/expert_profile.h"
-#include "util/format_bytes.h"
 #include "cli/model_options.h"
 #include "runtime/session.h"
 #include "util/cpu_features.h"
 #include "util/error.h"
+#include "util/format_bytes.h"
 #include "util/log.h"
 #include "util/memory_bandwidth.h"
 #include "util/profiler.h"
@@ -76,6 +76,48 @@ nlohmann::json profile_json(const OpProfile& p) {
                    {"share", e.seconds / p.seconds}});
   }
   return ops;
+}
+
+#ifdef STRATA_HAVE_VULKAN
+nlohmann::json hybrid_timeline_json(const vk::HybridTimeline& t) {
+  nlohmann::json layers = nlohmann::json::array();
+  int overlapped = 0;
+  for (const vk::CpuExpertSpan& s : t.layers) {
+    overlapped += s.gpu_busy_at_start;
+    layers.push_back({{"layer", s.layer},
+                      {"pairs", s.pairs},
+                      {"host_wait_ms", s.wait_ms},
+                      {"cpu_experts_ms", s.cpu_ms},
+                      {"gpu_busy_at_cpu_start", s.gpu_busy_at_start},
+                      {"gpu_busy_at_cpu_end", s.gpu_busy_at_end}});
+  }
+  return {{"step_ms", t.step_ms}, {"overlapped_layers", overlapped}, {"layers", layers}};
+}
+#endif
+
+// A hybrid decode step: per layer with experts in RAM, how long the host waited for the GPU to
+// hand the layer over, how long the CPU's experts took, and whether the GPU's own part of the
+// layer was still running meanwhile (the overlap).
+void print_hybrid_timeline(const nlohmann::json& t) {
+  double wait = 0, cpu = 0;
+  for (const auto& l : t["layers"]) {
+    wait += l["host_wait_ms"].get<double>();
+    cpu += l["cpu_experts_ms"].get<double>();
+  }
+  fmt::print(
+      "hybrid decode step {:.3f} ms: {} layers hand experts to the CPU ({:.3f} ms of CPU experts, "
+      "{:.3f} ms waiting for the GPU); the GPU's part was in flight when the CPU started in {} of "
+      "them\n",
+      t["step_ms"].get<double>(), t["layers"].size(), cpu, wait, t["overlapped_layers"].get<int>());
+  fmt::print("  {:>5} {:>6} {:>10} {:>10}  {}\n", "layer", "pairs", "wait ms", "cpu ms",
+             "GPU busy at CPU start / end");
+  for (const auto& l : t["layers"]) {
+    fmt::print("  {:>5} {:>6} {:>10.3f} {:>10.3f}  {} / {}\n", l["layer"].get<int64_t>(),
+               l["pairs"].get<int64_t>(), l["host_wait_ms"].get<double>(),
+               l["cpu_experts_ms"].get<double>(),
+               l["gpu_busy_at_cpu_start"].get<bool>() ? "yes" : "no",
+               l["gpu_busy_at_cpu_end"].get<bool>() ? "yes" : "no");
+  }
 }
 
 void print_profile(const char* title, const OpProfile& p) {
@@ -216,6 +258,13 @@ void add_bench_command(CLI::App& app) {
     // Where a decode step goes: one more (untimed) tg run with the per-op profile on.
     OpProfile tg_profile;
     if (o->profile && o->n_gen > 0) tg_profile = profile_of(run_tg, o->n_gen);
+    nlohmann::json timeline;  // the last decode step of a hybrid plan: the CPU's experts
+#ifdef STRATA_HAVE_VULKAN
+    if (const vk::HybridTimeline* t = vk::hybrid_timeline(*model);
+        o->profile && t && !t->layers.empty()) {
+      timeline = hybrid_timeline_json(*t);
+    }
+#endif
 
     // Bytes one generated token reads: dense weights, the experts that ran, and the KV cache at
     // the average position of the tg run.
@@ -286,6 +335,7 @@ void add_bench_command(CLI::App& app) {
       if (on_gpu) j["gpu_upload_gbps"] = upload_gbps;
       if (!pp_profile.ops.empty()) j["prefill_profile"] = profile_json(pp_profile);
       if (!tg_profile.ops.empty()) j["decode_profile"] = profile_json(tg_profile);
+      if (!timeline.is_null()) j["hybrid_timeline"] = timeline;
       fmt::print("{}\n", j.dump(2));
       return;
     }
@@ -326,6 +376,7 @@ void add_bench_command(CLI::App& app) {
     }
     if (!pp_profile.ops.empty()) print_profile("prefill", pp_profile);
     if (!tg_profile.ops.empty()) print_profile("decode step", tg_profile);
+    if (!timeline.is_null()) print_hybrid_timeline(timeline);
   });
 }
 

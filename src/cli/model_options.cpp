@@ -54,7 +54,20 @@ void add_model_options(CLI::App* cmd, ModelOptions& o) {
       ->capture_default_str();
   cmd->add_option("--vram-budget", o.vram_budget,
                   "Use at most SIZE of the GPU's memory (e.g. 8G: what an 8 GiB card holds), "
-                  "whatever the device has");
+                  "whatever the device has; the plan keeps what does not fit in RAM");
+  PlacementRequest& p = o.placement;
+  cmd->add_option("--plan", p.plan_file, "Run the placement of a saved `strata plan --json` file");
+  cmd->add_option("--n-cpu-moe", p.n_cpu_moe,
+                  "Keep the routed experts of the first N layers in RAM (llama.cpp's flag)")
+      ->check(CLI::Range(0, 100000));
+  cmd->add_flag("--cpu-moe", p.cpu_moe, "Keep every routed expert in RAM (llama.cpp's flag)");
+  cmd->add_option("--gpu-layers,--n-gpu-layers", p.gpu_layers,
+                  "Layers on the GPU (llama.cpp's -ngl; every layer's attention stays on the GPU "
+                  "here, so only N >= the layer count is accepted)")
+      ->check(CLI::Range(0, 100000));
+  cmd->add_option("--hot-experts", p.hot_experts,
+                  "Expert popularity profile (from `strata profile` or serve's "
+                  "--expert-profile): the planner keeps the busiest experts on the GPU");
 }
 
 namespace {
@@ -94,15 +107,23 @@ std::unique_ptr<Model> load_model(const ModelOptions& options) {
                "--vram-budget: expected a size such as 8G, found '{}'", options.vram_budget);
   if (const std::vector<int> devices = chosen_devices(options); !devices.empty()) {
     try {
-      return vk::load_gpu_model(options.path, devices, budget);
+      const vk::DeviceInfo& info =
+          vk::Instance::get().devices().at(static_cast<size_t>(devices[0]));
+      const uint64_t usable = budget ? budget : (info.is_cpu ? 0 : info.device_local_budget);
+      const std::optional<plan::Placement> placement = choose_gpu_placement(options, usable);
+      return vk::load_gpu_model(options.path, devices, budget, placement ? &*placement : nullptr);
     } catch (const Error& e) {
-      if (options.device != "auto") throw;
+      if (options.device != "auto" || options.placement.any_flag()) throw;
       log::warn("{}; running on the CPU instead", e.what());
     }
   }
 #else
   chosen_devices(options);
 #endif
+  STRATA_CHECK(!options.placement.any_flag(),
+               "--plan, --n-cpu-moe, --cpu-moe and --gpu-layers place a model on a GPU, and this "
+               "run has none (--device {})",
+               options.device);
   auto model = Model::load(options.path, mode);
   const ModelHParams& hp = model->hparams();
   log::info("loaded {} ({}, {} layers{}), {} threads", options.path, hp.arch, hp.n_layer,

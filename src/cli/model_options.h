@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/gpu_placement.h"
 #include "model/model.h"
 #include "util/mapped_file.h"
 
@@ -22,18 +23,22 @@ struct ModelOptions {
   std::string repack = "on";
   std::string device = "auto";  // --device: none, auto, or vkN[,vkM]
   std::string vram_budget;      // --vram-budget SIZE ("" = the device's free memory)
+  PlacementRequest placement;   // --plan, --n-cpu-moe, --cpu-moe, --gpu-layers, --hot-experts
 
   int thread_count() const;
   LoadMode load_mode() const;
   GgmlType kv_cache_type() const;
 };
 
-// -m/--model, -t/--threads, --ctx, --kv-type, --load, --repack, --device, --vram-budget.
+// -m/--model, -t/--threads, --ctx, --kv-type, --load, --repack, --device, --vram-budget and the
+// placement flags.
 void add_model_options(CLI::App* cmd, ModelOptions& options);
 
 // Loads the model on the devices --device names (a GPU when given one; `auto` takes the usable
 // GPUs, never a CPU-type Vulkan device, and runs on the CPU when there is none or the model
-// does not fit; an explicit device that fails is an error).
+// does not fit; an explicit device that fails is an error). On a GPU it runs the placement
+// choose_gpu_placement picks: routed experts the GPU cannot hold stay in RAM and the CPU computes
+// them during each step.
 std::unique_ptr<Model> load_model(const ModelOptions& options);
 
 // For each of --threads, --load and --kv-type the user did not give on `cmd`, takes the value

@@ -197,41 +197,40 @@ void shared_expert(const MoeFfnWeights& w, const float* x, int64_t n, float* out
 
 }  // namespace
 
-void moe_ffn_block(const MoeFfnWeights& w, const MoeParams& p, const float* x, int64_t n,
-                   float* out, ThreadPool& pool) {
-  const int64_t n_embd = w.router.cols, k = p.n_expert_used, n_ff = p.n_ff_exp;
-  static thread_local ActivationCache input;
-  input.reset(x, n, n_embd);
+namespace {
 
-  // Phases of the block, timed one after another when profiling.
-  static profile::Slot router_slot("moe: router"), gate_up_slot("moe: experts gate+up"),
+// The routed part of the MoE block for selections already made: tokens grouped by expert so
+// each selected expert's weights are read once; pairs whose expert `included` leaves out are
+// skipped (null: none are).
+void routed_experts(const MoeFfnWeights& w, const MoeParams& p, ActivationCache& input, int64_t n,
+                    std::span<const int32_t> chosen, std::span<const float> chosen_weight,
+                    const std::vector<bool>* included, float* out, ThreadPool& pool) {
+  const int64_t n_embd = w.router.cols, k = p.n_expert_used, n_ff = p.n_ff_exp;
+  static profile::Slot gate_up_slot("moe: experts gate+up"),
       down_slot("moe: experts down + weighted sum");
   std::optional<profile::Scope> phase;
-  phase.emplace(router_slot);
-
-  // Route every token.
-  float* logits = scratch(0, static_cast<size_t>(n * p.n_expert)).data();
-  project(w.router, input, logits, pool);
-  std::vector<int32_t> chosen(static_cast<size_t>(n * k));
-  std::vector<float> chosen_weight(static_cast<size_t>(n * k));
-  for (int64_t t = 0; t < n; ++t) {
-    ops::route_top_k(logits + t * p.n_expert, p.n_expert, k, p.renormalize, &chosen[t * k],
-                     &chosen_weight[t * k]);
-  }
+  const auto wanted = [&](int32_t e) {
+    STRATA_CHECK(e >= 0 && e < p.n_expert, "MoE: expert id {} of {} experts", e, p.n_expert);
+    return !included || (*included)[static_cast<size_t>(e)];
+  };
 
   // Group tokens by expert: expert e's tokens are ids[first[e] .. first[e+1]).
   std::vector<int64_t> first(static_cast<size_t>(p.n_expert + 1), 0);
-  for (int32_t e : chosen) first[static_cast<size_t>(e) + 1]++;
+  for (int32_t e : chosen)
+    if (wanted(e)) first[static_cast<size_t>(e) + 1]++;
   for (int64_t e = 0; e < p.n_expert; ++e) first[e + 1] += first[e];
-  std::vector<int32_t> ids(chosen.size());
-  std::vector<float> ids_weight(chosen.size());
+  const int64_t rows_total = first[static_cast<size_t>(p.n_expert)];  // (token, expert) pairs
+  std::vector<int32_t> ids(static_cast<size_t>(rows_total));
+  std::vector<float> ids_weight(static_cast<size_t>(rows_total));
   {
     std::vector<int64_t> fill(first.begin(), first.end() - 1);
     for (int64_t t = 0; t < n; ++t) {
       for (int64_t j = 0; j < k; ++j) {
-        const int64_t slot = fill[static_cast<size_t>(chosen[t * k + j])]++;
+        const int32_t e = chosen[static_cast<size_t>(t * k + j)];
+        if (!wanted(e)) continue;
+        const int64_t slot = fill[static_cast<size_t>(e)]++;
         ids[slot] = static_cast<int32_t>(t);
-        ids_weight[slot] = chosen_weight[t * k + j];
+        ids_weight[slot] = chosen_weight[static_cast<size_t>(t * k + j)];
       }
     }
   }
@@ -241,10 +240,11 @@ void moe_ffn_block(const MoeFfnWeights& w, const MoeParams& p, const float* x, i
     if (p.selection_counts) p.selection_counts[e] += static_cast<uint64_t>(first[e + 1] - first[e]);
   }
   if (p.distinct_experts) *p.distinct_experts += static_cast<int64_t>(active.size());
+  std::fill(out, out + n * n_embd, 0.0f);
+  if (rows_total == 0) return;
 
   phase.emplace(gate_up_slot);
   // Gate and up projections: work items are (active expert, block of rows).
-  const int64_t rows_total = n * k;  // one hidden row per (token, chosen expert) pair
   float* gate = scratch(1, static_cast<size_t>(rows_total * n_ff)).data();
   float* up = scratch(2, static_cast<size_t>(rows_total * n_ff)).data();
   const ops::QuantizedRows& xq = input.get(quant::traits(w.gate_exps.type).activation_type);
@@ -278,15 +278,48 @@ void moe_ffn_block(const MoeFfnWeights& w, const MoeParams& p, const float* x, i
         ops::matmul_rows_indexed(w.down_exps.slice(e * n_embd, n_embd), hidden, &identity[off],
                                  count, down + off * n_embd, n_embd, r0, r1);
       });
-  std::fill(out, out + n * n_embd, 0.0f);
   for (int64_t slot = 0; slot < rows_total; ++slot) {
     ops::axpy(ids_weight[slot], down + slot * n_embd, out + ids[slot] * n_embd, n_embd);
   }
+}
+
+}  // namespace
+
+void moe_ffn_block(const MoeFfnWeights& w, const MoeParams& p, const float* x, int64_t n,
+                   float* out, ThreadPool& pool) {
+  const int64_t k = p.n_expert_used;
+  static thread_local ActivationCache input;
+  input.reset(x, n, w.router.cols);
+  std::vector<int32_t> chosen(static_cast<size_t>(n * k));
+  std::vector<float> chosen_weight(static_cast<size_t>(n * k));
+  {
+    static profile::Slot router_slot("moe: router");
+    profile::Scope phase(router_slot);
+    float* logits = scratch(0, static_cast<size_t>(n * p.n_expert)).data();
+    project(w.router, input, logits, pool);
+    for (int64_t t = 0; t < n; ++t) {
+      ops::route_top_k(logits + t * p.n_expert, p.n_expert, k, p.renormalize, &chosen[t * k],
+                       &chosen_weight[t * k]);
+    }
+  }
+  routed_experts(w, p, input, n, chosen, chosen_weight, nullptr, out, pool);
   if (w.shared.gate.data) {
     static profile::Slot shared_slot("moe: shared expert");
-    phase.emplace(shared_slot);
+    profile::Scope phase(shared_slot);
     shared_expert(w, x, n, out, pool);
   }
+}
+
+void moe_experts_block(const MoeFfnWeights& w, const MoeParams& p, const float* x, int64_t n,
+                       std::span<const int32_t> chosen, std::span<const float> chosen_weight,
+                       const std::vector<bool>* included, float* out, ThreadPool& pool) {
+  STRATA_CHECK(static_cast<int64_t>(chosen.size()) == n * p.n_expert_used &&
+                   chosen_weight.size() == chosen.size(),
+               "moe_experts_block: {} selections and {} weights for {} tokens x {} experts",
+               chosen.size(), chosen_weight.size(), n, p.n_expert_used);
+  static thread_local ActivationCache input;
+  input.reset(x, n, w.router.cols);
+  routed_experts(w, p, input, n, chosen, chosen_weight, included, out, pool);
 }
 
 void gated_delta_net_block(const GatedDeltaNetWeights& w, const GatedDeltaNetParams& p,

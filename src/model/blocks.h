@@ -111,6 +111,14 @@ struct MoeParams {
 void moe_ffn_block(const MoeFfnWeights& w, const MoeParams& p, const float* x, int64_t n,
                    float* out, ThreadPool& pool);
 
+// out[n][n_embd] = sum over the pairs (t, j) whose expert `included` holds (null: every expert)
+// of chosen_weight[t * k + j] * expert_e(x_t), where e = chosen[t * k + j]: the routed experts of
+// moe_ffn_block for selections made elsewhere (hybrid execution: the GPU routes and computes the
+// experts it holds, the CPU these). No shared expert.
+void moe_experts_block(const MoeFfnWeights& w, const MoeParams& p, const float* x, int64_t n,
+                       std::span<const int32_t> chosen, std::span<const float> chosen_weight,
+                       const std::vector<bool>* included, float* out, ThreadPool& pool);
+
 // ---- Gated DeltaNet (linear attention) --------------------------------------------------
 
 struct GatedDeltaNetWeights {

@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include "util/error.h"
+
 namespace strata::plan {
 namespace {
 
@@ -353,6 +355,68 @@ std::string context_svg(const std::string& title, const std::vector<ContextRow>&
       "<text x=\"{0}\" y=\"{2}\" fill=\"#d62728\">cache full</text>\n</svg>\n",
       w - right - 110, top + 10, top + 26);
   return svg;
+}
+
+namespace {
+
+int device_from_name(const nlohmann::json& name, int gpus, const std::string& where) {
+  STRATA_CHECK(name.is_string(), "plan: {} names no device (expected \"CPU\" or \"GPU0\")", where);
+  const std::string s = name.get<std::string>();
+  if (s == "CPU") return kCpuDevice;
+  int g = -1;
+  if (s.size() > 3 && s.compare(0, 3, "GPU") == 0 &&
+      s.find_first_not_of("0123456789", 3) == std::string::npos) {
+    g = std::stoi(s.substr(3));
+  }
+  STRATA_CHECK(g >= 0 && g < gpus, "plan: {} is on '{}', expected CPU or GPU0..GPU{}", where, s,
+               gpus - 1);
+  return g + 1;
+}
+
+}  // namespace
+
+Placement placement_from_json(const nlohmann::json& j, const ModelInventory& inv, int gpus) {
+  STRATA_CHECK(j.is_object() && j.contains("layers") && j["layers"].is_array(),
+               "plan: expected the JSON of `strata plan --json` (an object with \"layers\")");
+  const nlohmann::json& layers = j["layers"];
+  STRATA_CHECK(static_cast<int>(layers.size()) == inv.n_layer,
+               "plan: {} layers in the plan, the model {} has {}", layers.size(), inv.name,
+               inv.n_layer);
+  Placement p;
+  p.layers.resize(layers.size());
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const nlohmann::json& lj = layers[l];
+    const std::string where = fmt::format("layer {}", l);
+    STRATA_CHECK(lj.is_object() && lj.contains("attention"), "plan: {} has no \"attention\" device",
+                 where);
+    LayerPlacement& lp = p.layers[l];
+    lp.attention_device = device_from_name(lj["attention"], gpus, where + "'s attention");
+    lp.expert_device.assign(static_cast<size_t>(inv.n_expert), -1);
+    if (lj.contains("experts")) {
+      STRATA_CHECK(lj["experts"].is_object(), "plan: {}'s experts are not a device -> ids map",
+                   where);
+      for (const auto& [dev, ids] : lj["experts"].items()) {
+        const int d = device_from_name(dev, gpus, where + "'s experts");
+        STRATA_CHECK(ids.is_array(), "plan: {}'s experts on {} are not a list", where, dev);
+        for (const nlohmann::json& id : ids) {
+          STRATA_CHECK(
+              id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() < inv.n_expert,
+              "plan: {} names expert {} (the model has {})", where, id.dump(), inv.n_expert);
+          int& slot = lp.expert_device[id.get<size_t>()];
+          STRATA_CHECK(slot < 0, "plan: {} places expert {} twice", where, id.dump());
+          slot = d;
+        }
+      }
+    }
+    for (size_t e = 0; e < lp.expert_device.size(); ++e)
+      STRATA_CHECK(lp.expert_device[e] >= 0, "plan: {} does not place expert {}", where, e);
+  }
+  const auto optional_device = [&](const char* key) {
+    return j.contains(key) ? device_from_name(j[key], gpus, key) : kCpuDevice;
+  };
+  p.output_device = optional_device("output_device");
+  p.embeddings_device = optional_device("embeddings_device");
+  return p;
 }
 
 }  // namespace strata::plan

@@ -28,6 +28,10 @@ std::string plan_text(const ModelInventory& inv, const HardwareProfile& hw, cons
                       const std::vector<ContextRow>& table);
 nlohmann::json plan_json(const ModelInventory& inv, const HardwareProfile& hw, const Plan& plan,
                          const std::vector<ContextRow>& table);
+// The placement of a saved `strata plan --json` (its "layers", "output_device" and
+// "embeddings_device"), checked against `inv`: the same layer and expert counts, every expert
+// placed once, device names CPU or GPUn (n < gpus). Throws strata::Error naming what is wrong.
+Placement placement_from_json(const nlohmann::json& j, const ModelInventory& inv, int gpus);
 std::string context_svg(const std::string& title, const std::vector<ContextRow>& table);
 
 }  // namespace strata::plan

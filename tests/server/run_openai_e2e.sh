@@ -1,22 +1,24 @@
 #!/usr/bin/env bash
 # End-to-end: a real `strata serve` process on a generated chat model, driven by the official
 # OpenAI client library (openai_e2e.mjs), then stopped with SIGTERM (must exit 0).
-#   run_openai_e2e.sh STRATA MAKE_SYNTHETIC_MODEL VOCAB_GGUF NODE_PREFIX WORK_DIR [DEVICE]
+#   run_openai_e2e.sh STRATA MAKE_SYNTHETIC_MODEL VOCAB_GGUF NODE_PREFIX WORK_DIR [DEVICE [PLACEMENT]]
 # DEVICE (e.g. vk0): serve with --device DEVICE and check the log says the model runs there.
+# PLACEMENT (e.g. "--n-cpu-moe 1"): placement flags; the log must show experts in RAM.
 set -euo pipefail
-strata=$1 make_model=$2 vocab=$3 node_prefix=$4 work=$5 device=${6:-}
+strata=$1 make_model=$2 vocab=$3 node_prefix=$4 work=$5 device=${6:-} placement=${7:-}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$work"
 model=$work/e2e-chat-model.gguf
 [[ -f $model ]] || "$make_model" --arch qwen3moe --ftype Q8_0 --layers 2 --embd 64 --heads 2 \
   --kv-heads 1 --head-dim 32 --experts 4 --experts-used 2 --expert-ff 64 --vocab 151680 \
   --vocab-from "$vocab" -o "$model" 2>/dev/null
-log=$work/serve${device:+-$device}.log
+log=$work/serve${device:+-$device}${placement:+-hybrid}.log
 n_ctx=512
 device_args=()
 [[ -n $device ]] && device_args=(--device "$device")
+read -ra placement_args <<< "$placement"
 STRATA_API_KEY=e2e-key "$strata" serve -m "$model" --port 0 --ctx $n_ctx --parallel 2 \
-  --alias strata-test -t 2 "${device_args[@]}" 2> "$log" &
+  --alias strata-test -t 2 "${device_args[@]}" "${placement_args[@]}" 2> "$log" &
 pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
 url=""
@@ -29,6 +31,9 @@ done
 [[ -n $url ]] || { cat "$log"; echo "strata serve did not start" >&2; exit 1; }
 if [[ -n $device ]] && ! grep -q "on $device (" "$log"; then
   cat "$log"; echo "the model is not running on $device" >&2; exit 1
+fi
+if [[ -n $placement ]] && ! grep -q "in RAM computed by the CPU" "$log"; then
+  cat "$log"; echo "no experts in RAM with $placement" >&2; exit 1
 fi
 node "$here/openai_e2e.mjs" "$node_prefix" "$url" e2e-key $n_ctx
 kill -TERM $pid

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "backend/vulkan/embedded_kernels.h"
 #include "util/error.h"
@@ -63,6 +64,12 @@ void Buffer::reset() {
 Device::Device(const DeviceInfo& info) : info_(info) {
   STRATA_CHECK(info.usable(), "vk{} ({}) lacks what strata's kernels need: {}", info.index,
                info.name, fmt::join(info.missing, ", "));
+  submits_ahead_ = !info.is_cpu;
+  if (const char* mode = std::getenv("STRATA_VK_SUBMIT"); mode && *mode) {
+    STRATA_CHECK(std::string_view(mode) == "ahead" || std::string_view(mode) == "in-order",
+                 "STRATA_VK_SUBMIT={}: expected ahead or in-order", mode);
+    submits_ahead_ = std::string_view(mode) == "ahead";
+  }
   const Api& a = api();
   uint32_t n_queue = 0;
   a.vkGetPhysicalDeviceQueueFamilyProperties(info.physical, &n_queue, nullptr);
@@ -87,6 +94,7 @@ Device::Device(const DeviceInfo& info) : info_(info) {
   VkPhysicalDeviceVulkan12Features f12{};
   f12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
   f12.bufferDeviceAddress = VK_TRUE;
+  f12.timelineSemaphore = VK_TRUE;  // hybrid steps: the GPU and the host signal each other
   f12.shaderFloat16 = info.fp16 ? VK_TRUE : VK_FALSE;
   f12.shaderInt8 = info.int8 ? VK_TRUE : VK_FALSE;
   VkPhysicalDeviceVulkan11Features f11{};
@@ -333,21 +341,34 @@ const Kernel& Device::kernel(const std::string& name) {
 
 CommandList::CommandList(Device& device) : device_(device) {
   const Api& a = api();
-  VkCommandBufferAllocateInfo info{};
-  info.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
-  info.commandPool = device.pool_;
-  info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-  info.commandBufferCount = 1;
-  STRATA_VK(a.vkAllocateCommandBuffers(device.device_, &info, &cmd_));
   VkFenceCreateInfo fence{};
   fence.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
   STRATA_VK(a.vkCreateFence(device.device_, &fence, nullptr, &fence_));
 }
 
+void CommandList::create_timelines() {
+  // Only lists with host tasks get them: a plain step submits as one command buffer.
+  if (gpu_timeline_) return;
+  for (VkSemaphore* s : {&gpu_timeline_, &host_timeline_}) {
+    VkSemaphoreTypeCreateInfo type{};
+    type.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO;
+    type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+    VkSemaphoreCreateInfo info{};
+    info.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO;
+    info.pNext = &type;
+    STRATA_VK(api().vkCreateSemaphore(device_.device_, &info, nullptr, s));
+  }
+}
+
 CommandList::~CommandList() {
   const Api& a = api();
+  if (gpu_timeline_) a.vkDestroySemaphore(device_.device_, gpu_timeline_, nullptr);
+  if (host_timeline_) a.vkDestroySemaphore(device_.device_, host_timeline_, nullptr);
   a.vkDestroyFence(device_.device_, fence_, nullptr);
-  a.vkFreeCommandBuffers(device_.device_, device_.pool_, 1, &cmd_);
+  if (!cmds_.empty()) {
+    a.vkFreeCommandBuffers(device_.device_, device_.pool_, static_cast<uint32_t>(cmds_.size()),
+                           cmds_.data());
+  }
 }
 
 bool CommandList::Op::operator==(const Op& o) const {
@@ -360,11 +381,13 @@ bool CommandList::Op::operator==(const Op& o) const {
 
 void CommandList::begin() {
   pending_.clear();
+  segment_wait_.assign(1, kNoTask);
+  task_segment_.clear();
   recording_ = true;
   dispatches_ = 0;
 }
 
-void CommandList::barrier() {
+void CommandList::barrier(VkCommandBuffer cmd) {
   if (!needs_barrier_) return;
   VkMemoryBarrier b{};
   b.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
@@ -373,8 +396,19 @@ void CommandList::barrier() {
                     VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   const VkPipelineStageFlags stages =
       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-  api().vkCmdPipelineBarrier(cmd_, stages, stages, 0, 1, &b, 0, nullptr, 0, nullptr);
+  api().vkCmdPipelineBarrier(cmd, stages, stages, 0, 1, &b, 0, nullptr, 0, nullptr);
   needs_barrier_ = false;
+}
+
+void CommandList::host_barrier(VkCommandBuffer cmd) {
+  // Makes the segment's writes visible to the host (results read through mapped memory).
+  VkMemoryBarrier b{};
+  b.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+  b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  b.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+  api().vkCmdPipelineBarrier(cmd,
+                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                             VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &b, 0, nullptr, 0, nullptr);
 }
 
 void CommandList::dispatch(const Kernel& kernel, const void* push, uint32_t push_bytes, uint32_t gx,
@@ -416,10 +450,34 @@ void CommandList::fill(const Buffer& dst, uint64_t offset, uint64_t bytes, uint3
   op.value = value;
 }
 
+int CommandList::end_segment(uint32_t wait_task) {
+  STRATA_CHECK(recording_, "CommandList: a segment break outside begin/end");
+  Op& op = pending_.emplace_back();
+  op.kind = Op::Kind::segment;
+  op.value = wait_task;
+  segment_wait_.push_back(wait_task);
+  return static_cast<int>(segment_wait_.size()) - 2;  // the segment just ended
+}
+
+int CommandList::host_task() {
+  task_segment_.push_back(end_segment(kNoTask));
+  return static_cast<int>(task_segment_.size()) - 1;
+}
+
+int CommandList::after_host(int task) {
+  STRATA_CHECK(task >= 0 && task < static_cast<int>(task_segment_.size()),
+               "CommandList::after_host: no host task {}", task);
+  return end_segment(static_cast<uint32_t>(task));
+}
+
+int CommandList::segment_break() {
+  return end_segment(kNoTask);
+}
+
 void CommandList::end() {
   STRATA_CHECK(recording_, "CommandList::end without begin");
   recording_ = false;
-  // The same work over buffers that all still exist: replay what cmd_ holds.
+  // The same work over buffers that all still exist: replay what cmds_ hold.
   if (has_encoding_ && encoded_frees_ == device_.frees_ && pending_ == encoded_) return;
   encode();
   encoded_.swap(pending_);
@@ -430,53 +488,184 @@ void CommandList::end() {
 
 void CommandList::encode() {
   const Api& a = api();
-  STRATA_VK(a.vkResetCommandBuffer(cmd_, 0));
-  VkCommandBufferBeginInfo info{};
-  info.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
-  STRATA_VK(a.vkBeginCommandBuffer(cmd_, &info));
-  needs_barrier_ = false;
+  if (cmds_.size() < segment_wait_.size()) {
+    const size_t have = cmds_.size();
+    cmds_.resize(segment_wait_.size());
+    VkCommandBufferAllocateInfo info{};
+    info.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
+    info.commandPool = device_.pool_;
+    info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    info.commandBufferCount = static_cast<uint32_t>(cmds_.size() - have);
+    STRATA_VK(a.vkAllocateCommandBuffers(device_.device_, &info, cmds_.data() + have));
+  }
+  size_t segment = 0;
+  const auto open = [&] {
+    VkCommandBuffer cmd = cmds_[segment];
+    STRATA_VK(a.vkResetCommandBuffer(cmd, 0));
+    VkCommandBufferBeginInfo info{};
+    info.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+    STRATA_VK(a.vkBeginCommandBuffer(cmd, &info));
+    // The previous segment's writes (and the host's, after a semaphore wait) before any read.
+    needs_barrier_ = segment > 0;
+    return cmd;
+  };
+  const auto close = [&](VkCommandBuffer cmd) {
+    barrier(cmd);
+    host_barrier(cmd);
+    STRATA_VK(a.vkEndCommandBuffer(cmd));
+  };
+  VkCommandBuffer cmd = open();
   for (const Op& op : pending_) {
-    barrier();
+    if (op.kind == Op::Kind::segment) {
+      close(cmd);
+      ++segment;
+      cmd = open();
+      continue;
+    }
+    barrier(cmd);
     switch (op.kind) {
       case Op::Kind::dispatch:
-        a.vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, op.kernel->pipeline);
+        a.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, op.kernel->pipeline);
         if (op.push_bytes) {
-          a.vkCmdPushConstants(cmd_, op.kernel->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+          a.vkCmdPushConstants(cmd, op.kernel->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                                op.push_bytes, op.push);
         }
-        a.vkCmdDispatch(cmd_, op.groups[0], op.groups[1], op.groups[2]);
+        a.vkCmdDispatch(cmd, op.groups[0], op.groups[1], op.groups[2]);
         break;
       case Op::Kind::copy: {
         const VkBufferCopy region{op.src_offset, op.dst_offset, op.bytes};
-        a.vkCmdCopyBuffer(cmd_, op.src, op.dst, 1, &region);
+        a.vkCmdCopyBuffer(cmd, op.src, op.dst, 1, &region);
         break;
       }
       case Op::Kind::fill:
-        a.vkCmdFillBuffer(cmd_, op.dst, op.dst_offset, op.bytes, op.value);
+        a.vkCmdFillBuffer(cmd, op.dst, op.dst_offset, op.bytes, op.value);
+        break;
+      case Op::Kind::segment:
         break;
     }
     needs_barrier_ = true;
   }
-  barrier();
-  // Make the last writes visible to the host (results read through mapped memory).
-  VkMemoryBarrier b{};
-  b.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-  b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-  b.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-  a.vkCmdPipelineBarrier(cmd_,
-                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                         VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &b, 0, nullptr, 0, nullptr);
-  STRATA_VK(a.vkEndCommandBuffer(cmd_));
+  close(cmd);
 }
 
 void CommandList::submit() {
   STRATA_CHECK(!recording_, "CommandList::submit before end()");
-  VkSubmitInfo info{};
-  info.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
-  info.commandBufferCount = 1;
-  info.pCommandBuffers = &cmd_;
-  const VkResult r = api().vkQueueSubmit(device_.queue_, 1, &info, fence_);
+  gpu_base_ = next_gpu_base_;
+  host_base_ = next_host_base_;
+  next_gpu_base_ += segment_wait_.size();
+  next_host_base_ += task_segment_.size();
+  tasks_done_ = 0;
+  submitted_ = 0;
+  submit_segments();
+}
+
+void CommandList::submit_segments() {
+  // Ahead: every segment now, the GPU waiting on the host's semaphore. In order: up to the first
+  // segment whose host task is not done yet (the rest follow from task_done).
+  const size_t n = segment_wait_.size();
+  size_t end = n;
+  if (!device_.submits_ahead()) {
+    end = submitted_;
+    while (end < n &&
+           (segment_wait_[end] == kNoTask || static_cast<int>(segment_wait_[end]) < tasks_done_))
+      ++end;
+  }
+  if (end == submitted_) return;
+  if (n == 1) {  // one segment, no host tasks: a plain submission
+    VkSubmitInfo info{};
+    info.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
+    info.commandBufferCount = 1;
+    info.pCommandBuffers = &cmds_[0];
+    const VkResult r = api().vkQueueSubmit(device_.queue_, 1, &info, fence_);
+    if (r != VK_SUCCESS) fail_result("vkQueueSubmit", r);
+    submitted_ = 1;
+    return;
+  }
+  create_timelines();
+  const size_t count = end - submitted_;
+  std::vector<VkSubmitInfo> infos(count);
+  std::vector<VkTimelineSemaphoreSubmitInfo> values(count);
+  std::vector<uint64_t> signal(count), wait(count);
+  const VkPipelineStageFlags wait_stage =
+      VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+  for (size_t i = 0; i < count; ++i) {
+    const size_t s = submitted_ + i;
+    signal[i] = gpu_base_ + s + 1;
+    VkTimelineSemaphoreSubmitInfo& v = values[i];
+    v.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO;
+    v.signalSemaphoreValueCount = 1;
+    v.pSignalSemaphoreValues = &signal[i];
+    VkSubmitInfo& info = infos[i];
+    info.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
+    info.pNext = &v;
+    info.commandBufferCount = 1;
+    info.pCommandBuffers = &cmds_[s];
+    info.signalSemaphoreCount = 1;
+    info.pSignalSemaphores = &gpu_timeline_;
+    if (segment_wait_[s] != kNoTask) {
+      wait[i] = host_base_ + segment_wait_[s] + 1;
+      v.waitSemaphoreValueCount = 1;
+      v.pWaitSemaphoreValues = &wait[i];
+      info.waitSemaphoreCount = 1;
+      info.pWaitSemaphores = &host_timeline_;
+      info.pWaitDstStageMask = &wait_stage;
+    }
+  }
+  const VkResult r = api().vkQueueSubmit(device_.queue_, static_cast<uint32_t>(count), infos.data(),
+                                         end == n ? fence_ : VK_NULL_HANDLE);
   if (r != VK_SUCCESS) fail_result("vkQueueSubmit", r);
+  submitted_ = end;
+}
+
+void CommandList::wait_semaphore(VkSemaphore semaphore, uint64_t value, const char* what) {
+  if (!device_.submits_ahead()) {
+    // lavapipe (Mesa 22.3): vkWaitSemaphores on a timeline its queue thread is signalling
+    // deadlocks now and then; polling the counter does not.
+    for (;;) {
+      uint64_t now = 0;
+      const VkResult r = api().vkGetSemaphoreCounterValue(device_.device_, semaphore, &now);
+      if (r != VK_SUCCESS) fail_result(what, r);
+      if (now >= value) return;
+      std::this_thread::yield();
+    }
+  }
+  VkSemaphoreWaitInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO;
+  info.semaphoreCount = 1;
+  info.pSemaphores = &semaphore;
+  info.pValues = &value;
+  const VkResult r = api().vkWaitSemaphores(device_.device_, &info, UINT64_MAX);
+  if (r != VK_SUCCESS) fail_result(what, r);
+}
+
+void CommandList::wait_for_gpu(int task) {
+  STRATA_CHECK(task >= 0 && task < static_cast<int>(task_segment_.size()),
+               "CommandList::wait_for_gpu: no host task {}", task);
+  wait_semaphore(gpu_timeline_, gpu_base_ + static_cast<uint64_t>(task_segment_[task]) + 1,
+                 "vkWaitSemaphores");
+}
+
+void CommandList::task_done(int task) {
+  STRATA_CHECK(task == tasks_done_, "CommandList::task_done: task {} before task {}", task,
+               tasks_done_);
+  VkSemaphoreSignalInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO;
+  info.semaphore = host_timeline_;
+  info.value = host_base_ + static_cast<uint64_t>(task) + 1;
+  STRATA_VK(api().vkSignalSemaphore(device_.device_, &info));
+  ++tasks_done_;
+  submit_segments();
+}
+
+void CommandList::abandon_tasks() {
+  while (tasks_done_ < static_cast<int>(task_segment_.size())) task_done(tasks_done_);
+}
+
+bool CommandList::segment_finished(int segment) {
+  if (!gpu_timeline_) return true;  // nothing submitted with segments yet
+  uint64_t value = 0;
+  STRATA_VK(api().vkGetSemaphoreCounterValue(device_.device_, gpu_timeline_, &value));
+  return value >= gpu_base_ + static_cast<uint64_t>(segment) + 1;
 }
 
 // STRATA_VK_LOSE_DEVICE_AFTER=N (tests only): the N+1-th wait for a model step reports the

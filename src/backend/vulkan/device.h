@@ -92,6 +92,24 @@ class CommandList {
   void copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset,
             uint64_t bytes);
   void fill(const Buffer& dst, uint64_t offset, uint64_t bytes, uint32_t value);
+  // Hybrid steps: the host works in the middle of a recording. host_task() ends the current
+  // segment and returns a task the host may start once the GPU has finished everything recorded
+  // so far (wait_for_gpu); after_host(task) ends the current segment and makes what is recorded
+  // next wait until the host called task_done(task). The GPU waits on a timeline semaphore the
+  // host signals, never on the host thread; the segments are submitted together.
+  int host_task();
+  int after_host(int task);  // returns the segment it ended
+  // Ends the current segment (nothing waits); its id tells when the GPU got past this point.
+  int segment_break();
+  // Host side of a submitted step (tasks in the order they were recorded). Throws
+  // strata::Error when the device is lost.
+  void wait_for_gpu(int task);
+  void task_done(int task);
+  // Releases every task not yet done (so the GPU can finish the step after a host error).
+  void abandon_tasks();
+  // Whether the GPU has finished segment `segment` of the submitted step (without waiting).
+  bool segment_finished(int segment);
+  int host_tasks() const { return static_cast<int>(task_segment_.size()); }
   // Ends the recording; it can then be submitted any number of times.
   void end();
   // How often end() had to encode ops into Vulkan (the rest were replays).
@@ -111,7 +129,8 @@ class CommandList {
 
  private:
   struct Op {
-    enum class Kind : uint8_t { dispatch, copy, fill } kind = Kind::dispatch;
+    // segment: ends a command buffer; the next waits for host task `value` (kNoTask: none).
+    enum class Kind : uint8_t { dispatch, copy, fill, segment } kind = Kind::dispatch;
     const Kernel* kernel = nullptr;
     uint32_t push_bytes = 0, groups[3] = {0, 0, 0};
     uint8_t push[kMaxPushConstantBytes] = {};
@@ -120,14 +139,30 @@ class CommandList {
     uint32_t value = 0;
     bool operator==(const Op& o) const;
   };
+  static constexpr uint32_t kNoTask = ~0u;
   void encode();
-  void barrier();
-  std::vector<Op> pending_, encoded_;  // this recording's ops; those in cmd_
+  void barrier(VkCommandBuffer cmd);
+  void host_barrier(VkCommandBuffer cmd);
+  void wait_semaphore(VkSemaphore semaphore, uint64_t value, const char* what);
+  int end_segment(uint32_t wait_task);
+  void submit_segments();
+  void create_timelines();
+  size_t submitted_ = 0;               // segments of the submitted step handed to the queue so far
+  std::vector<Op> pending_, encoded_;  // this recording's ops; those in cmds_
+  // Per segment of the pending recording: the host task it waits for (kNoTask: none); per host
+  // task: the segment whose completion lets it start.
+  std::vector<uint32_t> segment_wait_;
+  std::vector<int> task_segment_;
+  // Timeline values: segment s of the submitted step signals gpu_base_ + s + 1 on gpu_timeline_;
+  // task t signals host_base_ + t + 1 on host_timeline_. tasks_done_: tasks signalled so far.
+  VkSemaphore gpu_timeline_ = VK_NULL_HANDLE, host_timeline_ = VK_NULL_HANDLE;
+  uint64_t gpu_base_ = 0, host_base_ = 0, next_gpu_base_ = 0, next_host_base_ = 0;
+  int tasks_done_ = 0;
   bool has_encoding_ = false;
   uint64_t encoded_frees_ = 0;  // the device's buffer frees when cmd_ was encoded
   int64_t encodings_ = 0;
   Device& device_;
-  VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+  std::vector<VkCommandBuffer> cmds_;  // one per segment
   VkFence fence_ = VK_NULL_HANDLE;
   bool recording_ = false, needs_barrier_ = false, model_step_ = false;
   int64_t dispatches_ = 0;
@@ -170,6 +205,13 @@ class Device {
   const Kernel& kernel(const std::string& name);
   static bool has_kernel(const std::string& name);
 
+  // How hybrid steps are submitted: ahead (every segment at once; the GPU waits on the host's
+  // timeline semaphore) or in order (a segment that waits for the host goes to the queue once
+  // the host has signalled). In order on CPU-type devices: Mesa 22.3's lavapipe deadlocks now
+  // and then when a submission waits on a semaphore the host signals later. STRATA_VK_SUBMIT=
+  // ahead|in-order overrides.
+  bool submits_ahead() const { return submits_ahead_; }
+
  private:
   friend class Buffer;
   friend class CommandList;
@@ -187,6 +229,7 @@ class Device {
   // even if a new buffer later gets the same handle, so it is encoded again.
   uint64_t frees_ = 0;
   std::map<std::string, Kernel> kernels_;
+  bool submits_ahead_ = true;
   Buffer staging_[2];
   std::unique_ptr<CommandList> transfer_[2];
 };

@@ -40,7 +40,7 @@ DeviceWeights::DeviceWeights(Device& device, uint64_t total_bytes)
 
 DeviceWeights::~DeviceWeights() = default;
 
-uint64_t DeviceWeights::place(const void* data, uint64_t bytes, const std::string& name) {
+std::pair<const Buffer*, uint64_t> DeviceWeights::reserve(uint64_t bytes, const std::string& name) {
   const uint64_t size = aligned_bytes(bytes);
   const uint64_t limit =
       device_.info().max_allocation_bytes ? device_.info().max_allocation_bytes : kChunkBytes;
@@ -53,13 +53,21 @@ uint64_t DeviceWeights::place(const void* data, uint64_t bytes, const std::strin
                                        fmt::format("the weights (at tensor {})", name)));
     chunk_used_ = 0;
   }
-  Buffer& b = chunks_.back();
   const uint64_t offset = chunk_used_;
-  device_.upload(b, offset, data, bytes);
   chunk_used_ += size;
+  return {&chunks_.back(), offset};
+}
+
+void DeviceWeights::uploaded(uint64_t bytes) {
   used_ += bytes;
   report(used_ >= total_ && !reported_final_);
-  return b.address() + offset;
+}
+
+uint64_t DeviceWeights::place(const void* data, uint64_t bytes, const std::string& name) {
+  const auto [buffer, offset] = reserve(bytes, name);
+  device_.upload(*buffer, offset, data, bytes);
+  uploaded(bytes);
+  return buffer->address() + offset;
 }
 
 void DeviceWeights::report(bool final) {
@@ -88,6 +96,30 @@ GpuMatrix DeviceWeights::matrix(const ops::WeightMatrix& w, const std::string& n
 uint64_t DeviceWeights::floats(const float* data, int64_t n, const std::string& name) {
   if (!data) return 0;
   return place(data, static_cast<uint64_t>(n) * 4, name);
+}
+
+uint64_t DeviceWeights::ints(const int32_t* data, int64_t n, const std::string& name) {
+  return place(data, static_cast<uint64_t>(n) * 4, name);
+}
+
+GpuMatrix DeviceWeights::experts(const ops::WeightMatrix& stack, int64_t rows,
+                                 std::span<const int32_t> experts, const std::string& name) {
+  GpuMatrix m{stack.type, 0, rows, stack.cols, stack.row_bytes};
+  check_gpu_matrix(m, name.c_str());
+  const auto slice = static_cast<uint64_t>(rows * stack.row_bytes);
+  const uint64_t bytes = slice * experts.size();
+  STRATA_CHECK(!experts.empty(), "{}: no experts to upload", name);
+  const auto [buffer, offset] = reserve(bytes, name);
+  for (size_t i = 0; i < experts.size(); ++i) {
+    STRATA_CHECK(experts[i] >= 0 && (experts[i] + 1) * rows <= stack.rows,
+                 "{}: expert {} is outside the stack of {} rows", name, experts[i], stack.rows);
+    device_.upload(
+        *buffer, offset + i * slice,
+        static_cast<const uint8_t*>(stack.data) + static_cast<uint64_t>(experts[i]) * slice, slice);
+  }
+  uploaded(bytes);
+  m.address = buffer->address() + offset;
+  return m;
 }
 
 }  // namespace strata::vk

@@ -4,7 +4,9 @@
 // on stderr (bytes, GB/s).
 
 #include <cstdint>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/vulkan/device.h"
@@ -24,11 +26,21 @@ class DeviceWeights {
   GpuMatrix matrix(const ops::WeightMatrix& w, const std::string& name);
   // Uploads n floats (norm weights); returns the device address (0 for null).
   uint64_t floats(const float* data, int64_t n, const std::string& name);
+  // Uploads n 32-bit integers (an expert slot map); returns the device address.
+  uint64_t ints(const int32_t* data, int64_t n, const std::string& name);
+  // Uploads the experts `experts` of a stack of experts of `rows` rows each (stack.rows a
+  // multiple), one after another: slot i holds expert experts[i]. Describes one expert, as the
+  // expert kernels expect.
+  GpuMatrix experts(const ops::WeightMatrix& stack, int64_t rows, std::span<const int32_t> experts,
+                    const std::string& name);
 
   uint64_t bytes() const { return used_; }
 
  private:
   uint64_t place(const void* data, uint64_t bytes, const std::string& name);
+  // Room for `bytes` (aligned) in a chunk: the buffer and the offset there.
+  std::pair<const Buffer*, uint64_t> reserve(uint64_t bytes, const std::string& name);
+  void uploaded(uint64_t bytes);
   void report(bool final);
 
   Device& device_;
@@ -48,6 +60,10 @@ inline uint64_t upload_bytes(const ops::WeightMatrix& w) {
 }
 inline uint64_t upload_bytes(const float* v, int64_t n) {
   return v ? aligned_bytes(static_cast<uint64_t>(n) * 4) : 0;
+}
+// What experts() places for `count` experts of `rows` rows of stack w.
+inline uint64_t upload_bytes(const ops::WeightMatrix& w, int64_t rows, int64_t count) {
+  return w.data && count ? aligned_bytes(static_cast<uint64_t>(rows * count * w.row_bytes)) : 0;
 }
 
 }  // namespace strata::vk

@@ -10,19 +10,41 @@
 namespace strata::vk {
 // ---- feed-forward -----------------------------------------------------------------------
 
+namespace {
+
+// The experts on_device names (all of them when it is empty).
+std::vector<int32_t> held_experts(const ExpertsOnDevice& on_device, int64_t n_expert) {
+  std::vector<int32_t> held;
+  for (int64_t e = 0; e < n_expert; ++e)
+    if (on_device.empty() || on_device[static_cast<size_t>(e)])
+      held.push_back(static_cast<int32_t>(e));
+  return held;
+}
+
+}  // namespace
+
+const ExpertsOnDevice& layer_experts(const ExpertPlacement& placement, int64_t il) {
+  static const ExpertsOnDevice all;
+  return il < static_cast<int64_t>(placement.size()) ? placement[static_cast<size_t>(il)] : all;
+}
+
 uint64_t ffn_upload_bytes(const DenseFfnWeights& dense, const MoeFfnWeights& moe,
-                          const ModelHParams& hp) {
+                          const ModelHParams& hp, const ExpertsOnDevice& on_device) {
   uint64_t total = 0;
-  for (const ops::WeightMatrix* w :
-       {&dense.gate, &dense.up, &dense.down, &moe.router, &moe.gate_exps, &moe.up_exps,
-        &moe.down_exps, &moe.shared.gate, &moe.shared.up, &moe.shared.down})
+  for (const ops::WeightMatrix* w : {&dense.gate, &dense.up, &dense.down, &moe.router,
+                                     &moe.shared.gate, &moe.shared.up, &moe.shared.down})
     total += upload_bytes(*w);
+  const auto held = static_cast<int64_t>(held_experts(on_device, hp.n_expert).size());
+  total += upload_bytes(moe.gate_exps, hp.n_ff_exp, held) +
+           upload_bytes(moe.up_exps, hp.n_ff_exp, held) +
+           upload_bytes(moe.down_exps, hp.n_embd, held);
+  if (!on_device.empty() && moe.gate_exps.data) total += aligned_bytes(hp.n_expert * 4);  // slots
   if (moe.shared_gate) total += aligned_bytes(static_cast<uint64_t>(hp.n_embd) * 4);
   return total;
 }
 
 GpuFfnWeights upload_ffn(DeviceWeights& w, const DenseFfnWeights& dense, const MoeFfnWeights& moe,
-                         const ModelHParams& hp, int64_t il) {
+                         const ModelHParams& hp, int64_t il, const ExpertsOnDevice& on_device) {
   const auto name = [&](const char* t) { return layer_tensor(il, t); };
   const auto optional = [&](const ops::WeightMatrix& x, const char* t) {
     return x.data ? w.matrix(x, name(t)) : GpuMatrix{};
@@ -32,12 +54,26 @@ GpuFfnWeights upload_ffn(DeviceWeights& w, const DenseFfnWeights& dense, const M
   l.up = optional(dense.up, "ffn_up");
   l.down = optional(dense.down, "ffn_down");
   l.router = optional(moe.router, "ffn_gate_inp");
-  l.gate_exps = optional(moe.gate_exps, "ffn_gate_exps");
-  l.up_exps = optional(moe.up_exps, "ffn_up_exps");
-  l.down_exps = optional(moe.down_exps, "ffn_down_exps");
-  if (l.gate_exps.address) {  // describe expert 0; the kernels step by expert
-    l.gate_exps.rows = l.up_exps.rows = hp.n_ff_exp;
-    l.down_exps.rows = hp.n_embd;
+  if (moe.gate_exps.data) {
+    STRATA_CHECK(on_device.empty() || static_cast<int64_t>(on_device.size()) == hp.n_expert,
+                 "{}: a placement of {} experts for {} experts", name("ffn_gate_exps"),
+                 on_device.size(), hp.n_expert);
+    const std::vector<int32_t> held = held_experts(on_device, hp.n_expert);
+    l.held_experts = static_cast<int64_t>(held.size());
+    if (!held.empty()) {  // each matrix describes one expert; the kernels step by expert
+      l.gate_exps = w.experts(moe.gate_exps, hp.n_ff_exp, held, name("ffn_gate_exps"));
+      l.up_exps = w.experts(moe.up_exps, hp.n_ff_exp, held, name("ffn_up_exps"));
+      l.down_exps = w.experts(moe.down_exps, hp.n_embd, held, name("ffn_down_exps"));
+    }
+    if (l.held_experts < hp.n_expert) {
+      std::vector<int32_t> slots(static_cast<size_t>(hp.n_expert), -1);
+      for (size_t i = 0; i < held.size(); ++i)
+        slots[static_cast<size_t>(held[i])] = static_cast<int32_t>(i);
+      l.expert_slots = w.ints(slots.data(), hp.n_expert, name("expert slots"));
+      l.cpu = &moe;
+      l.in_ram.assign(static_cast<size_t>(hp.n_expert), true);
+      for (int32_t e : held) l.in_ram[static_cast<size_t>(e)] = false;
+    }
   }
   l.shared_gate_w = optional(moe.shared.gate, "ffn_gate_shexp");
   l.shared_up = optional(moe.shared.up, "ffn_up_shexp");
@@ -55,9 +91,11 @@ GpuFfn::GpuFfn(Device& device, const ModelHParams& hp, int64_t shared_ff)
       hp_(hp),
       shared_ff_(shared_ff),
       hidden_in_(device, "FFN hidden states"),
-      shared_in_(device, "shared expert hidden states") {}
+      shared_in_(device, "shared expert hidden states"),
+      cpu_(device, hp) {}
 
-void GpuFfn::ensure(int64_t n) {
+void GpuFfn::begin_step(int64_t n) {
+  cpu_.begin_step(n);
   if (n <= tokens_) return;
   const ModelHParams& hp = hp_;
   const int64_t cap = std::max(n, 2 * tokens_);
@@ -78,8 +116,8 @@ void GpuFfn::ensure(int64_t n) {
   shared_ = f32(cap * std::max(hp.n_embd, ff), "shared expert output");
   shared_logit_ = f32(cap, "shared expert gate");
   order_ = f32(cap * k, "expert order");
-  tiles_ =
-      f32(1 + 3 * moe_tiles_capacity(cap * k, std::max<int64_t>(hp.n_expert, 1)), "expert tiles");
+  tiles_ = f32(1 + 3 * moe_tiles_capacity(cap * k, hp.n_expert + 1),
+               "expert tiles");  // + experts in RAM
   tokens_ = cap;
 }
 
@@ -89,20 +127,22 @@ void GpuFfn::release_retired() {
 }
 
 void GpuFfn::record(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationInput& input,
-                    uint64_t x, uint64_t out, int64_t n) {
+                    const Buffer& x, uint64_t out, int64_t n) {
   const ModelHParams& hp = hp_;
   // Prompt batches multiply each expert's rows with all its tokens at once (grouped on the
   // device, the same bits as pair by pair); decode steps go pair by pair.
   const bool grouped = n > kMaxDecodeTokens && hp.n_expert <= kMaxGroupedExperts;
-  const int64_t max_tiles = moe_tiles_capacity(n * std::max<int64_t>(hp.n_expert_used, 1),
-                                               std::max<int64_t>(hp.n_expert, 1));
+  // With a slot map the groups are the held experts' slots plus one for the experts in RAM.
+  const int64_t buckets = l.expert_slots ? l.held_experts + 1 : std::max<int64_t>(hp.n_expert, 1);
+  const int64_t max_tiles = moe_tiles_capacity(n * std::max<int64_t>(hp.n_expert_used, 1), buckets);
   const auto experts = [&](const GpuMatrix& w, const GpuMatrix* up, uint64_t ids,
                            const RoundedRows& in, int64_t x_div, uint64_t y, int64_t pairs) {
     if (grouped) {
       ops.matmul_expert_tiles(w, up, tiles_.address(), order_.address(), max_tiles, in.address,
                               in.stride, x_div, y, w.rows);
     } else {
-      ops.matmul_experts(w, up, ids, in.address, in.stride, x_div, y, w.rows, pairs);
+      ops.matmul_experts(w, up, ids, in.address, in.stride, x_div, y, w.rows, pairs,
+                         l.expert_slots);
     }
   };
   // silu(gate x) * (up x) into `dst` for n rows (experts: pairs reading rows / x_div).
@@ -135,16 +175,25 @@ void GpuFfn::record(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationI
     return;
   }
   const int64_t k = hp.n_expert_used, ff = hp.n_ff_exp, pairs = n * k;
-  const uint64_t ids = ids_all_.address() + static_cast<uint64_t>(il * n * k) * 4;
+  const uint64_t ids_offset = static_cast<uint64_t>(il * n * k) * 4;
+  const uint64_t ids = ids_all_.address() + ids_offset;
   const RoundedRows xr = input.for_weights(l.router.type);
   ops.matmul(l.router, xr.address, xr.stride, router_.address(), hp.n_expert, n);
   ops.moe_route(router_.address(), ids, weights_.address(), n, hp.n_expert, k,
                 hp.expert_weights_norm);
-  if (grouped) ops.moe_group(ids, pairs, hp.n_expert, order_.address(), tiles_.address());
-  gate_up(l.gate_exps, l.up_exps, &ids, pairs, k, hidden_.address(), hidden2_.address());
-  ActivationInput hidden(ops, hidden_in_, hidden_.address(), ff, pairs, ff);
-  const RoundedRows h = hidden.for_weights(l.down_exps.type);
-  experts(l.down_exps, nullptr, ids, h, 1, down_.address(), pairs);
+  if (l.cpu) cpu_.hand_over(ops, il, *l.cpu, l.in_ram, ids_all_, ids_offset, weights_, x, n);
+  if (l.held_experts > 0) {
+    if (grouped) {
+      ops.moe_group(ids, pairs, hp.n_expert, order_.address(), tiles_.address(), l.expert_slots,
+                    l.held_experts);
+    }
+    gate_up(l.gate_exps, l.up_exps, &ids, pairs, k, hidden_.address(), hidden2_.address());
+    ActivationInput hidden(ops, hidden_in_, hidden_.address(), ff, pairs, ff);
+    const RoundedRows h = hidden.for_weights(l.down_exps.type);
+    experts(l.down_exps, nullptr, ids, h, 1, down_.address(), pairs);
+  } else {  // every expert of the layer is in RAM
+    ops.cmd.fill(down_, 0, static_cast<uint64_t>(pairs * hp.n_embd) * 4, 0);
+  }
   uint64_t shared = 0, shared_logit = 0;
   if (l.shared_gate_w.address) {
     const int64_t sff = l.shared_gate_w.rows;
@@ -155,11 +204,17 @@ void GpuFfn::record(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationI
     ops.matmul(l.shared_down, sh.address, sh.stride, shared_.address(), hp.n_embd, n);
     shared = shared_.address();
     if (l.shared_gate_inp.address) {  // a plain f32 dot with the states, as on the CPU
-      ops.matmul(l.shared_gate_inp, x, hp.n_embd, shared_logit_.address(), 1, n);
+      ops.matmul(l.shared_gate_inp, x.address(), hp.n_embd, shared_logit_.address(), 1, n);
       shared_logit = shared_logit_.address();
     }
   }
   ops.moe_combine(down_.address(), weights_.address(), out, shared, shared_logit, n, hp.n_embd, k);
+  if (l.cpu) cpu_.take_back(ops, out, n);
+}
+
+void GpuFfn::run_step(CommandList& cmd, ThreadPool& pool) {
+  cmd.submit();
+  cpu_.run_step(cmd, pool);
 }
 
 void GpuFfn::record_stats(GpuOps& ops, int64_t n) {

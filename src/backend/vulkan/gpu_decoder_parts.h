@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/vulkan/activation_input.h"
+#include "backend/vulkan/cpu_experts.h"
 #include "backend/vulkan/device.h"
 #include "backend/vulkan/device_weights.h"
 #include "backend/vulkan/gpu_ops.h"
@@ -25,14 +26,28 @@ struct GpuFfnWeights {
   GpuMatrix router, gate_exps, up_exps, down_exps;  // MoE (expert 0 of each stack)
   GpuMatrix shared_gate_w, shared_up, shared_down;  // shared expert
   GpuMatrix shared_gate_inp;                        // [1][n_embd] F32, or address 0
+  // Experts split between the device and RAM (hybrid plans): the stacks hold held_experts
+  // experts; expert_slots ([n_expert] int32 on the device) gives each expert's slot, -1 for one in
+  // RAM. expert_slots 0: the stacks hold every expert.
+  uint64_t expert_slots = 0;
+  int64_t held_experts = 0;
+  const MoeFfnWeights* cpu = nullptr;  // the layer's weights in RAM when any expert lives there
+  std::vector<bool> in_ram;            // [n_expert] the experts the CPU computes
 };
+
+// Which of a layer's routed experts the device holds (empty: all of them), and that per layer
+// (layers past its end: all of them).
+using ExpertsOnDevice = std::vector<bool>;
+using ExpertPlacement = std::vector<ExpertsOnDevice>;
+const ExpertsOnDevice& layer_experts(const ExpertPlacement& placement, int64_t il);
 
 // Bytes upload_ffn places (for DeviceWeights' total).
 uint64_t ffn_upload_bytes(const DenseFfnWeights& dense, const MoeFfnWeights& moe,
-                          const ModelHParams& hp);
-// Uploads layer il's FFN (dense or MoE, whichever is declared).
+                          const ModelHParams& hp, const ExpertsOnDevice& on_device = {});
+// Uploads layer il's FFN (dense or MoE, whichever is declared); of the routed experts only those
+// on_device names.
 GpuFfnWeights upload_ffn(DeviceWeights& w, const DenseFfnWeights& dense, const MoeFfnWeights& moe,
-                         const ModelHParams& hp, int64_t il);
+                         const ModelHParams& hp, int64_t il, const ExpertsOnDevice& on_device = {});
 
 // The FFN of every layer of a step: its buffers (hidden states, router logits, expert ids of
 // every layer, kept for the stats) and the rounded copies of its inputs.
@@ -41,12 +56,16 @@ class GpuFfn {
   // shared_ff: the shared expert's hidden size (0 without one).
   GpuFfn(Device& device, const ModelHParams& hp, int64_t shared_ff);
 
-  // Room for n tokens (contents are per step).
-  void ensure(int64_t n);
+  // A new recording of n tokens: room for them (contents are per step).
+  void begin_step(int64_t n);
   // out[n][n_embd] = FFN of layer il over x[n][n_embd] (`input`: x's rounded copies, shared with
-  // whatever else reads x).
-  void record(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationInput& input, uint64_t x,
-              uint64_t out, int64_t n);
+  // whatever else reads x). Experts in RAM are handed to the CPU (run_step computes them).
+  void record(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationInput& input,
+              const Buffer& x, uint64_t out, int64_t n);
+  // Submits the ended recording, computes the experts in RAM on `pool` as the GPU hands them
+  // over, and waits for the step.
+  void run_step(CommandList& cmd, ThreadPool& pool);
+  const HybridTimeline& timeline() const { return cpu_.timeline(); }
   // Call after the step ran: frees scratch replaced during it.
   void release_retired();
   // Records the copy of the step's expert selections (n tokens, every layer) to host memory;
@@ -62,6 +81,7 @@ class GpuFfn {
   Buffer ids_host_;       // host-visible copy of ids_all_ for the stats
   Buffer order_, tiles_;  // prompt batches: pairs grouped by expert (GpuOps::moe_group)
   ActivationScratch hidden_in_, shared_in_;
+  CpuExperts cpu_;
 };
 
 // ---- keys and values --------------------------------------------------------------------

@@ -21,10 +21,11 @@ struct GpuHybridDecoder::Work {
 };
 
 GpuHybridDecoder::GpuHybridDecoder(std::unique_ptr<HybridDecoder> cpu,
-                                   std::shared_ptr<Device> device)
+                                   std::shared_ptr<Device> device, ExpertPlacement experts)
     : Model(GgufFile::parse(cpu->file().name(), cpu->file().bytes()), cpu->hparams()),
       cpu_(std::move(cpu)),
       device_(std::move(device)),
+      experts_(std::move(experts)),
       step_(*device_),
       normed_in_(*device_, "normed states"),
       gdn_in_(*device_, "gated delta net output") {
@@ -55,7 +56,8 @@ void GpuHybridDecoder::upload_weights() {
   uint64_t total = upload_bytes(m.token_embd()) + upload_bytes(m.output_norm(), hp.n_embd) +
                    (m.output().data == m.token_embd().data ? 0 : upload_bytes(m.output())) +
                    aligned_bytes(static_cast<uint64_t>(hp.n_rot / 2) * 4);  // RoPE frequencies
-  for (const HybridDecoder::Layer& l : m.layers()) {
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    const HybridDecoder::Layer& l = m.layers()[static_cast<size_t>(il)];
     for (const ops::WeightMatrix* w :
          {&l.gdn.qkv, &l.gdn.gate, &l.gdn.beta, &l.gdn.alpha, &l.gdn.out})
       total += upload_bytes(*w);
@@ -63,7 +65,8 @@ void GpuHybridDecoder::upload_weights() {
     total += upload_bytes(l.attn_norm, hp.n_embd) + upload_bytes(l.post_norm, hp.n_embd) +
              upload_bytes(l.gdn.conv, p.conv_kernel * p.conv_dim()) +
              upload_bytes(l.gdn.dt_bias, p.n_v_heads) + upload_bytes(l.gdn.a_neg, p.n_v_heads) +
-             upload_bytes(l.gdn.norm, p.d_v) + ffn_upload_bytes({}, l.moe, hp);
+             upload_bytes(l.gdn.norm, p.d_v) +
+             ffn_upload_bytes({}, l.moe, hp, layer_experts(experts_, il));
   }
   weights_ = std::make_unique<DeviceWeights>(*device_, total);
   DeviceWeights& w = *weights_;
@@ -92,7 +95,7 @@ void GpuHybridDecoder::upload_weights() {
       l.ssm_norm = w.floats(g.norm, p.d_v, name("ssm_norm"));
       l.state_offset = src.state_offset;
     }
-    l.ffn = upload_ffn(w, {}, src.moe, hp, il);
+    l.ffn = upload_ffn(w, {}, src.moe, hp, il, layer_experts(experts_, il));
     layers_.push_back(l);
   }
   const std::vector<float> inv_freq = rope_frequencies(hp);
@@ -102,7 +105,7 @@ void GpuHybridDecoder::upload_weights() {
 void GpuHybridDecoder::ensure_work(int64_t n) {
   Work& w = *work_;
   attention_->ensure(n);
-  ffn_->ensure(n);
+  ffn_->begin_step(n);
   if (n <= w.tokens) return;
   const ModelHParams& hp = hparams_;
   const GatedDeltaNetParams& p = cpu_->options().gdn;
@@ -191,7 +194,6 @@ uint64_t GpuHybridDecoder::state_bytes() const {
 
 void GpuHybridDecoder::forward(const ForwardBatch& batch, std::span<const SequenceKv> kv,
                                float* logits, ThreadPool& pool, ForwardStats* stats) {
-  (void)pool;
   STRATA_PROFILE("gpu: forward");
   const ModelHParams& hp = hparams_;
   const GatedDeltaNetParams& p = cpu_->options().gdn;
@@ -251,13 +253,13 @@ void GpuHybridDecoder::forward(const ForwardBatch& batch, std::span<const Sequen
     ops.rms_norm(w.x.address(), hp.n_embd, l.post_norm, w.normed.address(), hp.n_embd, n, hp.n_embd,
                  hp.rms_eps);
     ActivationInput post(ops, normed_in_, w.normed.address(), hp.n_embd, n, hp.n_embd);
-    ffn_->record(ops, l.ffn, il, post, w.normed.address(), w.delta.address(), n);
+    ffn_->record(ops, l.ffn, il, post, w.normed, w.delta.address(), n);
     ops.add(w.x.address(), w.delta.address(), n * hp.n_embd);
   }
   head_->record(ops, w.x, ordered_.logit_rows);
   if (stats) ffn_->record_stats(ops, n);
   cmd.end();
-  cmd.submit_and_wait();
+  ffn_->run_step(cmd, pool);
   for (ActivationScratch* s : {&normed_in_, &gdn_in_}) s->release_retired();
   attention_->release_retired();
   ffn_->release_retired();

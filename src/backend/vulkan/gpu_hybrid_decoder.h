@@ -29,7 +29,10 @@ namespace strata::vk {
 class GpuHybridDecoder : public Model {
  public:
   // Takes over `cpu` (its weights are read from the file it maps) and uploads it to `device`.
-  GpuHybridDecoder(std::unique_ptr<HybridDecoder> cpu, std::shared_ptr<Device> device);
+  // experts: which routed experts of each layer the device holds (the rest are computed by the
+  // CPU from RAM during the step); empty: all of them.
+  GpuHybridDecoder(std::unique_ptr<HybridDecoder> cpu, std::shared_ptr<Device> device,
+                   ExpertPlacement experts = {});
   ~GpuHybridDecoder() override;
 
   void forward(const ForwardBatch& batch, std::span<const SequenceKv> kv, float* logits,
@@ -45,6 +48,8 @@ class GpuHybridDecoder : public Model {
   void recurrent_state_released(const float* state) override;
 
   Device& device() { return *device_; }
+  // What the CPU did in the last step (layers with experts in RAM).
+  const HybridTimeline& hybrid_timeline() const { return ffn_->timeline(); }
   int64_t step_encodings() const;
   // Device bytes of recurrent states held (for tests and logs).
   uint64_t state_bytes() const;
@@ -77,6 +82,7 @@ class GpuHybridDecoder : public Model {
 
   std::unique_ptr<HybridDecoder> cpu_;
   std::shared_ptr<Device> device_;
+  ExpertPlacement experts_;
   std::unique_ptr<DeviceWeights> weights_;
   std::unique_ptr<DeviceKv> kv_;
   GpuMatrix token_embd_, output_;

@@ -1,13 +1,16 @@
 #pragma once
-// Loading a model onto Vulkan devices (--device). One device runs the whole model for now;
-// plans that split a model across the CPU and GPUs are the hybrid executor's.
+// Loading a model onto Vulkan devices (--device), whole or as a hybrid plan says: each layer's
+// attention, norms, router and shared expert on the GPU, each routed expert on the GPU or in RAM
+// (computed by the CPU during the step, overlapped with the GPU's work).
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "backend/vulkan/cpu_experts.h"
 #include "backend/vulkan/device.h"
 #include "model/model.h"
+#include "plan/cost_model.h"
 
 namespace strata::vk {
 
@@ -15,15 +18,25 @@ namespace strata::vk {
 // first of `devices` (indices as in `strata devices`). Throws strata::Error naming the model,
 // the device and what does not fit or is not supported.
 // memory_limit: --vram-budget in bytes (0: the device's own free memory).
+// placement: where the plan keeps each part (device 1 = devices[0]); null: all on the GPU.
 std::unique_ptr<Model> load_gpu_model(const std::string& path, const std::vector<int>& devices,
-                                      uint64_t memory_limit = 0);
+                                      uint64_t memory_limit = 0,
+                                      const plan::Placement* placement = nullptr);
 // The same on a device already open (its compiled kernels are reused).
-std::unique_ptr<Model> load_gpu_model(const std::string& path, std::shared_ptr<Device> device);
+std::unique_ptr<Model> load_gpu_model(const std::string& path, std::shared_ptr<Device> device,
+                                      const plan::Placement* placement = nullptr);
 
 // The device `model` runs on, or null for a CPU model (for bench output and probes).
 Device* gpu_device(Model& model);
 // How many of `model`'s steps had to be encoded into a Vulkan command buffer (the others
 // replayed the last one: CommandList); -1 for a CPU model.
 int64_t gpu_step_encodings(const Model& model);
+// What the CPU did during `model`'s last step (experts in RAM); null for a CPU model.
+const HybridTimeline* hybrid_timeline(const Model& model);
+
+// One line describing what a placement keeps where, e.g. "vk0 holds 40 of 48 layers' experts
+// whole and 1,234 single experts; 10.2 GB of experts in RAM".
+std::string describe_placement(const plan::Placement& placement, const ModelHParams& hp,
+                               const std::string& device_label, uint64_t expert_bytes);
 
 }  // namespace strata::vk

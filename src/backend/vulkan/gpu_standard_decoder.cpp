@@ -8,10 +8,11 @@
 
 namespace strata::vk {
 GpuStandardDecoder::GpuStandardDecoder(std::unique_ptr<StandardDecoder> cpu,
-                                       std::shared_ptr<Device> device)
+                                       std::shared_ptr<Device> device, ExpertPlacement experts)
     : Model(GgufFile::parse(cpu->file().name(), cpu->file().bytes()), cpu->hparams()),
       cpu_(std::move(cpu)),
       device_(std::move(device)),
+      experts_(std::move(experts)),
       step_(*device_),
       normed_in_(*device_, "normed states") {
   upload_weights();
@@ -35,8 +36,10 @@ void GpuStandardDecoder::upload_weights() {
   uint64_t total = upload_bytes(m.token_embd()) + upload_bytes(m.output_norm(), hp.n_embd) +
                    (m.output().data == m.token_embd().data ? 0 : upload_bytes(m.output())) +
                    aligned_bytes(static_cast<uint64_t>(hp.n_rot / 2) * 4);  // RoPE frequencies
-  for (const auto& l : m.layers()) {
-    total += attention_upload_bytes(l.attn, hp) + ffn_upload_bytes(l.dense, l.moe, hp) +
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    const StandardDecoder::Layer& l = m.layers()[static_cast<size_t>(il)];
+    total += attention_upload_bytes(l.attn, hp) +
+             ffn_upload_bytes(l.dense, l.moe, hp, layer_experts(experts_, il)) +
              upload_bytes(l.attn_norm, hp.n_embd) + upload_bytes(l.ffn_norm, hp.n_embd);
   }
   weights_ = std::make_unique<DeviceWeights>(*device_, total);
@@ -51,7 +54,7 @@ void GpuStandardDecoder::upload_weights() {
     l.attn_norm = w.floats(src.attn_norm, hp.n_embd, layer_tensor(il, "attn_norm"));
     l.ffn_norm = w.floats(src.ffn_norm, hp.n_embd, layer_tensor(il, "ffn_norm"));
     l.attn = upload_attention(w, src.attn, hp, il, /*gated_q=*/false);
-    l.ffn = upload_ffn(w, src.dense, src.moe, hp, il);
+    l.ffn = upload_ffn(w, src.dense, src.moe, hp, il, layer_experts(experts_, il));
     layers_.push_back(l);
   }
   const std::vector<float> inv_freq = rope_frequencies(hp);
@@ -60,7 +63,7 @@ void GpuStandardDecoder::upload_weights() {
 
 void GpuStandardDecoder::ensure_work(int64_t n) {
   attention_->ensure(n);
-  ffn_->ensure(n);
+  ffn_->begin_step(n);
   if (n <= tokens_) return;
   const int64_t cap = std::max(n, 2 * tokens_);
   const auto f32 = [&](int64_t count, const char* what) {
@@ -79,7 +82,6 @@ void GpuStandardDecoder::kv_slots_copied(const void* storage, int64_t from, int6
 
 void GpuStandardDecoder::forward(const ForwardBatch& batch, std::span<const SequenceKv> kv,
                                  float* logits, ThreadPool& pool, ForwardStats* stats) {
-  (void)pool;
   STRATA_PROFILE("gpu: forward");
   const ModelHParams& hp = hparams_;
   layout_.build(batch, kv, hp.n_layer);
@@ -108,13 +110,13 @@ void GpuStandardDecoder::forward(const ForwardBatch& batch, std::span<const Sequ
     ops.rms_norm(x_.address(), hp.n_embd, l.ffn_norm, normed_.address(), hp.n_embd, n, hp.n_embd,
                  hp.rms_eps);
     ActivationInput ffn_input(ops, normed_in_, normed_.address(), hp.n_embd, n, hp.n_embd);
-    ffn_->record(ops, l.ffn, il, ffn_input, normed_.address(), delta_.address(), n);
+    ffn_->record(ops, l.ffn, il, ffn_input, normed_, delta_.address(), n);
     ops.add(x_.address(), delta_.address(), n * hp.n_embd);
   }
   head_->record(ops, x_, layout_.logit_rows);
   if (stats) ffn_->record_stats(ops, n);
   cmd.end();
-  cmd.submit_and_wait();
+  ffn_->run_step(cmd, pool);
   normed_in_.release_retired();
   attention_->release_retired();
   ffn_->release_retired();

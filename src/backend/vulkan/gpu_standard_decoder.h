@@ -23,7 +23,10 @@ namespace strata::vk {
 class GpuStandardDecoder : public Model {
  public:
   // Takes over `cpu` (its weights are read from the file it maps) and uploads it to `device`.
-  GpuStandardDecoder(std::unique_ptr<StandardDecoder> cpu, std::shared_ptr<Device> device);
+  // experts: which routed experts of each layer the device holds (the rest are computed by the
+  // CPU from RAM during the step); empty: all of them.
+  GpuStandardDecoder(std::unique_ptr<StandardDecoder> cpu, std::shared_ptr<Device> device,
+                     ExpertPlacement experts = {});
   ~GpuStandardDecoder() override;
 
   void forward(const ForwardBatch& batch, std::span<const SequenceKv> kv, float* logits,
@@ -33,6 +36,8 @@ class GpuStandardDecoder : public Model {
   void kv_slots_copied(const void* storage, int64_t from, int64_t to, int64_t n) override;
 
   Device& device() { return *device_; }
+  // What the CPU did in the last step (layers with experts in RAM).
+  const HybridTimeline& hybrid_timeline() const { return ffn_->timeline(); }
   int64_t step_encodings() const { return cmd_->encodings(); }
 
  private:
@@ -47,6 +52,7 @@ class GpuStandardDecoder : public Model {
 
   std::unique_ptr<StandardDecoder> cpu_;
   std::shared_ptr<Device> device_;
+  ExpertPlacement experts_;
   std::unique_ptr<DeviceWeights> weights_;
   std::unique_ptr<DeviceKv> kv_;
   GpuMatrix token_embd_, output_;

@@ -156,6 +156,7 @@ DeviceInfo describe(VkPhysicalDevice pd, int index) {
 
   if (!v12) d.missing.push_back("Vulkan 1.2");
   if (!f12.bufferDeviceAddress) d.missing.push_back("bufferDeviceAddress");
+  if (!f12.timelineSemaphore) d.missing.push_back("timelineSemaphore");
   if (!f11.storageBuffer16BitAccess) d.missing.push_back("storageBuffer16BitAccess");
   if (!features.features.shaderInt16) d.missing.push_back("shaderInt16");
   if (!features.features.shaderInt64) d.missing.push_back("shaderInt64");

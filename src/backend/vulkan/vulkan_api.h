@@ -68,7 +68,12 @@ namespace strata::vk {
   X(vkDestroyQueryPool)               \
   X(vkCmdResetQueryPool)              \
   X(vkCmdWriteTimestamp)              \
-  X(vkGetQueryPoolResults)
+  X(vkGetQueryPoolResults)           \
+  X(vkCreateSemaphore)               \
+  X(vkDestroySemaphore)              \
+  X(vkWaitSemaphores)                \
+  X(vkSignalSemaphore)               \
+  X(vkGetSemaphoreCounterValue)
 
 struct Api {
 #define STRATA_VK_DECLARE(name) PFN_##name name = nullptr;

@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -116,8 +119,9 @@ TEST(DeviceOption, VramBudgetTooSmallIsAClearError) {
   EXPECT_TRUE(contains(r.output, "the weights need 3.87 MiB on vk0")) << r.output;
   EXPECT_TRUE(contains(r.output, "only 1.00 MiB of its memory is in the --vram-budget"))
       << r.output;
-  // The weights (3.87 MiB) fit, the step's work buffers do not.
-  r = run_strata_env(lavapipe_only(), run + " --device vk0 --vram-budget 3990K");
+  // The weights (3.87 MiB) fit, the step's work buffers do not (--n-cpu-moe 0: every expert on
+  // the GPU, so the planner does not move any to RAM).
+  r = run_strata_env(lavapipe_only(), run + " --device vk0 --n-cpu-moe 0 --vram-budget 3990K");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "out of GPU memory on vk0")) << r.output;
   EXPECT_TRUE(contains(r.output, "needs 6.00 KiB (6144 bytes); strata holds 3.8")) << r.output;
@@ -129,6 +133,103 @@ TEST(DeviceOption, VramBudgetTooSmallIsAClearError) {
   // the budget alone changes nothing there).
   r = run_strata_env(lavapipe_only(), run + " --vram-budget 1M", false);
   EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+// ---- hybrid plans: routed experts in RAM, computed by the CPU during the GPU's step ----
+
+std::string cpu_tokens(const std::string& model, const std::string& prompt, int n) {
+  const auto r = run_strata(
+      "run -m " + model + " --device none --tokens " + prompt + " -n " + std::to_string(n), false);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return r.output;
+}
+
+// llama.cpp's --n-cpu-moe / --cpu-moe: the experts of the first layers (or all) in RAM give the
+// reference tokens on the F16 model, and the log prints the plan being executed.
+TEST(HybridPlan, NCpuMoeAndCpuMoeGiveTheReferenceTokens) {
+  SKIP_WITHOUT_GPU_BACKEND();
+  const std::string m = "tiny-qwen3moe-F16";
+  const auto ref = LogitsFile::read((test::oracle_dir() / "logits" / (m + ".f16kv.orcl")).string());
+  for (const char* flag : {"--n-cpu-moe 1", "--cpu-moe"}) {
+    const std::string run = "run -m " + model_path(m) + " --device vk0 " + flag + " --tokens " +
+                            join(ref.prompt) + " -n " + std::to_string(ref.gen.size());
+    const auto r = run_strata_env(lavapipe_only(), run, false);
+    ASSERT_EQ(r.exit_code, 0) << flag << ": " << r.output;
+    EXPECT_EQ(r.output, join(ref.gen) + "\n") << flag;
+    const auto logged = run_strata_env(lavapipe_only(), run);
+    EXPECT_TRUE(contains(logged.output,
+                         "plan: attention, routers and shared experts of all 2 "
+                         "layers on vk0"))
+        << logged.output;
+    EXPECT_TRUE(contains(logged.output, std::string(flag) == "--cpu-moe"
+                                            ? "16 experts (384.00 KiB) in RAM"
+                                            : "8 experts (192.00 KiB) in RAM"))
+        << logged.output;
+  }
+}
+
+// A --vram-budget the whole model does not fit in: the planner keeps experts in RAM and the run
+// gives the CPU's tokens.
+TEST(HybridPlan, VramBudgetBelowTheModelRunsAPlanWithExpertsInRam) {
+  SKIP_WITHOUT_GPU_BACKEND();
+  const std::string model = model_path("tiny-qwen3moe-Q8_0");
+  const auto r = run_strata_env(lavapipe_only(), "run -m " + model +
+                                                     " --device vk0 --vram-budget 3990K --ctx 256 "
+                                                     "--tokens 1,2,3,4,5 -n 8");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "needs more than the 3.90 MiB of GPU memory")) << r.output;
+  EXPECT_TRUE(contains(r.output, "in RAM computed by the CPU")) << r.output;
+  const auto quiet = run_strata_env(
+      lavapipe_only(),
+      "run -m " + model + " --device vk0 --vram-budget 3990K --ctx 256 --tokens 1,2,3,4,5 -n 8",
+      false);
+  EXPECT_EQ(quiet.output, cpu_tokens(model, "1,2,3,4,5", 8));
+}
+
+// `strata plan --json` for a small hypothetical GPU (its 800 MiB runtime margin plus ~3.7 MiB),
+// executed with --plan.
+TEST(HybridPlan, SavedPlanRunsAsPlanned) {
+  SKIP_WITHOUT_GPU_BACKEND();
+  const std::string model = model_path("tiny-qwen3moe-Q8_0");
+  const auto plan = run_strata(
+      "plan -m " + model + " --gpu 823000K:448 --ram 16G:20 --cores 2 --ctx 256 --json", false);
+  ASSERT_EQ(plan.exit_code, 0) << plan.output;
+  const auto j = nlohmann::json::parse(plan.output);
+  int in_ram = 0;
+  for (const auto& l : j["layers"])
+    if (l["experts"].contains("CPU")) in_ram += static_cast<int>(l["experts"]["CPU"].size());
+  ASSERT_GT(in_ram, 0) << "the plan should keep experts in RAM: " << plan.output;
+  const std::string file = (test::temp_dir() / "plan.json").string();
+  std::ofstream(file) << plan.output;
+  const auto r = run_strata_env(
+      lavapipe_only(),
+      "run -m " + model + " --device vk0 --plan " + file + " --tokens 1,2,3,4,5 -n 8", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, cpu_tokens(model, "1,2,3,4,5", 8));
+  const auto logged = run_strata_env(
+      lavapipe_only(), "run -m " + model + " --device vk0 --plan " + file + " --tokens 1,2 -n 1");
+  EXPECT_TRUE(contains(logged.output, fmt::format("{} experts", in_ram))) << logged.output;
+}
+
+TEST(HybridPlan, BadPlacementFlagsAreClearErrors) {
+  SKIP_WITHOUT_GPU_BACKEND();
+  const std::string run = "run -m " + model_path("tiny-qwen3moe-Q8_0") + " --tokens 1,2 -n 1";
+  auto r = run_strata_env(lavapipe_only(), run + " --device vk0 --gpu-layers 1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "--gpu-layers 1")) << r.output;
+  EXPECT_TRUE(contains(r.output, "use --n-cpu-moe N or --vram-budget")) << r.output;
+  r = run_strata_env(lavapipe_only(), run + " --device vk0 --gpu-layers 99", false);
+  EXPECT_EQ(r.exit_code, 0) << r.output;  // every layer on the GPU: nothing to move
+  r = run_strata_env(lavapipe_only(), run + " --device none --n-cpu-moe 1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "this run has none (--device none)")) << r.output;
+  r = run_strata_env(lavapipe_only(), run + " --device vk0 --plan /nonexistent/plan.json");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "--plan /nonexistent/plan.json: cannot read the file"))
+      << r.output;
+  r = run_strata_env(lavapipe_only(), run + " --device vk0 --plan x.json --cpu-moe");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "--plan gives the whole placement")) << r.output;
 }
 
 }  // namespace

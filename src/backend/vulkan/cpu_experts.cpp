@@ -1,0 +1,114 @@
+#include "backend/vulkan/cpu_experts.h"
+
+#include <chrono>
+#include <span>
+
+#include "util/error.h"
+#include "util/profiler.h"
+
+namespace strata::vk {
+namespace {
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+CpuExperts::CpuExperts(Device& device, const ModelHParams& hp) : device_(device), hp_(hp) {}
+
+void CpuExperts::begin_step(int64_t n) {
+  tasks_.clear();
+  if (n <= tokens_) return;
+  const int64_t cap = std::max(n, 2 * tokens_);
+  const auto host = [&](int64_t words, const char* what) {
+    return device_.allocate(static_cast<uint64_t>(std::max<int64_t>(words, 1)) * 4,
+                            MemoryKind::host, fmt::format("{} for {} tokens", what, cap));
+  };
+  const int64_t k = std::max<int64_t>(hp_.n_expert_used, 1);
+  ids_ = host(cap * k, "expert ids handed to the CPU");
+  weights_ = host(cap * k, "expert weights handed to the CPU");
+  x_ = host(cap * hp_.n_embd, "FFN inputs handed to the CPU");
+  partial_ = host(cap * hp_.n_embd, "the CPU experts' outputs");
+  tokens_ = cap;
+}
+
+void CpuExperts::hand_over(GpuOps& ops, int64_t il, const MoeFfnWeights& weights,
+                           const std::vector<bool>& in_ram, const Buffer& ids, uint64_t ids_offset,
+                           const Buffer& expert_weights, const Buffer& x, int64_t n) {
+  STRATA_CHECK(n <= tokens_, "CpuExperts: {} tokens, room for {}", n, tokens_);
+  const auto pairs_bytes = static_cast<uint64_t>(n * hp_.n_expert_used) * 4;
+  ops.cmd.copy(ids, ids_offset, ids_, 0, pairs_bytes);
+  ops.cmd.copy(expert_weights, 0, weights_, 0, pairs_bytes);
+  ops.cmd.copy(x, 0, x_, 0, static_cast<uint64_t>(n * hp_.n_embd) * 4);
+  Task t;
+  t.layer = il;
+  t.n = n;
+  t.weights = &weights;
+  t.in_ram = &in_ram;
+  t.task = ops.cmd.host_task();
+  tasks_.push_back(t);
+}
+
+void CpuExperts::take_back(GpuOps& ops, uint64_t out, int64_t n) {
+  STRATA_CHECK(!tasks_.empty() && tasks_.back().gpu_segment < 0,
+               "CpuExperts::take_back without a hand-over");
+  tasks_.back().gpu_segment = ops.cmd.after_host(tasks_.back().task);
+  ops.add(out, partial_.address(), n * hp_.n_embd);
+}
+
+void CpuExperts::run_tasks(CommandList& cmd, ThreadPool& pool) {
+  static profile::Slot slot("gpu: CPU experts");
+  MoeParams p;
+  p.n_expert = hp_.n_expert;
+  p.n_expert_used = hp_.n_expert_used;
+  p.n_ff_exp = hp_.n_ff_exp;
+  p.renormalize = hp_.expert_weights_norm;
+  const auto* ids = static_cast<const int32_t*>(ids_.mapped());
+  const auto* w = static_cast<const float*>(weights_.mapped());
+  const auto* x = static_cast<const float*>(x_.mapped());
+  auto* partial = static_cast<float*>(partial_.mapped());
+  for (const Task& t : tasks_) {
+    CpuExpertSpan span;
+    span.layer = t.layer;
+    const double t0 = now_ms();
+    cmd.wait_for_gpu(t.task);
+    const double t1 = now_ms();
+    span.gpu_busy_at_start = !cmd.segment_finished(t.gpu_segment);
+    {
+      profile::Scope scope(slot);
+      const auto pairs = static_cast<size_t>(t.n * p.n_expert_used);
+      moe_experts_block(*t.weights, p, x, t.n, std::span(ids, pairs), std::span(w, pairs), t.in_ram,
+                        partial, pool);
+      for (size_t i = 0; i < pairs; ++i) span.pairs += (*t.in_ram)[static_cast<size_t>(ids[i])];
+    }
+    span.gpu_busy_at_end = !cmd.segment_finished(t.gpu_segment);
+    span.wait_ms = t1 - t0;
+    span.cpu_ms = now_ms() - t1;
+    timeline_.layers.push_back(span);
+    cmd.task_done(t.task);
+  }
+}
+
+void CpuExperts::run_step(CommandList& cmd, ThreadPool& pool) {
+  timeline_ = HybridTimeline{};
+  const double start = now_ms();
+  try {
+    run_tasks(cmd, pool);
+  } catch (...) {
+    tasks_.clear();
+    cmd.abandon_tasks();
+    try {
+      cmd.wait();
+    } catch (const Error&) {  // the first error is the one to report
+    }
+    throw;
+  }
+  tasks_.clear();
+  cmd.wait();
+  timeline_.step_ms = now_ms() - start;
+}
+
+}  // namespace strata::vk

@@ -1,0 +1,71 @@
+#pragma once
+// Routed experts that live in RAM, computed by the CPU in the middle of a GPU step (hybrid
+// execution). For such a layer the GPU routes the tokens, copies the selections and the FFN input
+// to host-visible memory and signals; the host computes the pairs whose expert is in RAM while
+// the GPU computes the ones it holds and the shared expert; the GPU then waits (on a timeline
+// semaphore the host signals, not on the host thread) and adds the CPU's partial sum.
+
+#include <cstdint>
+#include <vector>
+
+#include "backend/vulkan/device.h"
+#include "backend/vulkan/gpu_ops.h"
+#include "model/blocks.h"
+#include "model/hparams.h"
+#include "util/thread_pool.h"
+
+namespace strata::vk {
+
+// What the host did for one layer of a hybrid step (bench --profile, the overlap test).
+struct CpuExpertSpan {
+  int64_t layer = 0;
+  int64_t pairs = 0;               // (token, expert) pairs the CPU computed
+  double wait_ms = 0;              // the host waited this long for the GPU to hand the layer over
+  double cpu_ms = 0;               // computing the layer's experts that live in RAM
+  bool gpu_busy_at_start = false;  // the GPU's part of the layer was still running when the CPU
+  bool gpu_busy_at_end = false;    // started / when it finished
+};
+
+struct HybridTimeline {
+  double step_ms = 0;  // submission to the GPU's last signal
+  std::vector<CpuExpertSpan> layers;
+};
+
+class CpuExperts {
+ public:
+  CpuExperts(Device& device, const ModelHParams& hp);
+
+  // A new recording of n tokens: room for them, and no layers handed over yet.
+  void begin_step(int64_t n);
+  // Records the hand-over of layer il (n tokens): selections ([n][k] ids and weights, in device
+  // buffers at byte offsets) and the FFN input x ([n][n_embd]) are copied to host memory, then the
+  // segment ends. The CPU will compute the pairs whose expert in_ram marks, with `weights`.
+  void hand_over(GpuOps& ops, int64_t il, const MoeFfnWeights& weights,
+                 const std::vector<bool>& in_ram, const Buffer& ids, uint64_t ids_offset,
+                 const Buffer& expert_weights, const Buffer& x, int64_t n);
+  // Ends the GPU's own part of the layer; what follows waits for the CPU and first adds its
+  // partial sum to out ([n][n_embd]).
+  void take_back(GpuOps& ops, uint64_t out, int64_t n);
+  // After cmd.submit(): runs the step's CPU work in order, then waits for the GPU. On an error
+  // the GPU is released (every task signalled) before it is rethrown.
+  void run_step(CommandList& cmd, ThreadPool& pool);
+  const HybridTimeline& timeline() const { return timeline_; }
+
+ private:
+  struct Task {
+    int64_t layer = 0, n = 0;
+    const MoeFfnWeights* weights = nullptr;
+    const std::vector<bool>* in_ram = nullptr;
+    int task = -1, gpu_segment = -1;
+  };
+  void run_tasks(CommandList& cmd, ThreadPool& pool);
+
+  Device& device_;
+  const ModelHParams& hp_;
+  int64_t tokens_ = 0;
+  Buffer ids_, weights_, x_, partial_;  // host-visible: [n][k] ids and weights, [n][n_embd] x
+  std::vector<Task> tasks_;             // this recording's layers
+  HybridTimeline timeline_;
+};
+
+}  // namespace strata::vk

@@ -1,0 +1,99 @@
+#include "cli/gpu_placement.h"
+
+#include <algorithm>
+#include <fstream>
+
+#include "cli/model_options.h"
+#include "gguf/gguf_file.h"
+#include "plan/hardware.h"
+#include "plan/inventory.h"
+#include "plan/placement.h"
+#include "plan/report.h"
+#include "util/cpu_features.h"
+#include "util/error.h"
+#include "util/format_bytes.h"
+#include "util/log.h"
+
+namespace strata::cli {
+namespace {
+
+// Nominal bandwidths for the default plan: which experts stay on the GPU depends on memory and
+// popularity; the speeds only rank near-equal choices (`strata plan` measures them).
+constexpr double kNominalGpuGbps = 300;
+constexpr double kNominalRamGbps = 20;
+
+plan::HardwareProfile one_gpu(uint64_t budget_bytes) {
+  plan::HardwareOverrides overrides;
+  overrides.gpus = {fmt::format("{}:{}", budget_bytes, kNominalGpuGbps)};
+  overrides.ram = fmt::format("{}:{}", plan::available_ram_bytes(), kNominalRamGbps);
+  overrides.cores = physical_core_count();
+  plan::ProbeOptions probe;
+  probe.calibrate = false;
+  return plan::make_hardware_profile(overrides, probe);
+}
+
+plan::Placement read_plan_file(const std::string& path, const plan::ModelInventory& inv) {
+  std::ifstream in(path);
+  STRATA_CHECK(in, "--plan {}: cannot read the file", path);
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const nlohmann::json::exception& e) {
+    fail("--plan {}: not JSON ({})", path, e.what());
+  }
+  try {
+    return plan::placement_from_json(j, inv, 1);
+  } catch (const Error& e) {
+    fail("--plan {}: {}", path, e.what());
+  }
+}
+
+}  // namespace
+
+std::optional<plan::Placement> choose_gpu_placement(const ModelOptions& options,
+                                                    uint64_t budget_bytes) {
+  const PlacementRequest& r = options.placement;
+  STRATA_CHECK(r.plan_file.empty() || (r.n_cpu_moe < 0 && !r.cpu_moe && r.gpu_layers < 0),
+               "--plan gives the whole placement: drop --n-cpu-moe, --cpu-moe and --gpu-layers");
+  plan::ModelInventory inv = plan::inventory_from_gguf(GgufFile::open(options.path));
+  if (!r.hot_experts.empty()) plan::load_expert_popularity(inv, r.hot_experts);
+  if (r.gpu_layers >= 0 && r.gpu_layers < inv.n_layer) {
+    fail(
+        "--gpu-layers {}: {} has {} layers; this strata keeps every layer's attention on the "
+        "GPU and moves routed experts to RAM instead (use --n-cpu-moe N or --vram-budget)",
+        r.gpu_layers, options.path, inv.n_layer);
+  }
+  if (!r.plan_file.empty()) return read_plan_file(r.plan_file, inv);
+  const plan::HardwareProfile hw = one_gpu(budget_bytes ? budget_bytes : uint64_t{1} << 50);
+  if (r.cpu_moe || r.n_cpu_moe >= 0) {
+    const int n = r.cpu_moe ? inv.n_layer : std::min(r.n_cpu_moe, inv.n_layer);
+    return plan::n_cpu_moe_placement(inv, hw, n);
+  }
+  if (budget_bytes == 0 || inv.n_expert == 0) return std::nullopt;
+  // Plan as the planner would for this budget; when everything lands on the GPU, run whole.
+  plan::PlanGoals goals;
+  goals.context = options.ctx;
+  goals.kv_type = options.kv_type;
+  plan::MemoryConstants memory;
+  // The runtime margin is sized for a 30B model's compute buffers; a small model (or a small
+  // --vram-budget in tests) needs far less.
+  memory.gpu_runtime_margin_bytes = std::min(memory.gpu_runtime_margin_bytes, budget_bytes / 8);
+  const plan::Plan p = plan::plan_placement(inv, hw, goals, plan::default_cost_constants(), memory);
+  STRATA_CHECK(p.fits, "{} does not fit this machine with {} of GPU memory: {}", options.path,
+               format_bytes(budget_bytes), p.fit_error);
+  bool all_on_gpu = true, runnable = p.placement.output_device != plan::kCpuDevice;
+  for (const plan::LayerPlacement& l : p.placement.layers) {
+    runnable = runnable && l.attention_device != plan::kCpuDevice;
+    all_on_gpu = all_on_gpu && std::none_of(l.expert_device.begin(), l.expert_device.end(),
+                                            [](int d) { return d == plan::kCpuDevice; });
+  }
+  // A budget too small for the attention, norms and output head (the plan would keep layers on
+  // the CPU, which this executor does not run): the whole-model load says what does not fit.
+  if (all_on_gpu || !runnable) return std::nullopt;
+  log::info("plan: {} ({}) needs more than the {} of GPU memory; predicted {:.1f} tok/s",
+            options.path, format_bytes(inv.total_bytes()), format_bytes(budget_bytes),
+            p.decode.tokens_per_second());
+  return p.placement;
+}
+
+}  // namespace strata::cli

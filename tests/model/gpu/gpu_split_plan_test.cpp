@@ -1,0 +1,320 @@
+// Hybrid plans on the Vulkan test device (lavapipe in CI): attention, norms, routers and shared
+// experts on the GPU, routed experts split between the GPU and RAM, the CPU computing its experts
+// during the GPU's step. Every MoE oracle model (../shared/oracle and gdn/) under (c) the experts
+// of some layers in RAM and (d) one layer's experts split by a recorded profile is held to the
+// whole-GPU test's thresholds against the independent engine; greedy tokens equal the CPU's on
+// F16 weights; batched serving equals single sequences; the CPU's work overlaps the GPU's.
+//
+// The CPU computes its experts from the unrounded FFN input with its own activation
+// quantization, exactly as the CPU path does, and the GPU adds that partial sum to its own:
+// only the summation order differs from the whole-GPU run, so the thresholds do not move.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <numeric>
+
+#include "backend/vulkan/gpu_model.h"
+#include "model/oracle_compare.h"
+#include "runtime/session.h"
+#include "support/greedy_jobs.h"
+#include "support/test_support.h"
+#include "synthetic_model.h"
+#include "unit/vulkan/gpu_test_device.h"
+
+namespace strata::test {
+namespace {
+
+plan::Placement all_on_gpu(const ModelHParams& hp) {
+  plan::Placement p;
+  p.output_device = p.embeddings_device = 1;
+  p.layers.resize(static_cast<size_t>(hp.n_layer));
+  for (auto& l : p.layers) {
+    l.attention_device = 1;
+    l.expert_device.assign(static_cast<size_t>(hp.n_expert), 1);
+  }
+  return p;
+}
+
+// (c) llama.cpp's --n-cpu-moe: every expert of layers 0..n-1 in RAM.
+plan::Placement first_layers_in_ram(const ModelHParams& hp, int n) {
+  plan::Placement p = all_on_gpu(hp);
+  for (int l = 0; l < n; ++l)
+    std::fill(p.layers[l].expert_device.begin(), p.layers[l].expert_device.end(), 0);
+  return p;
+}
+
+// Expert selections of the CPU model over `tokens` ([layer * n_expert + e]): a recorded profile.
+std::vector<uint64_t> profile_counts(const std::string& path, const std::vector<int32_t>& tokens) {
+  auto cpu = Model::load(path);
+  const ModelHParams& hp = cpu->hparams();
+  ThreadPool pool(2);
+  Session session(*cpu, static_cast<int64_t>(tokens.size()) + 1, GgmlType::F16, pool);
+  session.stats().expert_counts.assign(static_cast<size_t>(hp.n_layer * hp.n_expert), 0);
+  std::vector<float> logits;
+  session.eval(tokens, false, logits);
+  return session.stats().expert_counts;
+}
+
+// (d) layer `layer`'s busiest half of the experts (by the profile) on the GPU, the rest in RAM.
+plan::Placement split_by_profile(const ModelHParams& hp, const std::vector<uint64_t>& counts,
+                                 int64_t layer) {
+  plan::Placement p = all_on_gpu(hp);
+  std::vector<int> order(static_cast<size_t>(hp.n_expert));
+  std::iota(order.begin(), order.end(), 0);
+  const auto count = [&](int e) { return counts[static_cast<size_t>(layer * hp.n_expert + e)]; };
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return count(a) > count(b); });
+  auto& experts = p.layers[static_cast<size_t>(layer)].expert_device;
+  for (size_t i = order.size() / 2; i < order.size(); ++i) experts[order[i]] = 0;
+  return p;
+}
+
+// Every expert of every layer split in half (even ids on the GPU): both sides busy each layer.
+plan::Placement halves(const ModelHParams& hp) {
+  plan::Placement p = all_on_gpu(hp);
+  for (auto& l : p.layers)
+    for (size_t e = 0; e < l.expert_device.size(); ++e) l.expert_device[e] = e % 2 == 0 ? 1 : 0;
+  return p;
+}
+
+ModelHParams hparams_of(const std::string& path) {
+  return Model::load(path, LoadMode::mmap)->hparams();
+}
+
+// ---- against the oracle -----------------------------------------------------------------
+
+struct SplitCase {
+  std::string model, logits, kv_type;
+  bool gdn = false;
+  std::string placement;  // "first-layers-in-ram" or "profile-split"
+};
+
+void PrintTo(const SplitCase& c, std::ostream* os) {
+  *os << c.logits << " " << c.placement;
+}
+
+std::vector<SplitCase> split_cases() {
+  std::vector<SplitCase> out;
+  const auto dir = oracle_dir() / "logits";
+  if (std::filesystem::is_directory(dir)) {
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      const std::string name = e.path().filename().string();
+      if (name.find("moe") == std::string::npos) continue;  // dense models have no experts
+      const size_t dot = name.find('.');
+      const std::string variant = name.substr(dot + 1);
+      for (const char* placement : {"first-layers-in-ram", "profile-split"}) {
+        out.push_back({(oracle_dir() / "models" / (name.substr(0, dot) + ".gguf")).string(),
+                       e.path().string(), variant.rfind("q8kv", 0) == 0 ? "q8_0" : "f16", false,
+                       placement});
+      }
+    }
+  }
+  for (const GdnCase& g : gdn_cases()) {
+    for (const char* placement : {"first-layers-in-ram", "profile-split"}) {
+      out.push_back({(oracle_dir() / "gdn" / "models" / g.model).string(),
+                     (oracle_dir() / "gdn" / "logits" / g.logits).string(), "f16", true,
+                     placement});
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return a.logits + a.placement < b.logits + b.placement;
+  });
+  return out;
+}
+
+class GpuSplitPlanLogits : public testing::TestWithParam<SplitCase> {};
+
+TEST_P(GpuSplitPlanLogits, MatchesReferenceEngine) {
+  const SplitCase& c = GetParam();
+  const auto reference = LogitsFile::read(c.logits);
+  const ModelHParams hp = hparams_of(c.model);
+  const plan::Placement placement =
+      c.placement == "first-layers-in-ram"
+          ? first_layers_in_ram(hp, static_cast<int>(std::max<int64_t>(hp.n_layer / 2, 1)))
+          : split_by_profile(hp, profile_counts(c.model, reference.prompt), hp.n_layer - 1);
+  auto gpu = vk::load_gpu_model(c.model, vk::test::shared_test_device(), &placement);
+  const auto ours = teacher_forced_logits(*gpu, reference, c.kv_type, 2);
+  const LogitsComparison r = compare_logits(reference, ours);
+  const auto* timeline = vk::hybrid_timeline(*gpu);
+  ASSERT_NE(timeline, nullptr);
+  EXPECT_FALSE(timeline->layers.empty()) << "no layer handed experts to the CPU";
+  std::printf("%-44s %-20s nmse %.2e  first row %.2e  worst row %.2e  argmax %d/%d\n",
+              std::filesystem::path(c.logits).filename().c_str(), c.placement.c_str(), r.nmse,
+              r.first_row_nmse, r.worst_row_nmse, r.argmax_agree, r.clear_rows);
+  const bool f16_weights = c.model.find("-F16") != std::string::npos;
+  if (c.gdn) {  // gpu_hybrid_test.cpp's thresholds
+    EXPECT_LT(r.first_row_nmse, 1e-5);
+    EXPECT_LT(r.nmse_unflipped, 1e-3);
+    EXPECT_LT(r.nmse, 3e-3);
+  } else {  // gpu_oracle_logits_test.cpp's
+    const bool q8_cache = c.kv_type == "q8_0";
+    EXPECT_LT(r.first_row_nmse, f16_weights ? 1e-5 : (q8_cache ? 5e-3 : 2e-3));
+    EXPECT_LT(r.nmse, f16_weights ? 1e-5 : (q8_cache ? 5e-3 : 2e-3));
+  }
+  EXPECT_LE(r.rows_over_1e2, f16_weights ? 0 : 2);
+  EXPECT_GE(r.argmax_agree, r.clear_rows - 1) << "argmax disagrees on clear rows";
+}
+
+INSTANTIATE_TEST_SUITE_P(MoeModels, GpuSplitPlanLogits, testing::ValuesIn(split_cases()),
+                         [](const testing::TestParamInfo<SplitCase>& info) {
+                           std::string n =
+                               std::filesystem::path(info.param.logits).stem().string() + "_" +
+                               info.param.placement;
+                           for (char& ch : n)
+                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return n;
+                         });
+
+TEST(GpuSplitPlanLogits, EveryMoeReferenceFileIsCovered) {
+  EXPECT_GE(split_cases().size(), 2u * 14);  // 14 qwen3moe files, and the gdn ones
+}
+
+// ---- greedy tokens ----------------------------------------------------------------------
+
+std::vector<int32_t> greedy(Model& model, const std::vector<int32_t>& prompt, int n) {
+  ThreadPool pool(2);
+  return session_greedy(model, prompt, n, pool);
+}
+
+// F16 weights: the split plans pick the CPU's tokens step for step (a standard MoE model and a
+// synthetic F16 qwen35moe with both layer kinds and a shared expert).
+TEST(GpuSplitPlanGreedy, SameTokensAsTheCpuOnF16Models) {
+  tools::SyntheticModelSpec spec;
+  spec.arch = "qwen35moe";
+  spec.ftype = "F16";
+  spec.n_layer = 5;
+  spec.n_rot = 32;
+  const std::string synthetic = (temp_dir() / "gpu-split-qwen35moe-f16.gguf").string();
+  tools::write_synthetic_model(spec, synthetic);
+  const std::vector<int32_t> prompt = {1, 17, 300, 42, 7, 99, 256, 3};
+  for (const std::string& path :
+       {(oracle_dir() / "models" / "tiny-qwen3moe-F16.gguf").string(), synthetic}) {
+    SCOPED_TRACE(path);
+    auto cpu = Model::load(path);
+    const ModelHParams& hp = cpu->hparams();
+    const std::vector<int32_t> expected = greedy(*cpu, prompt, 24);
+    for (const plan::Placement& placement :
+         {first_layers_in_ram(hp, 1), split_by_profile(hp, profile_counts(path, prompt), 0),
+          halves(hp)}) {
+      auto gpu = vk::load_gpu_model(path, vk::test::shared_test_device(), &placement);
+      EXPECT_EQ(greedy(*gpu, prompt, 24), expected);
+    }
+  }
+}
+
+// ---- serving ----------------------------------------------------------------------------
+
+// The scheduler's continuous batches (prompts split over steps, decode tokens of other slots in
+// the same forward, a paged pool) under a profile-split plan generate what each prompt
+// generates alone.
+TEST(GpuSplitPlanScheduler, BatchedGenerationsMatchSingleSequences) {
+  for (const std::string& path :
+       {(oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string(),
+        (oracle_dir() / "gdn" / "models" / "tiny-qwen35moe-Q8_0.gguf").string()}) {
+    SCOPED_TRACE(path);
+    const ModelHParams hp = hparams_of(path);
+    const std::vector<std::vector<int32_t>> prompts = {prompt_of(5, 70), prompt_of(6, 3),
+                                                       prompt_of(7, 33)};
+    const plan::Placement placement =
+        split_by_profile(hp, profile_counts(path, prompts[0]), hp.n_layer - 1);
+    auto model = vk::load_gpu_model(path, vk::test::shared_test_device(), &placement);
+    ThreadPool pool(2);
+    std::vector<std::vector<int32_t>> expected;
+    for (const auto& p : prompts) expected.push_back(session_greedy(*model, p, 10, pool));
+    Scheduler scheduler(
+        *model, pool,
+        {.n_slots = 2, .n_ctx = 256, .page_size = 16, .batch_tokens = 40, .prefill_chunk = 24});
+    std::vector<Collected> got(prompts.size());
+    for (size_t i = 0; i < prompts.size(); ++i)
+      ASSERT_TRUE(scheduler.submit(greedy_job(prompts[i], 10, got[i])));
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      EXPECT_EQ(got[i].done.get_future().get().reason, FinishReason::length);
+      EXPECT_EQ(got[i].tokens, expected[i]) << "prompt " << i;
+    }
+  }
+}
+
+// ---- overlap ----------------------------------------------------------------------------
+
+// The CPU computes its experts while the GPU computes its own for the same layer: in decode
+// steps with half of every layer's experts on each side, the host finds the GPU's part of a
+// layer still in flight when it starts its experts (the GPU waits on the host's semaphore only
+// for the sum), and every hand-over is timed.
+TEST(GpuSplitPlanOverlap, CpuExpertsRunWhileTheGpuSegmentIsInFlight) {
+  const std::string path = (oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string();
+  const ModelHParams hp = hparams_of(path);
+  const plan::Placement placement = halves(hp);
+  auto gpu = vk::load_gpu_model(path, vk::test::shared_test_device(), &placement);
+  ThreadPool pool(1);
+  Session session(*gpu, 64, GgmlType::F16, pool);
+  std::vector<float> logits;
+  session.eval(prompt_of(3, 12), false, logits);
+  int overlapped = 0, spans = 0;
+  for (int step = 0; step < 16; ++step) {
+    const int32_t next = argmax(logits);
+    session.eval(std::span<const int32_t>(&next, 1), false, logits);
+    const vk::HybridTimeline& t = *vk::hybrid_timeline(*gpu);
+    ASSERT_EQ(static_cast<int64_t>(t.layers.size()), hp.n_layer);
+    for (const vk::CpuExpertSpan& s : t.layers) {
+      ++spans;
+      overlapped += s.gpu_busy_at_start;
+      EXPECT_GE(s.cpu_ms, 0);
+      EXPECT_LE(s.pairs, hp.n_expert_used);
+    }
+    EXPECT_GT(t.step_ms, 0);
+  }
+  std::printf("CPU expert work started with the GPU's part of the layer in flight: %d of %d\n",
+              overlapped, spans);
+  EXPECT_GT(overlapped, 0) << "the CPU never worked while a GPU segment was in flight";
+}
+
+// ---- memory -----------------------------------------------------------------------------
+
+// A budget the whole model does not fit in: refused before any upload, naming the numbers; the
+// same budget holds the plan with the experts of every layer in RAM.
+TEST(GpuSplitPlanMemory, ExpertsInRamFitWhereTheWholeModelDoesNot) {
+  const std::string path = (oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string();
+  const ModelHParams hp = hparams_of(path);
+  const uint64_t budget = std::filesystem::file_size(path) / 2;
+  auto device = std::make_shared<vk::Device>(vk::test::shared_test_device()->info());
+  device->set_memory_limit(budget);
+  try {
+    vk::load_gpu_model(path, device);
+    FAIL() << "the whole model loaded into half its size";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the weights need"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--vram-budget"), std::string::npos) << e.what();
+  }
+  const plan::Placement in_ram = first_layers_in_ram(hp, static_cast<int>(hp.n_layer));
+  auto model = vk::load_gpu_model(path, device, &in_ram);
+  EXPECT_LE(device->allocated_bytes(), budget + (uint64_t{64} << 20));
+  EXPECT_EQ(greedy(*model, {1, 2, 3}, 4).size(), 4u);
+}
+
+// Plans this executor cannot run are refused with the reason.
+TEST(GpuSplitPlanMemory, UnsupportedPlacementsAreClearErrors) {
+  const std::string path = (oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string();
+  const ModelHParams hp = hparams_of(path);
+  const auto error_of = [&](const plan::Placement& p) -> std::string {
+    try {
+      vk::load_gpu_model(path, vk::test::shared_test_device(), &p);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  plan::Placement cpu_attention = all_on_gpu(hp);
+  cpu_attention.layers[0].attention_device = 0;
+  EXPECT_NE(error_of(cpu_attention).find("layer 0's attention on the CPU"), std::string::npos);
+  plan::Placement second_gpu = all_on_gpu(hp);
+  second_gpu.layers[1].expert_device[3] = 2;
+  EXPECT_NE(error_of(second_gpu).find("expert 3 of layer 1 on GPU1"), std::string::npos);
+  plan::Placement short_plan = all_on_gpu(hp);
+  short_plan.layers.pop_back();
+  EXPECT_NE(error_of(short_plan).find("places 1 layers but the model has 2"), std::string::npos)
+      << error_of(short_plan);
+}
+
+}  // namespace
+}  // namespace strata::test
