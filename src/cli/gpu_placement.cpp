@@ -53,22 +53,20 @@ plan::Placement read_plan_file(const std::string& path, const plan::ModelInvento
 std::optional<plan::Placement> choose_gpu_placement(const ModelOptions& options,
                                                     uint64_t budget_bytes) {
   const PlacementRequest& r = options.placement;
-  STRATA_CHECK(r.plan_file.empty() || (r.n_cpu_moe < 0 && !r.cpu_moe && r.gpu_layers < 0),
-               "--plan gives the whole placement: drop --n-cpu-moe, --cpu-moe and --gpu-layers");
+  STRATA_CHECK(r.plan_file.empty() || !r.flags.any(),
+               "--plan gives the whole placement: drop --n-cpu-moe, --cpu-moe, --gpu-layers and "
+               "--override-tensor");
   plan::ModelInventory inv = plan::inventory_from_gguf(GgufFile::open(options.path));
   if (!r.hot_experts.empty()) plan::load_expert_popularity(inv, r.hot_experts);
-  if (r.gpu_layers >= 0 && r.gpu_layers < inv.n_layer) {
+  if (r.flags.gpu_layers >= 0 && r.flags.gpu_layers < inv.n_layer) {
     fail(
         "--gpu-layers {}: {} has {} layers; this strata keeps every layer's attention on the "
         "GPU and moves routed experts to RAM instead (use --n-cpu-moe N or --vram-budget)",
-        r.gpu_layers, options.path, inv.n_layer);
+        r.flags.gpu_layers, options.path, inv.n_layer);
   }
   if (!r.plan_file.empty()) return read_plan_file(r.plan_file, inv);
   const plan::HardwareProfile hw = one_gpu(budget_bytes ? budget_bytes : uint64_t{1} << 50);
-  if (r.cpu_moe || r.n_cpu_moe >= 0) {
-    const int n = r.cpu_moe ? inv.n_layer : std::min(r.n_cpu_moe, inv.n_layer);
-    return plan::n_cpu_moe_placement(inv, hw, n);
-  }
+  if (r.flags.any()) return plan::placement_from_flags(inv, hw, r.flags);
   if (budget_bytes == 0 || inv.n_expert == 0) return std::nullopt;
   // Plan as the planner would for this budget; when everything lands on the GPU, run whole.
   plan::PlanGoals goals;

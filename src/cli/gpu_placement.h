@@ -1,13 +1,14 @@
 #pragma once
 // Which placement a GPU run executes: a saved plan (--plan), the flags users know from llama.cpp
-// (--n-cpu-moe, --cpu-moe, --gpu-layers), or, with none of them, the planner's choice for the
-// device's memory (--vram-budget) when the whole model does not fit.
+// (--n-cpu-moe, --cpu-moe, --gpu-layers, -ot overrides), or, with none of them, the planner's
+// choice for the device's memory (--vram-budget) when the whole model does not fit.
 
 #include <cstdint>
 #include <optional>
 #include <string>
 
 #include "plan/cost_model.h"
+#include "plan/given_placement.h"
 
 namespace strata::cli {
 
@@ -15,13 +16,9 @@ struct ModelOptions;
 
 struct PlacementRequest {
   std::string plan_file;    // --plan FILE.json (`strata plan --json`)
-  int n_cpu_moe = -1;       // --n-cpu-moe N: experts of layers 0..N-1 in RAM
-  bool cpu_moe = false;     // --cpu-moe: every routed expert in RAM
-  int gpu_layers = -1;      // --gpu-layers N (-1: not given)
+  plan::GivenFlags flags;   // --n-cpu-moe, --cpu-moe, --gpu-layers, --override-tensor
   std::string hot_experts;  // --hot-experts FILE: expert popularity for the planner
-  bool any_flag() const {
-    return !plan_file.empty() || n_cpu_moe >= 0 || cpu_moe || gpu_layers >= 0;
-  }
+  bool any_flag() const { return !plan_file.empty() || flags.any(); }
 };
 
 // The placement to run on one GPU with `budget_bytes` of memory (0: unknown), or nullopt for

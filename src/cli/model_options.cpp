@@ -57,11 +57,14 @@ void add_model_options(CLI::App* cmd, ModelOptions& o) {
                   "whatever the device has; the plan keeps what does not fit in RAM");
   PlacementRequest& p = o.placement;
   cmd->add_option("--plan", p.plan_file, "Run the placement of a saved `strata plan --json` file");
-  cmd->add_option("--n-cpu-moe", p.n_cpu_moe,
+  cmd->add_option("--n-cpu-moe", p.flags.n_cpu_moe,
                   "Keep the routed experts of the first N layers in RAM (llama.cpp's flag)")
       ->check(CLI::Range(0, 100000));
-  cmd->add_flag("--cpu-moe", p.cpu_moe, "Keep every routed expert in RAM (llama.cpp's flag)");
-  cmd->add_option("--gpu-layers,--n-gpu-layers", p.gpu_layers,
+  cmd->add_flag("--cpu-moe", p.flags.cpu_moe, "Keep every routed expert in RAM (llama.cpp's flag)");
+  cmd->add_option("--override-tensor,--ot", p.flags.overrides,
+                  "llama.cpp's -ot REGEX=DEVICE (repeatable): tensors whose name the regex finds "
+                  "go to DEVICE (CPU or GPU0); a layer's experts move together");
+  cmd->add_option("--gpu-layers,--n-gpu-layers", p.flags.gpu_layers,
                   "Layers on the GPU (llama.cpp's -ngl; every layer's attention stays on the GPU "
                   "here, so only N >= the layer count is accepted)")
       ->check(CLI::Range(0, 100000));

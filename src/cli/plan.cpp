@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "gguf/gguf_file.h"
+#include "plan/given_placement.h"
 #include "plan/hardware.h"
 #include "plan/inventory.h"
 #include "plan/placement.h"
@@ -20,6 +21,53 @@
 #endif
 
 namespace strata::cli {
+namespace {
+
+int expert_layers_in_ram(const plan::Placement& p) {
+  int n = 0;
+  for (const auto& l : p.layers)
+    n += std::any_of(l.expert_device.begin(), l.expert_device.end(),
+                     [](int d) { return d == plan::kCpuDevice; });
+  return n;
+}
+
+// The placement the user gave (llama.cpp flags) next to strata's own plan.
+std::string given_text(const plan::GivenEvaluation& g, const plan::Plan& p) {
+  std::string out = fmt::format(
+      "\nThe given placement: {} layers with experts in RAM; decode {:.1f} tok/s (empty cache), "
+      "{:.1f} at {} tokens; prompt {:.0f} tok/s; {}.\n",
+      expert_layers_in_ram(g.placement), g.decode.tokens_per_second(),
+      g.decode_full.tokens_per_second(), p.context, g.prefill.tokens_per_second,
+      g.fits ? "fits" : "does NOT fit: " + g.fit_error);
+  if (p.fits && g.decode.tokens_per_second() > 0) {
+    out += fmt::format("strata's plan: decode {:.1f} tok/s ({:.2f}x the given placement).\n",
+                       p.decode.tokens_per_second(),
+                       p.decode.tokens_per_second() / g.decode.tokens_per_second());
+  }
+  return out;
+}
+
+nlohmann::json given_json(const plan::GivenEvaluation& g, const plan::Plan& p) {
+  nlohmann::json devices = nlohmann::json::array();
+  for (const auto& d : g.devices) {
+    devices.push_back({{"device", d.name},
+                       {"capacity_bytes", d.capacity_bytes},
+                       {"weight_bytes", d.weight_bytes},
+                       {"kv_bytes", d.kv_bytes}});
+  }
+  nlohmann::json j = {{"fits", g.fits},
+                      {"cpu_expert_layers", expert_layers_in_ram(g.placement)},
+                      {"decode_tok_s", g.decode.tokens_per_second()},
+                      {"decode_tok_s_full_context", g.decode_full.tokens_per_second()},
+                      {"prompt_tok_s", g.prefill.tokens_per_second},
+                      {"devices", devices}};
+  if (!g.fits) j["fit_error"] = g.fit_error;
+  if (g.decode.tokens_per_second() > 0)
+    j["plan_speedup"] = p.decode.tokens_per_second() / g.decode.tokens_per_second();
+  return j;
+}
+
+}  // namespace
 
 void add_plan_command(CLI::App& app) {
   struct Options {
@@ -40,6 +88,7 @@ void add_plan_command(CLI::App& app) {
     bool remeasure = false;
     bool whole_layers = false;
     std::string device = "auto";
+    plan::GivenFlags given;  // a placement to price next to the plan
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -77,6 +126,17 @@ void add_plan_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--whole-layers", o->whole_layers,
                 "Place only whole layers of experts (what llama.cpp can express)");
+  cmd->add_option("--n-cpu-moe", o->given.n_cpu_moe,
+                  "Price llama.cpp's --n-cpu-moe N next to the plan (experts of layers 0..N-1 "
+                  "in RAM)")
+      ->check(CLI::Range(0, 100000));
+  cmd->add_flag("--cpu-moe", o->given.cpu_moe, "Price llama.cpp's --cpu-moe next to the plan");
+  cmd->add_option("--gpu-layers,--n-gpu-layers", o->given.gpu_layers,
+                  "Price llama.cpp's -ngl N next to the plan (the last N layers on the GPUs)")
+      ->check(CLI::Range(0, 100000));
+  cmd->add_option("--override-tensor,--ot", o->given.overrides,
+                  "Price llama.cpp's -ot REGEX=DEVICE next to the plan (repeatable), e.g. "
+                  "'blk\\.([5-9]|[1-9][0-9])\\.ffn_.*_exps=CPU'");
   cmd->callback([o] {
     STRATA_CHECK(o->model_path.empty() != o->arch.empty(),
                  "plan: give exactly one of -m FILE.gguf or --arch PRESET");
@@ -155,10 +215,15 @@ void add_plan_command(CLI::App& app) {
           fmt::format("{}: predicted decode speed vs context ({} KV)", inv.name, goals.kv_type),
           table);
     }
+    std::optional<plan::GivenEvaluation> given;
+    if (o->given.any()) given = plan::evaluate_given(inv, hw, o->given, p.context, p.kv_type);
     if (o->json) {
-      fmt::print("{}\n", plan::plan_json(inv, hw, p, table).dump(2));
+      nlohmann::json j = plan::plan_json(inv, hw, p, table);
+      if (given) j["given"] = given_json(*given, p);
+      fmt::print("{}\n", j.dump(2));
     } else {
       fmt::print("{}", plan::plan_text(inv, hw, p, table));
+      if (given) fmt::print("{}", given_text(*given, p));
     }
     STRATA_CHECK(p.fits, "{}", p.fit_error);
   });

@@ -103,6 +103,16 @@ class Model {
   // layer_has_kv for every layer.
   std::vector<bool> kv_layers() const;
 
+  // Where the model runs, for /props and /metrics: one line (e.g. the hybrid plan in force) and
+  // the memory each device holds for it.
+  struct DeviceMemory {
+    std::string device;
+    uint64_t allocated_bytes = 0;
+    uint64_t budget_bytes = 0;  // what it may use (0: not limited / unknown)
+  };
+  virtual std::string placement_summary() const { return "every tensor on the CPU"; }
+  virtual std::vector<DeviceMemory> device_memory() const { return {}; }
+
  protected:
   Model(GgufFile file, ModelHParams hparams)
       : file_(std::move(file)), hparams_(std::move(hparams)) {}

@@ -13,6 +13,16 @@
 namespace strata::server {
 namespace {
 
+nlohmann::json device_memory_json(const std::vector<Model::DeviceMemory>& devices) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& d : devices) {
+    out.push_back({{"device", d.device},
+                   {"allocated_bytes", d.allocated_bytes},
+                   {"budget_bytes", d.budget_bytes}});
+  }
+  return out;
+}
+
 void send_json(httplib::Response& res, int status, const nlohmann::ordered_json& body) {
   res.status = status;
   res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
@@ -192,7 +202,17 @@ void Server::routes() {
     }
   });
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics_.render(scheduler_.stats()), "text/plain; version=0.0.4");
+    std::string text = metrics_.render(scheduler_.stats());
+    const auto devices = model_.device_memory();
+    if (!devices.empty()) {
+      text +=
+          "# HELP strata_device_memory_bytes Device memory strata holds for the model\n"
+          "# TYPE strata_device_memory_bytes gauge\n";
+      for (const auto& d : devices)
+        text += fmt::format("strata_device_memory_bytes{{device=\"{}\"}} {}\n", d.device,
+                            d.allocated_bytes);
+    }
+    res.set_content(text, "text/plain; version=0.0.4");
   });
   http.Get("/props", [this](const httplib::Request&, httplib::Response& res) {
     const SchedulerOptions& so = scheduler_.options();
@@ -209,6 +229,8 @@ void Server::routes() {
                {"kv_page_size", st.kv_page_size},
                {"kv_pages", st.kv_pages_total},
                {"api_key_required", !options_.api_key.empty()},
+               {"placement", model_.placement_summary()},
+               {"devices", device_memory_json(model_.device_memory())},
                {"default_generation_settings",
                 {{"temperature", s.temperature},
                  {"top_k", s.top_k},

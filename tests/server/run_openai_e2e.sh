@@ -36,6 +36,15 @@ if [[ -n $placement ]] && ! grep -q "in RAM computed by the CPU" "$log"; then
   cat "$log"; echo "no experts in RAM with $placement" >&2; exit 1
 fi
 node "$here/openai_e2e.mjs" "$node_prefix" "$url" e2e-key $n_ctx
+if [[ -n $placement ]]; then  # /props and /metrics show the plan in force and device memory
+  base=${url%/v1}
+  props=$(curl -sf -H "Authorization: Bearer e2e-key" "$base/props")
+  grep -q "in RAM computed by the CPU" <<< "$props" || { echo "/props: $props" >&2; exit 1; }
+  grep -q '"allocated_bytes"' <<< "$props" || { echo "/props: $props" >&2; exit 1; }
+  metrics=$(curl -sf -H "Authorization: Bearer e2e-key" "$base/metrics")
+  grep -q "^strata_device_memory_bytes{device=\"$device " <<< "$metrics" ||
+    { echo "/metrics: $metrics" >&2; exit 1; }
+fi
 kill -TERM $pid
 status=0
 wait $pid || status=$?

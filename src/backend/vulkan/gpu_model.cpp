@@ -103,17 +103,21 @@ std::unique_ptr<Model> load_gpu_model(const std::string& path, std::shared_ptr<D
                                       const plan::Placement* placement) {
   std::unique_ptr<Model> cpu = Model::load(path, LoadMode::mmap);
   ExpertPlacement experts;
+  std::string summary = fmt::format("every tensor on {}", device->label());
   if (placement) {
     experts = experts_from_plan(*placement, cpu->hparams(), path);
-    log::info("plan: {}", describe_placement(*placement, cpu->hparams(), device->label(),
-                                             static_cast<uint64_t>(cpu->expert_bytes())));
+    summary = describe_placement(*placement, cpu->hparams(), device->label(),
+                                 static_cast<uint64_t>(cpu->expert_bytes()));
+    log::info("plan: {}", summary);
   } else {
     log::info("running {} on {}", path, device->label());
   }
   if (auto* hybrid = dynamic_cast<HybridDecoder*>(cpu.get())) {
     cpu.release();
-    return std::make_unique<GpuHybridDecoder>(std::unique_ptr<HybridDecoder>(hybrid),
-                                              std::move(device), std::move(experts));
+    auto gpu = std::make_unique<GpuHybridDecoder>(std::unique_ptr<HybridDecoder>(hybrid),
+                                                  std::move(device), std::move(experts));
+    gpu->set_placement_summary(summary);
+    return gpu;
   }
   auto* standard = dynamic_cast<StandardDecoder*>(cpu.get());
   STRATA_CHECK(standard,
@@ -121,8 +125,10 @@ std::unique_ptr<Model> load_gpu_model(const std::string& path, std::shared_ptr<D
                "qwen35moe, qwen3moe, qwen3, llama); run it with --device none",
                path, cpu->hparams().arch);
   cpu.release();
-  return std::make_unique<GpuStandardDecoder>(std::unique_ptr<StandardDecoder>(standard),
-                                              std::move(device), std::move(experts));
+  auto gpu = std::make_unique<GpuStandardDecoder>(std::unique_ptr<StandardDecoder>(standard),
+                                                  std::move(device), std::move(experts));
+  gpu->set_placement_summary(summary);
+  return gpu;
 }
 
 int64_t gpu_step_encodings(const Model& model) {

@@ -36,6 +36,11 @@ class GpuStandardDecoder : public Model {
   void kv_slots_copied(const void* storage, int64_t from, int64_t to, int64_t n) override;
 
   Device& device() { return *device_; }
+  std::string placement_summary() const override { return placement_summary_; }
+  std::vector<DeviceMemory> device_memory() const override {
+    return {{device_->label(), device_->allocated_bytes(), device_->memory_budget()}};
+  }
+  void set_placement_summary(std::string s) { placement_summary_ = std::move(s); }
   // What the CPU did in the last step (layers with experts in RAM).
   const HybridTimeline& hybrid_timeline() const { return ffn_->timeline(); }
   int64_t step_encodings() const { return cmd_->encodings(); }
@@ -53,6 +58,7 @@ class GpuStandardDecoder : public Model {
   std::unique_ptr<StandardDecoder> cpu_;
   std::shared_ptr<Device> device_;
   ExpertPlacement experts_;
+  std::string placement_summary_;
   std::unique_ptr<DeviceWeights> weights_;
   std::unique_ptr<DeviceKv> kv_;
   GpuMatrix token_embd_, output_;

@@ -144,13 +144,13 @@ std::string cpu_tokens(const std::string& model, const std::string& prompt, int 
   return r.output;
 }
 
-// llama.cpp's --n-cpu-moe / --cpu-moe: the experts of the first layers (or all) in RAM give the
-// reference tokens on the F16 model, and the log prints the plan being executed.
+// llama.cpp's --n-cpu-moe / --cpu-moe / -ot: the experts of the first layer (or all) in RAM give
+// the reference tokens on the F16 model, and the log prints the plan being executed.
 TEST(HybridPlan, NCpuMoeAndCpuMoeGiveTheReferenceTokens) {
   SKIP_WITHOUT_GPU_BACKEND();
   const std::string m = "tiny-qwen3moe-F16";
   const auto ref = LogitsFile::read((test::oracle_dir() / "logits" / (m + ".f16kv.orcl")).string());
-  for (const char* flag : {"--n-cpu-moe 1", "--cpu-moe"}) {
+  for (const char* flag : {"--n-cpu-moe 1", "--cpu-moe", "--ot 'blk\\.0\\.ffn_.*_exps=CPU'"}) {
     const std::string run = "run -m " + model_path(m) + " --device vk0 " + flag + " --tokens " +
                             join(ref.prompt) + " -n " + std::to_string(ref.gen.size());
     const auto r = run_strata_env(lavapipe_only(), run, false);

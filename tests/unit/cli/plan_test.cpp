@@ -108,6 +108,27 @@ TEST(PlanCommand, TextForArchitecturePresetNamesBottleneckAndFlags) {
   }
 }
 
+// The command a user runs today, pasted as flags, is priced next to strata's plan (text and JSON).
+TEST(PlanCommand, GivenLlamaCppFlagsArePricedNextToThePlan) {
+  const std::string base =
+      "plan --arch qwen3-coder-30b-a3b --quant-size 18.56G --gpu 7.6G:448 --ram 32G:29.1 "
+      "--cores 6 --ctx 36864 --kv-type q8_0";
+  auto r = run_strata(base + " --ot 'blk\\.([5-9]|[1-9][0-9])\\.ffn_.*_exps=CPU'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("The given placement: 43 layers with experts in RAM"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("x the given placement"), std::string::npos) << r.output;
+  r = run_strata(base + " --n-cpu-moe 36 --json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["given"]["cpu_expert_layers"], 36);
+  EXPECT_TRUE(j["given"]["fits"].get<bool>());
+  EXPECT_GE(j["given"]["plan_speedup"].get<double>(), 0.999);
+  r = run_strata(base + " --ot 'ffn_.*_exps=TPU'");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("unknown device 'TPU'"), std::string::npos) << r.output;
+}
+
 TEST(PlanCommand, BadFlagsAreReported) {
   auto r = run_strata("plan --arch qwen3-coder-30b-a3b --quant-size 18.56G --gpu 8G --ram 32G:29");
   EXPECT_NE(r.exit_code, 0);
