@@ -3,16 +3,18 @@
 # lost at its second model step (STRATA_VK_LOSE_DEVICE_AFTER=1). The first request succeeds, the
 # one whose step fails and every later one get 503 with code device_lost, /health says 503 and
 # why, the rest of the API still answers, and SIGTERM still exits 0.
-#   run_device_lost.sh STRATA MAKE_SYNTHETIC_MODEL WORK_DIR
+#   run_device_lost.sh STRATA MAKE_SYNTHETIC_MODEL WORK_DIR [PLACEMENT]
+# PLACEMENT (e.g. "--n-cpu-moe 1"): the same with a hybrid plan (the CPU computing experts).
 set -euo pipefail
-strata=$1 make_model=$2 work=$3
+strata=$1 make_model=$2 work=$3 placement=${4:-}
+read -ra placement_args <<< "$placement"
 mkdir -p "$work"
 model=$work/device-lost-model.gguf
 [[ -f $model ]] || "$make_model" --byte-vocab --vocab 512 --layers 2 -o "$model" 2>/dev/null
 icd=$(ls /usr/share/vulkan/icd.d/lvp_icd.*.json | head -1)
-log=$work/device-lost.log
+log=$work/device-lost${placement:+-hybrid}.log
 VK_ICD_FILENAMES=$icd STRATA_VK_LOSE_DEVICE_AFTER=1 "$strata" serve -m "$model" --device vk0 \
-  --port 0 --parallel 1 -t 2 2>"$log" &
+  --port 0 --parallel 1 -t 2 "${placement_args[@]}" 2>"$log" &
 pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
 url=""
