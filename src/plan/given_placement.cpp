@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <optional>
 #include <regex>
 
@@ -25,7 +26,10 @@ int device_of(const std::string& name, const HardwareProfile& hw, const std::str
     const std::string p = prefix;
     if (name.size() > p.size() && name.compare(0, p.size(), p) == 0 &&
         name.find_first_not_of("0123456789", p.size()) == std::string::npos) {
-      const int g = std::stoi(name.substr(p.size()));
+      int g = 0;
+      const auto [end, ec] = std::from_chars(name.data() + p.size(), name.data() + name.size(), g);
+      STRATA_CHECK(ec == std::errc() && end == name.data() + name.size(),
+                   "-ot {}: '{}' is not a device number", flag, name);
       STRATA_CHECK(g < static_cast<int>(hw.gpus.size()),
                    "-ot {}: {} names GPU {}, and the plan has {} GPU(s)", flag, name, g,
                    hw.gpus.size());
@@ -75,8 +79,9 @@ Placement placement_from_flags(const ModelInventory& inv, const HardwareProfile&
       p.layers[l].attention_device = kCpuDevice;
       std::fill(p.layers[l].expert_device.begin(), p.layers[l].expert_device.end(), kCpuDevice);
     }
-    if (flags.gpu_layers == 0) p.output_device = kCpuDevice;
   }
+  // llama.cpp puts the output layer on a GPU only when -ngl exceeds the layer count.
+  if (flags.gpu_layers >= 0 && flags.gpu_layers <= n_layer) p.output_device = kCpuDevice;
   const std::vector<Override> overrides = parse_overrides(flags.overrides, hw);
   if (overrides.empty()) return p;
   for (int l = 0; l < n_layer; ++l) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <algorithm>
 
+#include <charconv>
 #include <cmath>
 
 #include "util/error.h"
@@ -366,7 +367,8 @@ int device_from_name(const nlohmann::json& name, int gpus, const std::string& wh
   int g = -1;
   if (s.size() > 3 && s.compare(0, 3, "GPU") == 0 &&
       s.find_first_not_of("0123456789", 3) == std::string::npos) {
-    g = std::stoi(s.substr(3));
+    const auto [end, ec] = std::from_chars(s.data() + 3, s.data() + s.size(), g);
+    if (ec != std::errc() || end != s.data() + s.size()) g = -1;
   }
   STRATA_CHECK(g >= 0 && g < gpus, "plan: {} is on '{}', expected CPU or GPU0..GPU{}", where, s,
                gpus - 1);

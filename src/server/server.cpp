@@ -208,9 +208,15 @@ void Server::routes() {
       text +=
           "# HELP strata_device_memory_bytes Device memory strata holds for the model\n"
           "# TYPE strata_device_memory_bytes gauge\n";
-      for (const auto& d : devices)
-        text += fmt::format("strata_device_memory_bytes{{device=\"{}\"}} {}\n", d.device,
+      for (const auto& d : devices) {
+        std::string label;  // Prometheus label value: \\, \" and \n escaped
+        for (char c : d.device) {
+          if (c == '\\' || c == '"') label += '\\';
+          label += c == '\n' ? std::string("\\n") : std::string(1, c);
+        }
+        text += fmt::format("strata_device_memory_bytes{{device=\"{}\"}} {}\n", label,
                             d.allocated_bytes);
+      }
     }
     res.set_content(text, "text/plain; version=0.0.4");
   });

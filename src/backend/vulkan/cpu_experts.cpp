@@ -21,6 +21,10 @@ CpuExperts::CpuExperts(Device& device, const ModelHParams& hp) : device_(device)
 
 void CpuExperts::begin_step(int64_t n) {
   tasks_.clear();
+  step_tokens_ = n;
+}
+
+void CpuExperts::ensure(int64_t n) {
   if (n <= tokens_) return;
   const int64_t cap = std::max(n, 2 * tokens_);
   const auto host = [&](int64_t words, const char* what) {
@@ -38,7 +42,8 @@ void CpuExperts::begin_step(int64_t n) {
 void CpuExperts::hand_over(GpuOps& ops, int64_t il, const MoeFfnWeights& weights,
                            const std::vector<bool>& in_ram, const Buffer& ids, uint64_t ids_offset,
                            const Buffer& expert_weights, const Buffer& x, int64_t n) {
-  STRATA_CHECK(n <= tokens_, "CpuExperts: {} tokens, room for {}", n, tokens_);
+  STRATA_CHECK(n == step_tokens_, "CpuExperts: {} tokens in a step of {}", n, step_tokens_);
+  ensure(n);  // only models with experts in RAM hold these host buffers
   const auto pairs_bytes = static_cast<uint64_t>(n * hp_.n_expert_used) * 4;
   ops.cmd.copy(ids, ids_offset, ids_, 0, pairs_bytes);
   ops.cmd.copy(expert_weights, 0, weights_, 0, pairs_bytes);
@@ -99,10 +104,10 @@ void CpuExperts::run_step(CommandList& cmd, ThreadPool& pool) {
     run_tasks(cmd, pool);
   } catch (...) {
     tasks_.clear();
-    cmd.abandon_tasks();
-    try {
+    try {  // release the GPU; the first error is the one to report
+      cmd.abandon_tasks();
       cmd.wait();
-    } catch (const Error&) {  // the first error is the one to report
+    } catch (const Error&) {
     }
     throw;
   }

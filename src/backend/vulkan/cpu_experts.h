@@ -59,10 +59,11 @@ class CpuExperts {
     int task = -1, gpu_segment = -1;
   };
   void run_tasks(CommandList& cmd, ThreadPool& pool);
+  void ensure(int64_t n);
 
   Device& device_;
   const ModelHParams& hp_;
-  int64_t tokens_ = 0;
+  int64_t tokens_ = 0, step_tokens_ = 0;
   Buffer ids_, weights_, x_, partial_;  // host-visible: [n][k] ids and weights, [n][n_embd] x
   std::vector<Task> tasks_;             // this recording's layers
   HybridTimeline timeline_;

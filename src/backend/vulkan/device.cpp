@@ -233,8 +233,8 @@ void Device::free(Buffer& b) {
   if (b.mapped_) a.vkUnmapMemory(device_, b.memory_);
   a.vkDestroyBuffer(device_, b.buffer_, nullptr);
   if (b.memory_) a.vkFreeMemory(device_, b.memory_, nullptr);
-  allocated_ -= std::min(allocated_, b.size_);
-  if (!b.mapped_) allocated_device_ -= std::min(allocated_device_, b.size_);
+  allocated_ -= std::min(allocated_.load(), b.size_);
+  if (!b.mapped_) allocated_device_ -= std::min(allocated_device_.load(), b.size_);
   ++frees_;
 }
 
@@ -505,8 +505,23 @@ void CommandList::encode() {
     VkCommandBufferBeginInfo info{};
     info.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
     STRATA_VK(a.vkBeginCommandBuffer(cmd, &info));
-    // The previous segment's writes (and the host's, after a semaphore wait) before any read.
+    // The previous segment's writes before any read; after a wait for the host, its writes too
+    // (a semaphore signalled by the host carries no memory dependency of its own).
     needs_barrier_ = segment > 0;
+    if (segment > 0 && segment_wait_[segment] != kNoTask) {
+      VkMemoryBarrier b{};
+      b.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+      b.srcAccessMask =
+          VK_ACCESS_HOST_WRITE_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+      b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                        VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+      a.vkCmdPipelineBarrier(cmd,
+                             VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT |
+                                 VK_PIPELINE_STAGE_TRANSFER_BIT,
+                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                             0, 1, &b, 0, nullptr, 0, nullptr);
+      needs_barrier_ = false;
+    }
     return cmd;
   };
   const auto close = [&](VkCommandBuffer cmd) {
@@ -552,7 +567,7 @@ void CommandList::submit() {
   STRATA_CHECK(!recording_, "CommandList::submit before end()");
   gpu_base_ = next_gpu_base_;
   host_base_ = next_host_base_;
-  next_gpu_base_ += segment_wait_.size();
+  if (segment_wait_.size() > 1) next_gpu_base_ += segment_wait_.size();  // plain steps signal none
   next_host_base_ += task_segment_.size();
   tasks_done_ = 0;
   submitted_ = 0;
@@ -652,7 +667,8 @@ void CommandList::task_done(int task) {
   info.sType = VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO;
   info.semaphore = host_timeline_;
   info.value = host_base_ + static_cast<uint64_t>(task) + 1;
-  STRATA_VK(api().vkSignalSemaphore(device_.device_, &info));
+  if (const VkResult r = api().vkSignalSemaphore(device_.device_, &info); r != VK_SUCCESS)
+    fail_result("vkSignalSemaphore", r);
   ++tasks_done_;
   submit_segments();
 }
@@ -664,7 +680,9 @@ void CommandList::abandon_tasks() {
 bool CommandList::segment_finished(int segment) {
   if (!gpu_timeline_) return true;  // nothing submitted with segments yet
   uint64_t value = 0;
-  STRATA_VK(api().vkGetSemaphoreCounterValue(device_.device_, gpu_timeline_, &value));
+  if (const VkResult r = api().vkGetSemaphoreCounterValue(device_.device_, gpu_timeline_, &value);
+      r != VK_SUCCESS)
+    fail_result("vkGetSemaphoreCounterValue", r);
   return value >= gpu_base_ + static_cast<uint64_t>(segment) + 1;
 }
 
@@ -680,6 +698,9 @@ static bool injected_device_loss() {
 }
 
 void CommandList::wait() {
+  STRATA_CHECK(submitted_ == segment_wait_.size(),
+               "CommandList::wait with {} of {} host tasks done (finish or abandon them first)",
+               tasks_done_, task_segment_.size());
   const Api& a = api();
   VkResult r = a.vkWaitForFences(device_.device_, 1, &fence_, VK_TRUE, UINT64_MAX);
   if (r == VK_SUCCESS && model_step_ && injected_device_loss()) r = VK_ERROR_DEVICE_LOST;

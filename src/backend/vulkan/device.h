@@ -4,6 +4,7 @@
 // limit), the compute kernels compiled into the binary, and command lists that record
 // dispatches once and run them many times.
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -186,6 +187,7 @@ class Device {
   // how much was needed and how much was free.
   Buffer allocate(uint64_t bytes, MemoryKind kind, const std::string& what);
   uint64_t allocated_bytes() const { return allocated_; }
+  uint64_t device_local_bytes() const { return allocated_device_; }  // of allocated_bytes()
   // Caps device-local allocations at `bytes` (--vram-budget: an 8 GB card on a bigger GPU, or on
   // lavapipe); 0 lifts the cap.
   void set_memory_limit(uint64_t bytes) { memory_limit_ = bytes; }
@@ -224,7 +226,9 @@ class Device {
   uint32_t queue_family_ = 0;
   VkCommandPool pool_ = VK_NULL_HANDLE;
   VkPhysicalDeviceMemoryProperties memory_{};
-  uint64_t allocated_ = 0, allocated_device_ = 0, memory_limit_ = 0;
+  // Read by other threads (/metrics) while the model's thread allocates.
+  std::atomic<uint64_t> allocated_{0}, allocated_device_{0};
+  uint64_t memory_limit_ = 0;
   // Buffers freed so far: a command buffer that names a freed buffer (copies, fills) is invalid
   // even if a new buffer later gets the same handle, so it is encoded again.
   uint64_t frees_ = 0;

@@ -39,6 +39,11 @@ struct GpuFfnWeights {
 // (layers past its end: all of them).
 using ExpertsOnDevice = std::vector<bool>;
 using ExpertPlacement = std::vector<ExpertsOnDevice>;
+// What a decoder keeps on its device besides attention, norms, routers and the output head.
+struct GpuPlacement {
+  ExpertPlacement experts;
+  bool embeddings_on_device = true;  // false: token_embd stays in RAM (unless tied to the head)
+};
 const ExpertsOnDevice& layer_experts(const ExpertPlacement& placement, int64_t il);
 
 // Bytes upload_ffn places (for DeviceWeights' total).

@@ -21,11 +21,11 @@ struct GpuHybridDecoder::Work {
 };
 
 GpuHybridDecoder::GpuHybridDecoder(std::unique_ptr<HybridDecoder> cpu,
-                                   std::shared_ptr<Device> device, ExpertPlacement experts)
+                                   std::shared_ptr<Device> device, GpuPlacement placement)
     : Model(GgufFile::parse(cpu->file().name(), cpu->file().bytes()), cpu->hparams()),
       cpu_(std::move(cpu)),
       device_(std::move(device)),
-      experts_(std::move(experts)),
+      placement_plan_(std::move(placement)),
       step_(*device_),
       normed_in_(*device_, "normed states"),
       gdn_in_(*device_, "gated delta net output") {
@@ -53,8 +53,11 @@ void GpuHybridDecoder::upload_weights() {
   const ModelHParams& hp = hparams_;
   const HybridDecoder& m = *cpu_;
   const GatedDeltaNetParams& p = m.options().gdn;
-  uint64_t total = upload_bytes(m.token_embd()) + upload_bytes(m.output_norm(), hp.n_embd) +
-                   (m.output().data == m.token_embd().data ? 0 : upload_bytes(m.output())) +
+  const bool tied = m.output().data == m.token_embd().data;
+  const bool embd_on_device = placement_plan_.embeddings_on_device || tied;
+  uint64_t total = (embd_on_device ? upload_bytes(m.token_embd()) : 0) +
+                   upload_bytes(m.output_norm(), hp.n_embd) +
+                   (tied ? 0 : upload_bytes(m.output())) +
                    aligned_bytes(static_cast<uint64_t>(hp.n_rot / 2) * 4);  // RoPE frequencies
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const HybridDecoder::Layer& l = m.layers()[static_cast<size_t>(il)];
@@ -66,14 +69,14 @@ void GpuHybridDecoder::upload_weights() {
              upload_bytes(l.gdn.conv, p.conv_kernel * p.conv_dim()) +
              upload_bytes(l.gdn.dt_bias, p.n_v_heads) + upload_bytes(l.gdn.a_neg, p.n_v_heads) +
              upload_bytes(l.gdn.norm, p.d_v) +
-             ffn_upload_bytes({}, l.moe, hp, layer_experts(experts_, il));
+             ffn_upload_bytes({}, l.moe, hp, layer_experts(placement_plan_.experts, il));
   }
   weights_ = std::make_unique<DeviceWeights>(*device_, total);
   DeviceWeights& w = *weights_;
-  token_embd_ = w.matrix(m.token_embd(), "token_embd.weight");
+  if (embd_on_device) token_embd_ = w.matrix(m.token_embd(), "token_embd.weight");
+  embeddings_ = std::make_unique<GpuEmbeddings>(*device_, m.token_embd(), token_embd_);
   output_norm_ = w.floats(m.output_norm(), hp.n_embd, "output_norm.weight");
-  output_ =
-      m.output().data == m.token_embd().data ? token_embd_ : w.matrix(m.output(), "output.weight");
+  output_ = tied ? token_embd_ : w.matrix(m.output(), "output.weight");
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const HybridDecoder::Layer& src = m.layers()[static_cast<size_t>(il)];
     const auto name = [&](const char* t) { return layer_tensor(il, t); };
@@ -95,7 +98,7 @@ void GpuHybridDecoder::upload_weights() {
       l.ssm_norm = w.floats(g.norm, p.d_v, name("ssm_norm"));
       l.state_offset = src.state_offset;
     }
-    l.ffn = upload_ffn(w, {}, src.moe, hp, il, layer_experts(experts_, il));
+    l.ffn = upload_ffn(w, {}, src.moe, hp, il, layer_experts(placement_plan_.experts, il));
     layers_.push_back(l);
   }
   const std::vector<float> inv_freq = rope_frequencies(hp);
@@ -234,7 +237,7 @@ void GpuHybridDecoder::forward(const ForwardBatch& batch, std::span<const Sequen
   CommandList& cmd = *w.cmd;
   cmd.begin();
   GpuOps ops{*device_, cmd};
-  ops.get_rows(token_embd_, step_.tokens(), n, w.x.address());
+  embeddings_->record(ops, ordered_.tokens, step_.tokens(), w.x);
   size_t recurrent_index = 0;
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const Layer& l = layers_[static_cast<size_t>(il)];

@@ -20,6 +20,7 @@
 #include "backend/vulkan/device_weights.h"
 #include "backend/vulkan/gpu_attention.h"
 #include "backend/vulkan/gpu_decoder_parts.h"
+#include "backend/vulkan/gpu_embeddings.h"
 #include "backend/vulkan/gpu_ops.h"
 #include "model/batch_layout.h"
 #include "model/hybrid_decoder.h"
@@ -29,10 +30,10 @@ namespace strata::vk {
 class GpuHybridDecoder : public Model {
  public:
   // Takes over `cpu` (its weights are read from the file it maps) and uploads it to `device`.
-  // experts: which routed experts of each layer the device holds (the rest are computed by the
-  // CPU from RAM during the step); empty: all of them.
+  // placement: which routed experts of each layer the device holds (the rest are computed by
+  // the CPU from RAM during the step; empty: all of them), and where the token embeddings live.
   GpuHybridDecoder(std::unique_ptr<HybridDecoder> cpu, std::shared_ptr<Device> device,
-                   ExpertPlacement experts = {});
+                   GpuPlacement placement = {});
   ~GpuHybridDecoder() override;
 
   void forward(const ForwardBatch& batch, std::span<const SequenceKv> kv, float* logits,
@@ -50,7 +51,7 @@ class GpuHybridDecoder : public Model {
   Device& device() { return *device_; }
   std::string placement_summary() const override { return placement_summary_; }
   std::vector<DeviceMemory> device_memory() const override {
-    return {{device_->label(), device_->allocated_bytes(), device_->memory_budget()}};
+    return {{device_->label(), device_->device_local_bytes(), device_->memory_budget()}};
   }
   void set_placement_summary(std::string s) { placement_summary_ = std::move(s); }
   // What the CPU did in the last step (layers with experts in RAM).
@@ -87,11 +88,12 @@ class GpuHybridDecoder : public Model {
 
   std::unique_ptr<HybridDecoder> cpu_;
   std::shared_ptr<Device> device_;
-  ExpertPlacement experts_;
+  GpuPlacement placement_plan_;
   std::string placement_summary_;
   std::unique_ptr<DeviceWeights> weights_;
   std::unique_ptr<DeviceKv> kv_;
-  GpuMatrix token_embd_, output_;
+  GpuMatrix token_embd_, output_;  // token_embd_ address 0: in RAM
+  std::unique_ptr<GpuEmbeddings> embeddings_;
   uint64_t output_norm_ = 0, inv_freq_ = 0;
   std::vector<Layer> layers_;
   std::vector<int64_t> recurrent_layers_;  // indices of the Gated DeltaNet layers

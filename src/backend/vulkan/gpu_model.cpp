@@ -21,12 +21,13 @@ ExpertPlacement experts_from_plan(const plan::Placement& p, const ModelHParams& 
   const auto device_word = [](int d) {
     return d == plan::kCpuDevice ? std::string("the CPU") : fmt::format("GPU{}", d - 1);
   };
-  for (const int d : {p.output_device}) {
-    STRATA_CHECK(d == kGpuDevice,
-                 "{}: the plan keeps the output head on {}; this strata runs it on the GPU (give "
-                 "it more --vram-budget or fewer layers' experts on the GPU)",
-                 path, device_word(d));
-  }
+  STRATA_CHECK(p.output_device == kGpuDevice,
+               "{}: the plan keeps the output head on {}; this strata runs it on the GPU (give "
+               "it more --vram-budget or fewer layers' experts on the GPU)",
+               path, device_word(p.output_device));
+  STRATA_CHECK(p.embeddings_device == kGpuDevice || p.embeddings_device == plan::kCpuDevice,
+               "{}: the plan keeps the token embeddings on {}; they go to the CPU or GPU0", path,
+               device_word(p.embeddings_device));
   ExpertPlacement out(static_cast<size_t>(hp.n_layer));
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const plan::LayerPlacement& lp = p.layers[static_cast<size_t>(il)];
@@ -79,9 +80,10 @@ std::string describe_placement(const plan::Placement& p, const ModelHParams& hp,
   return fmt::format(
       "attention, routers and shared experts of all {} layers on {}; {} layers' experts whole on "
       "it, {} layers' wholly in RAM, {} single experts on it; {} experts ({}) in RAM computed by "
-      "the CPU",
+      "the CPU; token embeddings {}",
       hp.n_layer, device_label, whole, in_ram_layers, singles, in_ram,
-      format_bytes(static_cast<uint64_t>(in_ram) * per_expert));
+      format_bytes(static_cast<uint64_t>(in_ram) * per_expert),
+      p.embeddings_device == plan::kCpuDevice ? "in RAM" : "on the GPU");
 }
 
 std::unique_ptr<Model> load_gpu_model(const std::string& path, const std::vector<int>& devices,
@@ -102,10 +104,11 @@ std::unique_ptr<Model> load_gpu_model(const std::string& path, const std::vector
 std::unique_ptr<Model> load_gpu_model(const std::string& path, std::shared_ptr<Device> device,
                                       const plan::Placement* placement) {
   std::unique_ptr<Model> cpu = Model::load(path, LoadMode::mmap);
-  ExpertPlacement experts;
+  GpuPlacement gpu_placement;
   std::string summary = fmt::format("every tensor on {}", device->label());
   if (placement) {
-    experts = experts_from_plan(*placement, cpu->hparams(), path);
+    gpu_placement.experts = experts_from_plan(*placement, cpu->hparams(), path);
+    gpu_placement.embeddings_on_device = placement->embeddings_device != plan::kCpuDevice;
     summary = describe_placement(*placement, cpu->hparams(), device->label(),
                                  static_cast<uint64_t>(cpu->expert_bytes()));
     log::info("plan: {}", summary);
@@ -115,7 +118,7 @@ std::unique_ptr<Model> load_gpu_model(const std::string& path, std::shared_ptr<D
   if (auto* hybrid = dynamic_cast<HybridDecoder*>(cpu.get())) {
     cpu.release();
     auto gpu = std::make_unique<GpuHybridDecoder>(std::unique_ptr<HybridDecoder>(hybrid),
-                                                  std::move(device), std::move(experts));
+                                                  std::move(device), std::move(gpu_placement));
     gpu->set_placement_summary(summary);
     return gpu;
   }
@@ -126,7 +129,7 @@ std::unique_ptr<Model> load_gpu_model(const std::string& path, std::shared_ptr<D
                path, cpu->hparams().arch);
   cpu.release();
   auto gpu = std::make_unique<GpuStandardDecoder>(std::unique_ptr<StandardDecoder>(standard),
-                                                  std::move(device), std::move(experts));
+                                                  std::move(device), std::move(gpu_placement));
   gpu->set_placement_summary(summary);
   return gpu;
 }

@@ -8,11 +8,11 @@
 
 namespace strata::vk {
 GpuStandardDecoder::GpuStandardDecoder(std::unique_ptr<StandardDecoder> cpu,
-                                       std::shared_ptr<Device> device, ExpertPlacement experts)
+                                       std::shared_ptr<Device> device, GpuPlacement placement)
     : Model(GgufFile::parse(cpu->file().name(), cpu->file().bytes()), cpu->hparams()),
       cpu_(std::move(cpu)),
       device_(std::move(device)),
-      experts_(std::move(experts)),
+      placement_plan_(std::move(placement)),
       step_(*device_),
       normed_in_(*device_, "normed states") {
   upload_weights();
@@ -33,28 +33,31 @@ GpuStandardDecoder::~GpuStandardDecoder() = default;
 void GpuStandardDecoder::upload_weights() {
   const ModelHParams& hp = hparams_;
   const StandardDecoder& m = *cpu_;
-  uint64_t total = upload_bytes(m.token_embd()) + upload_bytes(m.output_norm(), hp.n_embd) +
-                   (m.output().data == m.token_embd().data ? 0 : upload_bytes(m.output())) +
+  const bool tied = m.output().data == m.token_embd().data;
+  const bool embd_on_device = placement_plan_.embeddings_on_device || tied;
+  uint64_t total = (embd_on_device ? upload_bytes(m.token_embd()) : 0) +
+                   upload_bytes(m.output_norm(), hp.n_embd) +
+                   (tied ? 0 : upload_bytes(m.output())) +
                    aligned_bytes(static_cast<uint64_t>(hp.n_rot / 2) * 4);  // RoPE frequencies
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const StandardDecoder::Layer& l = m.layers()[static_cast<size_t>(il)];
     total += attention_upload_bytes(l.attn, hp) +
-             ffn_upload_bytes(l.dense, l.moe, hp, layer_experts(experts_, il)) +
+             ffn_upload_bytes(l.dense, l.moe, hp, layer_experts(placement_plan_.experts, il)) +
              upload_bytes(l.attn_norm, hp.n_embd) + upload_bytes(l.ffn_norm, hp.n_embd);
   }
   weights_ = std::make_unique<DeviceWeights>(*device_, total);
   DeviceWeights& w = *weights_;
-  token_embd_ = w.matrix(m.token_embd(), "token_embd.weight");
+  if (embd_on_device) token_embd_ = w.matrix(m.token_embd(), "token_embd.weight");
+  embeddings_ = std::make_unique<GpuEmbeddings>(*device_, m.token_embd(), token_embd_);
   output_norm_ = w.floats(m.output_norm(), hp.n_embd, "output_norm.weight");
-  output_ =
-      m.output().data == m.token_embd().data ? token_embd_ : w.matrix(m.output(), "output.weight");
+  output_ = tied ? token_embd_ : w.matrix(m.output(), "output.weight");
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const StandardDecoder::Layer& src = m.layers()[static_cast<size_t>(il)];
     Layer l;
     l.attn_norm = w.floats(src.attn_norm, hp.n_embd, layer_tensor(il, "attn_norm"));
     l.ffn_norm = w.floats(src.ffn_norm, hp.n_embd, layer_tensor(il, "ffn_norm"));
     l.attn = upload_attention(w, src.attn, hp, il, /*gated_q=*/false);
-    l.ffn = upload_ffn(w, src.dense, src.moe, hp, il, layer_experts(experts_, il));
+    l.ffn = upload_ffn(w, src.dense, src.moe, hp, il, layer_experts(placement_plan_.experts, il));
     layers_.push_back(l);
   }
   const std::vector<float> inv_freq = rope_frequencies(hp);
@@ -98,7 +101,7 @@ void GpuStandardDecoder::forward(const ForwardBatch& batch, std::span<const Sequ
   CommandList& cmd = *cmd_;
   cmd.begin();
   GpuOps ops{*device_, cmd};
-  ops.get_rows(token_embd_, step_.tokens(), n, x_.address());
+  embeddings_->record(ops, batch.tokens, step_.tokens(), x_);
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const Layer& l = layers_[static_cast<size_t>(il)];
     ops.rms_norm(x_.address(), hp.n_embd, l.attn_norm, normed_.address(), hp.n_embd, n, hp.n_embd,

@@ -17,6 +17,7 @@
 
 #include "backend/vulkan/gpu_model.h"
 #include "model/oracle_compare.h"
+#include "model/standard_decoder.h"
 #include "runtime/session.h"
 #include "support/greedy_jobs.h"
 #include "support/test_support.h"
@@ -37,9 +38,11 @@ plan::Placement all_on_gpu(const ModelHParams& hp) {
   return p;
 }
 
-// (c) llama.cpp's --n-cpu-moe: every expert of layers 0..n-1 in RAM.
+// (c) llama.cpp's --n-cpu-moe: every expert of layers 0..n-1 in RAM, and the token embeddings
+// (llama.cpp keeps them in RAM too: the host looks the rows up).
 plan::Placement first_layers_in_ram(const ModelHParams& hp, int n) {
   plan::Placement p = all_on_gpu(hp);
+  p.embeddings_device = 0;
   for (int l = 0; l < n; ++l)
     std::fill(p.layers[l].expert_device.begin(), p.layers[l].expert_device.end(), 0);
   return p;
@@ -290,6 +293,31 @@ TEST(GpuSplitPlanMemory, ExpertsInRamFitWhereTheWholeModelDoesNot) {
   auto model = vk::load_gpu_model(path, device, &in_ram);
   EXPECT_LE(device->allocated_bytes(), budget + (uint64_t{64} << 20));
   EXPECT_EQ(greedy(*model, {1, 2, 3}, 4).size(), 4u);
+}
+
+// Token embeddings the plan keeps in RAM are not uploaded (a token reads one row: the host looks
+// it up), unless the output head shares the table.
+TEST(GpuSplitPlanMemory, EmbeddingsInRamAreNotUploaded) {
+  const std::string path = (oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string();
+  auto cpu = Model::load(path, LoadMode::mmap);
+  const auto* standard = dynamic_cast<const StandardDecoder*>(cpu.get());
+  ASSERT_NE(standard, nullptr);
+  const bool tied = standard->output().data == standard->token_embd().data;
+  uint64_t allocated[2] = {0, 0};
+  for (int on_gpu = 0; on_gpu < 2; ++on_gpu) {
+    plan::Placement p = all_on_gpu(cpu->hparams());
+    p.embeddings_device = on_gpu;
+    auto device = std::make_shared<vk::Device>(vk::test::shared_test_device()->info());
+    auto model = vk::load_gpu_model(path, device, &p);
+    allocated[on_gpu] = device->allocated_bytes();
+    EXPECT_EQ(greedy(*model, {1, 2, 3}, 4), greedy(*cpu, {1, 2, 3}, 4));
+  }
+  const auto table = static_cast<uint64_t>(standard->token_embd().bytes());
+  if (tied) {
+    EXPECT_EQ(allocated[0], allocated[1]);
+  } else {
+    EXPECT_GE(allocated[1] - allocated[0], table) << "token_embd was uploaded anyway";
+  }
 }
 
 // Plans this executor cannot run are refused with the reason.

@@ -119,9 +119,11 @@ TEST(DeviceOption, VramBudgetTooSmallIsAClearError) {
   EXPECT_TRUE(contains(r.output, "the weights need 3.87 MiB on vk0")) << r.output;
   EXPECT_TRUE(contains(r.output, "only 1.00 MiB of its memory is in the --vram-budget"))
       << r.output;
-  // The weights (3.87 MiB) fit, the step's work buffers do not (--n-cpu-moe 0: every expert on
-  // the GPU, so the planner does not move any to RAM).
-  r = run_strata_env(lavapipe_only(), run + " --device vk0 --n-cpu-moe 0 --vram-budget 3990K");
+  // The weights (3.87 MiB) fit, the step's work buffers do not (--n-cpu-moe 0 and token_embd on
+  // the GPU: the whole model, so the planner moves nothing to RAM).
+  r = run_strata_env(lavapipe_only(), run +
+                                          " --device vk0 --n-cpu-moe 0 --ot 'token_embd=GPU0' "
+                                          "--vram-budget 3990K");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "out of GPU memory on vk0")) << r.output;
   EXPECT_TRUE(contains(r.output, "needs 6.00 KiB (6144 bytes); strata holds 3.8")) << r.output;
