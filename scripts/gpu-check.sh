@@ -133,6 +133,31 @@ print('pp%d %.1f tok/s, tg%d %.1f tok/s, %.0f%% of %.0f GB/s read (upload %.1f G
   fi
 done
 
+# Hybrid plans: the Q4_K_M model with half of it allowed on the GPU (GPU_CHECK_HYBRID_BUDGET),
+# the planner's split against llama.cpp's --n-cpu-moe for the same budget, with the step's overlap.
+hybrid_model=$models/bench-model-$(echo "${model_args[*]}" | tr -c 'a-zA-Z0-9.\n-' _)-Q4_K_M.gguf
+if [[ -f $hybrid_model ]]; then
+  budget=${GPU_CHECK_HYBRID_BUDGET:-$(($(stat -c %s "$hybrid_model") / 2))}
+  echo "== hybrid plans (--vram-budget $budget)"
+  for placement in "" "--n-cpu-moe $((layers / 2))"; do
+    read -ra placement_args <<<"$placement"
+    tag=hybrid${placement:+-n-cpu-moe}
+    json=$out/bench-$tag.json
+    if "$strata" bench -m "$hybrid_model" --device "$device" --vram-budget "$budget" \
+      "${placement_args[@]}" "${bench_args[@]}" --profile --json >"$json" 2>"$out/bench-$tag.log"; then
+      row "bench Q4_K_M ${placement:-planner's plan}, budget $budget" ok "$(python3 -c "
+import json
+j = json.load(open('$json'))
+t = j.get('hybrid_timeline', {'layers': [], 'overlapped_layers': 0})
+print('pp%d %.1f tok/s, tg%d %.1f tok/s; %d layers hand experts to the CPU, GPU busy at CPU start in %d' % (
+    j['pp']['tokens'], j['pp']['tok_per_s'], j['tg']['tokens'], j['tg']['tok_per_s'],
+    len(t['layers']), t['overlapped_layers']))")"
+    else
+      row "bench Q4_K_M ${placement:-planner's plan}" FAIL "$(tail -1 "$out/bench-$tag.log")"
+    fi
+  done
+fi
+
 {
   echo
   echo "strata GPU check on $device ($name), commit $(git rev-parse --short HEAD 2>/dev/null || echo ?), $(date -u +%F)"

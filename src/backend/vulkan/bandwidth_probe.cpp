@@ -29,6 +29,15 @@ GpuBandwidth measure_gpu_bandwidth(Device& device, uint64_t max_bytes) {
   GpuBandwidth out;
   out.bytes = bytes;
 
+  // The probe's buffers are freed before the model's next step: they are not part of the room
+  // --vram-budget gives the model (a smaller card reproduced on this one), so the cap is lifted
+  // while they exist.
+  struct RestoreLimit {
+    Device& device;
+    uint64_t limit;
+    ~RestoreLimit() { device.set_memory_limit(limit); }
+  } restore{device, device.memory_limit()};
+  device.set_memory_limit(0);
   Buffer data = device.allocate(bytes, MemoryKind::device, "the bandwidth probe's buffer");
   Buffer sums = device.allocate(kGroups * 4, MemoryKind::device, "the bandwidth probe's sums");
   std::vector<uint8_t> host(bytes, 1);

@@ -191,6 +191,7 @@ class Device {
   // Caps device-local allocations at `bytes` (--vram-budget: an 8 GB card on a bigger GPU, or on
   // lavapipe); 0 lifts the cap.
   void set_memory_limit(uint64_t bytes) { memory_limit_ = bytes; }
+  uint64_t memory_limit() const { return memory_limit_; }
   // Device-local bytes strata may use: the cap when set, else the free memory the driver
   // reported (0 = unknown, as for CPU devices whose "device memory" is the host's).
   uint64_t memory_budget() const;

@@ -213,6 +213,29 @@ TEST(HybridPlan, SavedPlanRunsAsPlanned) {
   EXPECT_TRUE(contains(logged.output, fmt::format("{} experts", in_ram))) << logged.output;
 }
 
+// bench --profile under a hybrid plan and a --vram-budget the model fills: the bandwidth probe's
+// buffer is not charged to the model's budget, and the step's hand-overs are reported.
+TEST(HybridPlan, BenchProfileShowsTheHandOvers) {
+  SKIP_WITHOUT_GPU_BACKEND();
+  const std::string bench =
+      "bench -m " + model_path("tiny-qwen3moe-Q4_K_M") +
+      " --device vk0 --vram-budget 4M --n-cpu-moe 1 -p 16 -n 4 -r 1 --profile";
+  const auto r = run_strata_env(lavapipe_only(), bench + " --json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  EXPECT_GT(j["gpu_read_gbps"].get<double>(), 0.0);
+  ASSERT_TRUE(j.contains("hybrid_timeline")) << r.output;
+  const auto& t = j["hybrid_timeline"];
+  ASSERT_EQ(t["layers"].size(), 1u);  // layer 0's experts are in RAM
+  EXPECT_EQ(t["layers"][0]["layer"], 0);
+  EXPECT_GT(t["layers"][0]["pairs"].get<int>(), 0);
+  EXPECT_GT(t["step_ms"].get<double>(), 0.0);
+  const auto text = run_strata_env(lavapipe_only(), bench, false);
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_TRUE(contains(text.output, "hybrid decode step")) << text.output;
+  EXPECT_TRUE(contains(text.output, "GPU busy at CPU start / end")) << text.output;
+}
+
 TEST(HybridPlan, BadPlacementFlagsAreClearErrors) {
   SKIP_WITHOUT_GPU_BACKEND();
   const std::string run = "run -m " + model_path("tiny-qwen3moe-Q8_0") + " --tokens 1,2 -n 1";
