@@ -48,19 +48,12 @@ std::string given_text(const plan::GivenEvaluation& g, const plan::Plan& p) {
 }
 
 nlohmann::json given_json(const plan::GivenEvaluation& g, const plan::Plan& p) {
-  nlohmann::json devices = nlohmann::json::array();
-  for (const auto& d : g.devices) {
-    devices.push_back({{"device", d.name},
-                       {"capacity_bytes", d.capacity_bytes},
-                       {"weight_bytes", d.weight_bytes},
-                       {"kv_bytes", d.kv_bytes}});
-  }
   nlohmann::json j = {{"fits", g.fits},
                       {"cpu_expert_layers", expert_layers_in_ram(g.placement)},
                       {"decode_tok_s", g.decode.tokens_per_second()},
                       {"decode_tok_s_full_context", g.decode_full.tokens_per_second()},
                       {"prompt_tok_s", g.prefill.tokens_per_second},
-                      {"devices", devices}};
+                      {"devices", plan::device_usage_json(g.devices)}};
   if (!g.fits) j["fit_error"] = g.fit_error;
   if (g.decode.tokens_per_second() > 0)
     j["plan_speedup"] = p.decode.tokens_per_second() / g.decode.tokens_per_second();

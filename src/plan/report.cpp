@@ -203,6 +203,17 @@ std::string plan_text(const ModelInventory& inv, const HardwareProfile& hw, cons
   return out;
 }
 
+nlohmann::json device_usage_json(const std::vector<DeviceUsage>& devices) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& d : devices) {
+    out.push_back({{"device", d.name},
+                   {"capacity_bytes", d.capacity_bytes},
+                   {"weight_bytes", d.weight_bytes},
+                   {"kv_bytes", d.kv_bytes}});
+  }
+  return out;
+}
+
 nlohmann::json plan_json(const ModelInventory& inv, const HardwareProfile& hw, const Plan& plan,
                          const std::vector<ContextRow>& table) {
   nlohmann::json j;
@@ -245,14 +256,7 @@ nlohmann::json plan_json(const ModelInventory& inv, const HardwareProfile& hw, c
   j["goal"] = {{"context", plan.context}, {"kv_type", plan.kv_type}};
   j["fits"] = plan.fits;
   if (!plan.fits) j["fit_error"] = plan.fit_error;
-  nlohmann::json devices = nlohmann::json::array();
-  for (const auto& d : plan.devices) {
-    devices.push_back({{"device", d.name},
-                       {"capacity_bytes", d.capacity_bytes},
-                       {"weight_bytes", d.weight_bytes},
-                       {"kv_bytes", d.kv_bytes}});
-  }
-  j["devices"] = devices;
+  j["devices"] = device_usage_json(plan.devices);
   nlohmann::json layers = nlohmann::json::array();
   for (size_t l = 0; l < plan.placement.layers.size(); ++l) {
     const auto& lp = plan.placement.layers[l];

@@ -26,6 +26,8 @@ std::string llama_cpp_flags(const ModelInventory& inv, const HardwareProfile& hw
 
 std::string plan_text(const ModelInventory& inv, const HardwareProfile& hw, const Plan& plan,
                       const std::vector<ContextRow>& table);
+// Each device's capacity and the weight and KV bytes a placement puts there.
+nlohmann::json device_usage_json(const std::vector<DeviceUsage>& devices);
 nlohmann::json plan_json(const ModelInventory& inv, const HardwareProfile& hw, const Plan& plan,
                          const std::vector<ContextRow>& table);
 // The placement of a saved `strata plan --json` (its "layers", "output_device" and

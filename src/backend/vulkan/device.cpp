@@ -470,10 +470,6 @@ int CommandList::after_host(int task) {
   return end_segment(static_cast<uint32_t>(task));
 }
 
-int CommandList::segment_break() {
-  return end_segment(kNoTask);
-}
-
 void CommandList::end() {
   STRATA_CHECK(recording_, "CommandList::end without begin");
   recording_ = false;

@@ -100,8 +100,6 @@ class CommandList {
   // host signals, never on the host thread; the segments are submitted together.
   int host_task();
   int after_host(int task);  // returns the segment it ended
-  // Ends the current segment (nothing waits); its id tells when the GPU got past this point.
-  int segment_break();
   // Host side of a submitted step (tasks in the order they were recorded). Throws
   // strata::Error when the device is lost.
   void wait_for_gpu(int task);
