@@ -22,9 +22,9 @@ namespace {
 constexpr double kNominalGpuGbps = 300;
 constexpr double kNominalRamGbps = 20;
 
-plan::HardwareProfile one_gpu(uint64_t budget_bytes) {
+plan::HardwareProfile nominal_gpus(uint64_t budget_bytes, size_t n_gpus) {
   plan::HardwareOverrides overrides;
-  overrides.gpus = {fmt::format("{}:{}", budget_bytes, kNominalGpuGbps)};
+  overrides.gpus.assign(n_gpus, fmt::format("{}:{}", budget_bytes, kNominalGpuGbps));
   overrides.ram = fmt::format("{}:{}", plan::available_ram_bytes(), kNominalRamGbps);
   overrides.cores = physical_core_count();
   plan::ProbeOptions probe;
@@ -32,7 +32,8 @@ plan::HardwareProfile one_gpu(uint64_t budget_bytes) {
   return plan::make_hardware_profile(overrides, probe);
 }
 
-plan::Placement read_plan_file(const std::string& path, const plan::ModelInventory& inv) {
+plan::Placement read_plan_file(const std::string& path, const plan::ModelInventory& inv,
+                               size_t n_gpus) {
   std::ifstream in(path);
   STRATA_CHECK(in, "--plan {}: cannot read the file", path);
   nlohmann::json j;
@@ -42,7 +43,7 @@ plan::Placement read_plan_file(const std::string& path, const plan::ModelInvento
     fail("--plan {}: not JSON ({})", path, e.what());
   }
   try {
-    return plan::placement_from_json(j, inv, 1);
+    return plan::placement_from_json(j, inv, static_cast<int>(n_gpus));
   } catch (const Error& e) {
     fail("--plan {}: {}", path, e.what());
   }
@@ -51,7 +52,7 @@ plan::Placement read_plan_file(const std::string& path, const plan::ModelInvento
 }  // namespace
 
 std::optional<plan::Placement> choose_gpu_placement(const ModelOptions& options,
-                                                    uint64_t budget_bytes) {
+                                                    uint64_t budget_bytes, size_t n_gpus) {
   const PlacementRequest& r = options.placement;
   STRATA_CHECK(r.plan_file.empty() || !r.flags.any(),
                "--plan gives the whole placement: drop --n-cpu-moe, --cpu-moe, --gpu-layers and "
@@ -64,10 +65,12 @@ std::optional<plan::Placement> choose_gpu_placement(const ModelOptions& options,
         "GPU and moves routed experts to RAM instead (use --n-cpu-moe N or --vram-budget)",
         r.flags.gpu_layers, options.path, inv.n_layer);
   }
-  if (!r.plan_file.empty()) return read_plan_file(r.plan_file, inv);
-  const plan::HardwareProfile hw = one_gpu(budget_bytes ? budget_bytes : uint64_t{1} << 50);
+  if (!r.plan_file.empty()) return read_plan_file(r.plan_file, inv, n_gpus);
+  const plan::HardwareProfile hw =
+      nominal_gpus(budget_bytes ? budget_bytes : uint64_t{1} << 50, n_gpus);
   if (r.flags.any()) return plan::placement_from_flags(inv, hw, r.flags);
-  if (budget_bytes == 0 || inv.n_expert == 0) return std::nullopt;
+  const bool split = n_gpus > 1;
+  if (!split && (budget_bytes == 0 || inv.n_expert == 0)) return std::nullopt;
   // Plan as the planner would for this budget; when everything lands on the GPU, run whole.
   plan::PlanGoals goals;
   goals.context = options.ctx;
@@ -77,8 +80,8 @@ std::optional<plan::Placement> choose_gpu_placement(const ModelOptions& options,
   // --vram-budget in tests) needs far less.
   memory.gpu_runtime_margin_bytes = std::min(memory.gpu_runtime_margin_bytes, budget_bytes / 8);
   const plan::Plan p = plan::plan_placement(inv, hw, goals, plan::default_cost_constants(), memory);
-  STRATA_CHECK(p.fits, "{} does not fit this machine with {} of GPU memory: {}", options.path,
-               format_bytes(budget_bytes), p.fit_error);
+  STRATA_CHECK(p.fits, "{} does not fit this machine with {} GPU(s) of {}: {}", options.path,
+               n_gpus, format_bytes(budget_bytes), p.fit_error);
   bool all_on_gpu = true, runnable = p.placement.output_device != plan::kCpuDevice;
   for (const plan::LayerPlacement& l : p.placement.layers) {
     runnable = runnable && l.attention_device != plan::kCpuDevice;
@@ -87,7 +90,17 @@ std::optional<plan::Placement> choose_gpu_placement(const ModelOptions& options,
   }
   // A budget too small for the attention, norms and output head (the plan would keep layers on
   // the CPU, which this executor does not run): the whole-model load says what does not fit.
-  if (all_on_gpu || !runnable) return std::nullopt;
+  if (!split && (all_on_gpu || !runnable)) return std::nullopt;
+  STRATA_CHECK(runnable,
+               "{} does not fit {} GPUs of {}: the plan keeps layers or the output head on the "
+               "CPU, which this strata does not run yet (give --vram-budget more, or fewer layers' "
+               "experts on the GPUs with --n-cpu-moe)",
+               options.path, n_gpus, format_bytes(budget_bytes));
+  if (split) {
+    log::info("plan: {} split across {} GPUs; predicted {:.1f} tok/s", options.path, n_gpus,
+              p.decode.tokens_per_second());
+    return p.placement;
+  }
   log::info("plan: {} ({}) needs more than the {} of GPU memory; predicted {:.1f} tok/s",
             options.path, format_bytes(inv.total_bytes()), format_bytes(budget_bytes),
             p.decode.tokens_per_second());

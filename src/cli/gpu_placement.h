@@ -21,10 +21,11 @@ struct PlacementRequest {
   bool any_flag() const { return !plan_file.empty() || flags.any(); }
 };
 
-// The placement to run on one GPU with `budget_bytes` of memory (0: unknown), or nullopt for
-// every tensor on the GPU. Throws strata::Error for a plan or flags this model cannot take, and
-// for a model that fits nowhere.
+// The placement to run on n_gpus GPUs with `budget_bytes` of memory each (0: unknown), or
+// nullopt for every tensor on the one GPU. Several GPUs always get a placement: the layers split
+// in proportion to their memory, as llama.cpp splits them. Throws strata::Error for a plan or
+// flags this model cannot take, and for a model that fits nowhere.
 std::optional<plan::Placement> choose_gpu_placement(const ModelOptions& options,
-                                                    uint64_t budget_bytes);
+                                                    uint64_t budget_bytes, size_t n_gpus = 1);
 
 }  // namespace strata::cli

@@ -61,7 +61,7 @@ void Buffer::reset() {
 
 // ---- Device -------------------------------------------------------------------------------
 
-Device::Device(const DeviceInfo& info) : info_(info) {
+Device::Device(const DeviceInfo& info, int opening) : info_(info), opening_(opening) {
   STRATA_CHECK(info.usable(), "vk{} ({}) lacks what strata's kernels need: {}", info.index,
                info.name, fmt::join(info.missing, ", "));
   submits_ahead_ = !info.is_cpu;
@@ -143,6 +143,7 @@ Device::~Device() {
 }
 
 std::string Device::label() const {
+  if (opening_ > 0) return fmt::format("vk{}:{} ({})", info_.index, opening_, info_.name);
   return fmt::format("vk{} ({})", info_.index, info_.name);
 }
 

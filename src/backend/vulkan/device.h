@@ -170,13 +170,16 @@ class CommandList {
 class Device {
  public:
   // Opens the device with the features strata's kernels need (see DeviceInfo::missing).
-  explicit Device(const DeviceInfo& info);
+  // opening: how many times this process opened the same device before (--device vk0,vk0 makes
+  // two logical devices of one GPU: each with its own memory, queue and kernels).
+  explicit Device(const DeviceInfo& info, int opening = 0);
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
   ~Device();
 
   const DeviceInfo& info() const { return info_; }
-  std::string label() const;  // "vk0 (NVIDIA GeForce RTX 2070 SUPER)"
+  // "vk0 (NVIDIA GeForce RTX 2070 SUPER)"; a second opening of the same GPU is "vk0:1 (...)".
+  std::string label() const;
   VkDevice handle() const { return device_; }
   VkQueue queue() const { return queue_; }
   VkCommandPool command_pool() const { return pool_; }
@@ -220,6 +223,7 @@ class Device {
   void free(Buffer& buffer);
 
   DeviceInfo info_;
+  int opening_ = 0;
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;

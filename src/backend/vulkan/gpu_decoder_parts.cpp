@@ -223,13 +223,13 @@ void GpuFfn::record_stats(GpuOps& ops, int64_t n) {
                static_cast<uint64_t>(hp_.n_layer * n * hp_.n_expert_used) * 4);
 }
 
-void GpuFfn::add_stats(ForwardStats& stats, int64_t n) {
+void GpuFfn::add_stats(ForwardStats& stats, int64_t n, int64_t first_layer, int64_t last_layer) {
   const ModelHParams& hp = hp_;
   if (hp.n_expert == 0 || n == 0) return;
   const int64_t k = hp.n_expert_used;
   const auto* ids = static_cast<const int32_t*>(ids_host_.mapped());
   const bool count = static_cast<int64_t>(stats.expert_counts.size()) == hp.n_layer * hp.n_expert;
-  for (int64_t il = 0; il < hp.n_layer; ++il) {
+  for (int64_t il = first_layer; il < last_layer; ++il) {
     std::vector<bool> seen(static_cast<size_t>(hp.n_expert), false);
     for (int64_t i = 0; i < n * k; ++i) {
       const int32_t e = ids[il * n * k + i];

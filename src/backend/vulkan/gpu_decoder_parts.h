@@ -43,6 +43,10 @@ using ExpertPlacement = std::vector<ExpertsOnDevice>;
 struct GpuPlacement {
   ExpertPlacement experts;
   bool embeddings_on_device = true;  // false: token_embd stays in RAM (unless tied to the head)
+  // [n_layer] the device (index into the decoder's devices) of each layer's attention, norms,
+  // router, shared expert and GPU experts; empty: all on the first. The token embeddings go to
+  // layer 0's device, the output head to the last layer's.
+  std::vector<int> layer_device;
 };
 const ExpertsOnDevice& layer_experts(const ExpertPlacement& placement, int64_t il);
 
@@ -74,9 +78,9 @@ class GpuFfn {
   // Call after the step ran: frees scratch replaced during it.
   void release_retired();
   // Records the copy of the step's expert selections (n tokens, every layer) to host memory;
-  // after the step ran, add_stats adds them to stats.
+  // after the step ran, add_stats adds those of layers [first_layer, last_layer) to stats.
   void record_stats(GpuOps& ops, int64_t n);
-  void add_stats(ForwardStats& stats, int64_t n);
+  void add_stats(ForwardStats& stats, int64_t n, int64_t first_layer, int64_t last_layer);
 
  private:
   Device& device_;

@@ -1,14 +1,15 @@
 #pragma once
-// HybridDecoder (qwen35moe: Gated DeltaNet layers and gated full attention, MoE FFNs) with every
-// layer on one Vulkan device, recorded like GpuStandardDecoder: one command list per forward,
-// one wait for the logits. The runtime's KV caches keep their page tables, the keys and values
-// live on the device (DeviceKv, full-attention layers only).
+// HybridDecoder (qwen35moe: Gated DeltaNet layers and gated full attention, MoE FFNs) on Vulkan
+// devices, recorded like GpuStandardDecoder: one command list per stage, one wait per stage. The
+// runtime's KV caches keep their page tables, the keys and values live on the device (DeviceKv,
+// full-attention layers only).
 //
-// Recurrent states: the device keeps a copy of every host state buffer the batches name (same
-// float layout, keyed by the buffer's address). The header (tokens consumed) stays on the host
-// and is updated by each forward, so the consumed-tokens check works as on the CPU. The rest is
-// the device's until the runtime reads the buffer (Model::recurrent_state_read: downloaded) and
-// the host's again once it writes it (recurrent_state_written: uploaded on the next forward).
+// Recurrent states: each stage keeps a copy of its layers' part of every host state buffer the
+// batches name (same float layout, keyed by the buffer's address). The header (tokens consumed)
+// stays on the host and is updated by each forward, so the consumed-tokens check works as on the
+// CPU. The rest is the device's until the runtime reads the buffer (Model::recurrent_state_read:
+// downloaded) and the host's again once it writes it (recurrent_state_written: uploaded on the next
+// forward).
 
 #include <map>
 #include <memory>
@@ -22,6 +23,7 @@
 #include "backend/vulkan/gpu_decoder_parts.h"
 #include "backend/vulkan/gpu_embeddings.h"
 #include "backend/vulkan/gpu_ops.h"
+#include "backend/vulkan/gpu_stage.h"
 #include "model/batch_layout.h"
 #include "model/hybrid_decoder.h"
 
@@ -29,10 +31,11 @@ namespace strata::vk {
 
 class GpuHybridDecoder : public Model {
  public:
-  // Takes over `cpu` (its weights are read from the file it maps) and uploads it to `device`.
-  // placement: which routed experts of each layer the device holds (the rest are computed by
-  // the CPU from RAM during the step; empty: all of them), and where the token embeddings live.
-  GpuHybridDecoder(std::unique_ptr<HybridDecoder> cpu, std::shared_ptr<Device> device,
+  // Takes over `cpu` (its weights are read from the file it maps) and uploads it to `devices`.
+  // placement: which device holds each layer, which routed experts of each layer it holds (the
+  // rest are computed by the CPU from RAM during the step; empty: all of them), and where the
+  // token embeddings live.
+  GpuHybridDecoder(std::unique_ptr<HybridDecoder> cpu, std::vector<std::shared_ptr<Device>> devices,
                    GpuPlacement placement = {});
   ~GpuHybridDecoder() override;
 
@@ -48,15 +51,13 @@ class GpuHybridDecoder : public Model {
   void recurrent_state_written(const float* state) override;
   void recurrent_state_released(const float* state) override;
 
-  Device& device() { return *device_; }
+  Device& device() { return stages_.front()->device(); }  // the first stage's
   std::string placement_summary() const override { return placement_summary_; }
-  std::vector<DeviceMemory> device_memory() const override {
-    return {{device_->label(), device_->device_local_bytes(), device_->memory_budget()}};
-  }
+  std::vector<DeviceMemory> device_memory() const override { return stages_memory(stages_); }
   void set_placement_summary(std::string s) { placement_summary_ = std::move(s); }
   // What the CPU did in the last step (layers with experts in RAM).
-  const HybridTimeline& hybrid_timeline() const { return ffn_->timeline(); }
-  int64_t step_encodings() const;
+  const HybridTimeline& hybrid_timeline() const { return timeline_; }
+  int64_t step_encodings() const { return stages_encodings(stages_); }
   // Device bytes of recurrent states held (for tests and logs).
   uint64_t state_bytes() const;
 
@@ -70,45 +71,30 @@ class GpuHybridDecoder : public Model {
     int64_t state_offset = 0;  // floats into the state buffer
     GpuFfnWeights ffn;
   };
-  struct Work;
-  // One host state buffer's device copy.
-  struct State {
-    Buffer buffer;
-    bool host_newer = true;     // the host wrote it since the device last had it
-    bool device_newer = false;  // forwards ran on it since the host last had it
-    int64_t consumed = -1;      // the header when the device copy was last in step with it
-  };
+  struct GdnWork;
 
-  void upload_weights();
-  void ensure_work(int64_t n_tokens);  // runs fit too (a run has at least one token)
-  // The device copy of each run's state, current (uploads what the host changed).
-  std::vector<uint64_t> prepare_states(const ForwardBatch& batch);
-  void record_gdn(GpuOps& ops, const Layer& l, int64_t n, uint64_t runs, int64_t n_runs,
-                  ActivationInput& normed);
+  void upload_weights(const std::vector<std::shared_ptr<Device>>& devices);
+  // The device copy of each run's state on stage si, current (uploads what the host changed).
+  std::vector<uint64_t> prepare_states(size_t si, const ForwardBatch& batch);
+  void write_runs(size_t si, const ForwardBatch& batch);
+  void record_stage(size_t si, int64_t n, bool with_stats);
+  void record_gdn(GpuOps& ops, GpuStage& s, GdnWork& w, const Layer& l, int64_t n, uint64_t runs,
+                  int64_t n_runs, ActivationInput& normed);
 
   std::unique_ptr<HybridDecoder> cpu_;
-  std::shared_ptr<Device> device_;
   GpuPlacement placement_plan_;
   std::string placement_summary_;
-  std::unique_ptr<DeviceWeights> weights_;
-  std::unique_ptr<DeviceKv> kv_;
-  GpuMatrix token_embd_, output_;  // token_embd_ address 0: in RAM
+  std::vector<std::unique_ptr<GpuStage>> stages_;
+  std::vector<std::unique_ptr<GdnWork>> gdn_;  // [stage]
+  GpuModelEnds ends_;
   std::unique_ptr<GpuEmbeddings> embeddings_;
-  uint64_t output_norm_ = 0, inv_freq_ = 0;
-  std::vector<Layer> layers_;
-  std::vector<int64_t> recurrent_layers_;  // indices of the Gated DeltaNet layers
-  int64_t first_kv_layer_ = -1;
-  std::unique_ptr<Work> work_;
-  GpuStepParams step_;
-  std::unique_ptr<GpuAttention> attention_;
-  std::unique_ptr<GpuFfn> ffn_;
   std::unique_ptr<GpuOutputHead> head_;
-  // Rounded copies of the inputs of products: normed states, gated DeltaNet output.
-  ActivationScratch normed_in_, gdn_in_;
-  std::map<const float*, State> states_;
+  std::vector<Layer> layers_;
+  int64_t first_kv_layer_ = -1;
   BatchLayout layout_;
   SequenceRuns ordered_;
   KvPlacement placement_;
+  HybridTimeline timeline_;
 };
 
 }  // namespace strata::vk

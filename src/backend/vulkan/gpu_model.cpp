@@ -1,5 +1,7 @@
 #include "backend/vulkan/gpu_model.h"
 
+#include <algorithm>
+
 #include "backend/vulkan/gpu_hybrid_decoder.h"
 #include "backend/vulkan/gpu_standard_decoder.h"
 #include "util/error.h"
@@ -9,33 +11,29 @@
 namespace strata::vk {
 namespace {
 
-constexpr int kGpuDevice = 1;  // the plan's first GPU: the device the model is loaded on
-
-// The routed experts each layer keeps on the device, checked against what this executor runs:
-// attention and the output head on the GPU, experts on the GPU or in RAM, one GPU.
-ExpertPlacement experts_from_plan(const plan::Placement& p, const ModelHParams& hp,
-                                  const std::string& path) {
+// What a plan keeps on the devices, checked against what this executor runs: every layer's
+// attention on one of the GPUs (devices 1..n_devices), each routed expert on its layer's GPU or in
+// RAM, the token embeddings in RAM or on layer 0's GPU, the output head on the last layer's.
+GpuPlacement placement_from_plan(const plan::Placement& p, const ModelHParams& hp,
+                                 const std::string& path, size_t n_devices) {
   STRATA_CHECK(static_cast<int64_t>(p.layers.size()) == hp.n_layer,
                "{}: the plan places {} layers but the model has {}", path, p.layers.size(),
                hp.n_layer);
   const auto device_word = [](int d) {
     return d == plan::kCpuDevice ? std::string("the CPU") : fmt::format("GPU{}", d - 1);
   };
-  STRATA_CHECK(p.output_device == kGpuDevice,
-               "{}: the plan keeps the output head on {}; this strata runs it on the GPU (give "
-               "it more --vram-budget or fewer layers' experts on the GPU)",
-               path, device_word(p.output_device));
-  STRATA_CHECK(p.embeddings_device == kGpuDevice || p.embeddings_device == plan::kCpuDevice,
-               "{}: the plan keeps the token embeddings on {}; they go to the CPU or GPU0", path,
-               device_word(p.embeddings_device));
-  ExpertPlacement out(static_cast<size_t>(hp.n_layer));
+  const auto is_gpu = [&](int d) { return d >= 1 && d <= static_cast<int>(n_devices); };
+  GpuPlacement out;
+  out.experts.resize(static_cast<size_t>(hp.n_layer));
+  out.layer_device.resize(static_cast<size_t>(hp.n_layer));
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const plan::LayerPlacement& lp = p.layers[static_cast<size_t>(il)];
-    STRATA_CHECK(lp.attention_device == kGpuDevice,
-                 "{}: the plan keeps layer {}'s attention on {}; this strata runs attention, "
-                 "norms and routers on one GPU and splits only the routed experts (layers on the "
-                 "CPU or on a second GPU are not supported yet)",
-                 path, il, device_word(lp.attention_device));
+    STRATA_CHECK(is_gpu(lp.attention_device),
+                 "{}: the plan keeps layer {}'s attention on {}; this strata runs attention, norms "
+                 "and routers on the {} GPU(s) --device names and moves only routed experts to "
+                 "RAM (layers on the CPU are not supported yet)",
+                 path, il, device_word(lp.attention_device), n_devices);
+    out.layer_device[static_cast<size_t>(il)] = lp.attention_device - 1;
     if (lp.expert_device.empty()) continue;
     STRATA_CHECK(static_cast<int64_t>(lp.expert_device.size()) == hp.n_expert,
                  "{}: the plan places {} experts in layer {} but the model has {}", path,
@@ -44,23 +42,55 @@ ExpertPlacement experts_from_plan(const plan::Placement& p, const ModelHParams& 
     bool all = true;
     for (size_t e = 0; e < on.size(); ++e) {
       const int d = lp.expert_device[e];
-      STRATA_CHECK(d == kGpuDevice || d == plan::kCpuDevice,
+      STRATA_CHECK(d == lp.attention_device || d == plan::kCpuDevice,
                    "{}: the plan puts expert {} of layer {} on {}; experts go to the CPU or the "
-                   "GPU of their layer",
-                   path, e, il, device_word(d));
-      on[e] = d == kGpuDevice;
+                   "GPU of their layer ({})",
+                   path, e, il, device_word(d), device_word(lp.attention_device));
+      on[e] = d != plan::kCpuDevice;
       all = all && on[e];
     }
-    if (!all) out[static_cast<size_t>(il)] = std::move(on);
+    if (!all) out.experts[static_cast<size_t>(il)] = std::move(on);
   }
+  const int first = p.layers.empty() ? 1 : p.layers.front().attention_device;
+  const int last = p.layers.empty() ? 1 : p.layers.back().attention_device;
+  STRATA_CHECK(p.output_device == last,
+               "{}: the plan keeps the output head on {}; this strata runs it on the GPU of the "
+               "last layer, {} (give it more --vram-budget or fewer layers' experts on the GPU)",
+               path, device_word(p.output_device), device_word(last));
+  STRATA_CHECK(p.embeddings_device == first || p.embeddings_device == plan::kCpuDevice,
+               "{}: the plan keeps the token embeddings on {}; they go to the CPU or to {}, the "
+               "GPU of layer 0",
+               path, device_word(p.embeddings_device), device_word(first));
+  out.embeddings_on_device = p.embeddings_device != plan::kCpuDevice;
   return out;
 }
 
 }  // namespace
 
 std::string describe_placement(const plan::Placement& p, const ModelHParams& hp,
-                               const std::string& device_label, uint64_t expert_bytes) {
-  if (hp.n_expert == 0) return fmt::format("every layer on {}", device_label);
+                               const std::vector<std::string>& device_labels,
+                               uint64_t expert_bytes) {
+  const auto label = [&](int d) {
+    return d >= 1 && d <= static_cast<int>(device_labels.size())
+               ? device_labels[static_cast<size_t>(d - 1)]
+               : fmt::format("GPU{}", d - 1);
+  };
+  std::vector<std::string> ranges;  // "layers 0-11 on vk0"
+  for (size_t l = 0; l < p.layers.size();) {
+    size_t end = l;
+    while (end + 1 < p.layers.size() &&
+           p.layers[end + 1].attention_device == p.layers[l].attention_device)
+      ++end;
+    const std::string span =
+        l == end ? fmt::format("layer {}", l) : fmt::format("layers {}-{}", l, end);
+    ranges.push_back(fmt::format("{} on {}", span, label(p.layers[l].attention_device)));
+    l = end + 1;
+  }
+  const std::string where =
+      ranges.size() == 1 ? fmt::format("all {} layers on {}", hp.n_layer,
+                                       label(p.layers.empty() ? 1 : p.layers[0].attention_device))
+                         : fmt::format("{}", fmt::join(ranges, ", "));
+  if (hp.n_expert == 0) return where;
   int whole = 0, in_ram_layers = 0;
   int64_t singles = 0, in_ram = 0;
   for (const plan::LayerPlacement& lp : p.layers) {
@@ -78,10 +108,10 @@ std::string describe_placement(const plan::Placement& p, const ModelHParams& hp,
                                   ? expert_bytes / static_cast<uint64_t>(hp.n_layer * hp.n_expert)
                                   : 0;
   return fmt::format(
-      "attention, routers and shared experts of all {} layers on {}; {} layers' experts whole on "
-      "it, {} layers' wholly in RAM, {} single experts on it; {} experts ({}) in RAM computed by "
-      "the CPU; token embeddings {}",
-      hp.n_layer, device_label, whole, in_ram_layers, singles, in_ram,
+      "attention, routers and shared experts of {}; {} layers' experts whole on their GPU, {} "
+      "layers' wholly in RAM, {} single experts on a GPU; {} experts ({}) in RAM computed by the "
+      "CPU; token embeddings {}",
+      where, whole, in_ram_layers, singles, in_ram,
       format_bytes(static_cast<uint64_t>(in_ram) * per_expert),
       p.embeddings_device == plan::kCpuDevice ? "in RAM" : "on the GPU");
 }
@@ -89,36 +119,49 @@ std::string describe_placement(const plan::Placement& p, const ModelHParams& hp,
 std::unique_ptr<Model> load_gpu_model(const std::string& path, const std::vector<int>& devices,
                                       uint64_t memory_limit, const plan::Placement* placement) {
   STRATA_CHECK(!devices.empty(), "load_gpu_model: no device given");
-  if (devices.size() > 1) {
-    log::warn(
-        "--device: {} devices given; this version runs a model on one device (vk{}) and the CPU; "
-        "splitting layers across GPUs is not supported yet",
-        devices.size(), devices[0]);
+  std::vector<std::shared_ptr<Device>> opened;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const DeviceInfo& info = Instance::get().devices().at(static_cast<size_t>(devices[i]));
+    const int opening =
+        static_cast<int>(std::count(devices.begin(), devices.begin() + i, devices[i]));
+    auto device = std::make_shared<Device>(info, opening);
+    device->set_memory_limit(memory_limit);
+    opened.push_back(std::move(device));
   }
-  const DeviceInfo& info = Instance::get().devices().at(static_cast<size_t>(devices[0]));
-  auto device = std::make_shared<Device>(info);
-  device->set_memory_limit(memory_limit);
-  return load_gpu_model(path, std::move(device), placement);
+  return load_gpu_model(path, std::move(opened), placement);
 }
 
 std::unique_ptr<Model> load_gpu_model(const std::string& path, std::shared_ptr<Device> device,
                                       const plan::Placement* placement) {
+  return load_gpu_model(path, std::vector<std::shared_ptr<Device>>{std::move(device)}, placement);
+}
+
+std::unique_ptr<Model> load_gpu_model(const std::string& path,
+                                      std::vector<std::shared_ptr<Device>> devices,
+                                      const plan::Placement* placement) {
+  STRATA_CHECK(!devices.empty(), "load_gpu_model: no device given");
   std::unique_ptr<Model> cpu = Model::load(path, LoadMode::mmap);
+  const ModelHParams& hp = cpu->hparams();
+  std::vector<std::string> labels;
+  for (const auto& d : devices) labels.push_back(d->label());
   GpuPlacement gpu_placement;
-  std::string summary = fmt::format("every tensor on {}", device->label());
+  std::string summary = fmt::format("every tensor on {}", labels[0]);
   if (placement) {
-    gpu_placement.experts = experts_from_plan(*placement, cpu->hparams(), path);
-    gpu_placement.embeddings_on_device = placement->embeddings_device != plan::kCpuDevice;
-    summary = describe_placement(*placement, cpu->hparams(), device->label(),
-                                 static_cast<uint64_t>(cpu->expert_bytes()));
+    gpu_placement = placement_from_plan(*placement, hp, path, devices.size());
+    summary =
+        describe_placement(*placement, hp, labels, static_cast<uint64_t>(cpu->expert_bytes()));
     log::info("plan: {}", summary);
   } else {
-    log::info("running {} on {}", path, device->label());
+    if (devices.size() > 1) {
+      log::warn("--device: {} devices and no placement; running on {} alone", devices.size(),
+                labels[0]);
+    }
+    log::info("running {} on {}", path, labels[0]);
   }
   if (auto* hybrid = dynamic_cast<HybridDecoder*>(cpu.get())) {
     cpu.release();
     auto gpu = std::make_unique<GpuHybridDecoder>(std::unique_ptr<HybridDecoder>(hybrid),
-                                                  std::move(device), std::move(gpu_placement));
+                                                  std::move(devices), std::move(gpu_placement));
     gpu->set_placement_summary(summary);
     return gpu;
   }
@@ -129,7 +172,7 @@ std::unique_ptr<Model> load_gpu_model(const std::string& path, std::shared_ptr<D
                path, cpu->hparams().arch);
   cpu.release();
   auto gpu = std::make_unique<GpuStandardDecoder>(std::unique_ptr<StandardDecoder>(standard),
-                                                  std::move(device), std::move(gpu_placement));
+                                                  std::move(devices), std::move(gpu_placement));
   gpu->set_placement_summary(summary);
   return gpu;
 }

@@ -14,19 +14,24 @@
 
 namespace strata::vk {
 
-// Loads `path` (mapped, not read into RAM: the weights go straight to the device) onto the
-// first of `devices` (indices as in `strata devices`). Throws strata::Error naming the model,
-// the device and what does not fit or is not supported.
-// memory_limit: --vram-budget in bytes (0: the device's own free memory).
-// placement: where the plan keeps each part (device 1 = devices[0]); null: all on the GPU.
+// Loads `path` (mapped, not read into RAM: the weights go straight to the devices) onto
+// `devices` (indices as in `strata devices`; one named twice opens that GPU twice, as two
+// logical devices). Throws strata::Error naming the model, the device and what does not fit or
+// is not supported.
+// memory_limit: --vram-budget in bytes, for each device (0: the device's own free memory).
+// placement: where the plan keeps each part (device d = devices[d - 1]); null: all on the
+// first device.
 std::unique_ptr<Model> load_gpu_model(const std::string& path, const std::vector<int>& devices,
                                       uint64_t memory_limit = 0,
                                       const plan::Placement* placement = nullptr);
-// The same on a device already open (its compiled kernels are reused).
+// The same on devices already open (their compiled kernels are reused).
+std::unique_ptr<Model> load_gpu_model(const std::string& path,
+                                      std::vector<std::shared_ptr<Device>> devices,
+                                      const plan::Placement* placement = nullptr);
 std::unique_ptr<Model> load_gpu_model(const std::string& path, std::shared_ptr<Device> device,
                                       const plan::Placement* placement = nullptr);
 
-// The device `model` runs on, or null for a CPU model (for bench output and probes).
+// The (first) device `model` runs on, or null for a CPU model (for bench output and probes).
 Device* gpu_device(Model& model);
 // How many of `model`'s steps had to be encoded into a Vulkan command buffer (the others
 // replayed the last one: CommandList); -1 for a CPU model.
@@ -34,9 +39,11 @@ int64_t gpu_step_encodings(const Model& model);
 // What the CPU did during `model`'s last step (experts in RAM); null for a CPU model.
 const HybridTimeline* hybrid_timeline(const Model& model);
 
-// One line describing what a placement keeps where, e.g. "vk0 holds 40 of 48 layers' experts
-// whole and 1,234 single experts; 10.2 GB of experts in RAM".
+// One line describing what a placement keeps where (device_labels[d - 1] names plan device d),
+// e.g. "attention, routers and shared experts of layers 0-23 on vk0, layers 24-47 on vk1; 40
+// layers' experts whole on their GPU, ...; 10.2 GB of experts in RAM computed by the CPU".
 std::string describe_placement(const plan::Placement& placement, const ModelHParams& hp,
-                               const std::string& device_label, uint64_t expert_bytes);
+                               const std::vector<std::string>& device_labels,
+                               uint64_t expert_bytes);
 
 }  // namespace strata::vk

@@ -8,79 +8,92 @@
 
 namespace strata::vk {
 GpuStandardDecoder::GpuStandardDecoder(std::unique_ptr<StandardDecoder> cpu,
-                                       std::shared_ptr<Device> device, GpuPlacement placement)
+                                       std::vector<std::shared_ptr<Device>> devices,
+                                       GpuPlacement placement)
     : Model(GgufFile::parse(cpu->file().name(), cpu->file().bytes()), cpu->hparams()),
       cpu_(std::move(cpu)),
-      device_(std::move(device)),
-      placement_plan_(std::move(placement)),
-      step_(*device_),
-      normed_in_(*device_, "normed states") {
-  upload_weights();
-  kv_ = std::make_unique<DeviceKv>(*device_, hparams_.n_head_kv, hparams_.head_dim,
-                                   std::vector<bool>(static_cast<size_t>(hparams_.n_layer), true));
-  cmd_ = std::make_unique<CommandList>(*device_);
-  cmd_->mark_model_step();
-  attention_ = std::make_unique<GpuAttention>(*device_, hparams_);
-  const int64_t shared_ff = layers_.empty() || !layers_[0].ffn.shared_gate_w.address
-                                ? 0
-                                : layers_[0].ffn.shared_gate_w.rows;
-  ffn_ = std::make_unique<GpuFfn>(*device_, hparams_, shared_ff);
-  head_ = std::make_unique<GpuOutputHead>(*device_, hparams_, output_, output_norm_);
+      placement_plan_(std::move(placement)) {
+  STRATA_CHECK(!devices.empty(), "GpuStandardDecoder: no device");
+  upload_weights(devices);
+  head_ = std::make_unique<GpuOutputHead>(stages_.back()->device(), hparams_, ends_.output,
+                                          ends_.output_norm);
 }
 
 GpuStandardDecoder::~GpuStandardDecoder() = default;
 
-void GpuStandardDecoder::upload_weights() {
+void GpuStandardDecoder::upload_weights(const std::vector<std::shared_ptr<Device>>& devices) {
   const ModelHParams& hp = hparams_;
   const StandardDecoder& m = *cpu_;
-  const bool tied = m.output().data == m.token_embd().data;
-  const bool embd_on_device = placement_plan_.embeddings_on_device || tied;
-  uint64_t total = (embd_on_device ? upload_bytes(m.token_embd()) : 0) +
-                   upload_bytes(m.output_norm(), hp.n_embd) +
-                   (tied ? 0 : upload_bytes(m.output())) +
-                   aligned_bytes(static_cast<uint64_t>(hp.n_rot / 2) * 4);  // RoPE frequencies
-  for (int64_t il = 0; il < hp.n_layer; ++il) {
-    const StandardDecoder::Layer& l = m.layers()[static_cast<size_t>(il)];
-    total += attention_upload_bytes(l.attn, hp) +
-             ffn_upload_bytes(l.dense, l.moe, hp, layer_experts(placement_plan_.experts, il)) +
-             upload_bytes(l.attn_norm, hp.n_embd) + upload_bytes(l.ffn_norm, hp.n_embd);
+  const ModelEnds ends{m.token_embd(), m.output(), m.output_norm(),
+                       placement_plan_.embeddings_on_device};
+  const std::vector<StageLayers> runs = stage_layers(placement_plan_.layer_device, hp.n_layer);
+  const ops::WeightMatrix& shared_gate =
+      m.layers().empty() ? ops::WeightMatrix{} : m.layers()[0].moe.shared.gate;
+  const int64_t shared_ff = shared_gate.data ? shared_gate.rows : 0;
+  layers_.resize(static_cast<size_t>(hp.n_layer));
+  for (size_t si = 0; si < runs.size(); ++si) {
+    const StageLayers& run = runs[si];
+    auto stage = std::make_unique<GpuStage>(
+        devices.at(static_cast<size_t>(run.device)), hp, run,
+        std::vector<bool>(static_cast<size_t>(hp.n_layer), true), shared_ff);
+    uint64_t total = ends.upload_bytes(hp, si, runs.size());
+    for (int64_t il = run.first; il < run.last; ++il) {
+      const StandardDecoder::Layer& l = m.layers()[static_cast<size_t>(il)];
+      total += attention_upload_bytes(l.attn, hp) +
+               ffn_upload_bytes(l.dense, l.moe, hp, layer_experts(placement_plan_.experts, il)) +
+               upload_bytes(l.attn_norm, hp.n_embd) + upload_bytes(l.ffn_norm, hp.n_embd);
+    }
+    stage->weights = std::make_unique<DeviceWeights>(stage->device(), total);
+    DeviceWeights& w = *stage->weights;
+    upload_model_ends(ends, hp, *stage, si, runs.size(), ends_);
+    for (int64_t il = run.first; il < run.last; ++il) {
+      const StandardDecoder::Layer& src = m.layers()[static_cast<size_t>(il)];
+      Layer& l = layers_[static_cast<size_t>(il)];
+      l.attn_norm = w.floats(src.attn_norm, hp.n_embd, layer_tensor(il, "attn_norm"));
+      l.ffn_norm = w.floats(src.ffn_norm, hp.n_embd, layer_tensor(il, "ffn_norm"));
+      l.attn = upload_attention(w, src.attn, hp, il, /*gated_q=*/false);
+      l.ffn = upload_ffn(w, src.dense, src.moe, hp, il, layer_experts(placement_plan_.experts, il));
+    }
+    stages_.push_back(std::move(stage));
   }
-  weights_ = std::make_unique<DeviceWeights>(*device_, total);
-  DeviceWeights& w = *weights_;
-  if (embd_on_device) token_embd_ = w.matrix(m.token_embd(), "token_embd.weight");
-  embeddings_ = std::make_unique<GpuEmbeddings>(*device_, m.token_embd(), token_embd_);
-  output_norm_ = w.floats(m.output_norm(), hp.n_embd, "output_norm.weight");
-  output_ = tied ? token_embd_ : w.matrix(m.output(), "output.weight");
-  for (int64_t il = 0; il < hp.n_layer; ++il) {
-    const StandardDecoder::Layer& src = m.layers()[static_cast<size_t>(il)];
-    Layer l;
-    l.attn_norm = w.floats(src.attn_norm, hp.n_embd, layer_tensor(il, "attn_norm"));
-    l.ffn_norm = w.floats(src.ffn_norm, hp.n_embd, layer_tensor(il, "ffn_norm"));
-    l.attn = upload_attention(w, src.attn, hp, il, /*gated_q=*/false);
-    l.ffn = upload_ffn(w, src.dense, src.moe, hp, il, layer_experts(placement_plan_.experts, il));
-    layers_.push_back(l);
-  }
-  const std::vector<float> inv_freq = rope_frequencies(hp);
-  inv_freq_ = w.floats(inv_freq.data(), static_cast<int64_t>(inv_freq.size()), "rope frequencies");
-}
-
-void GpuStandardDecoder::ensure_work(int64_t n) {
-  attention_->ensure(n);
-  ffn_->begin_step(n);
-  if (n <= tokens_) return;
-  const int64_t cap = std::max(n, 2 * tokens_);
-  const auto f32 = [&](int64_t count, const char* what) {
-    return device_->allocate(static_cast<uint64_t>(count) * 4, MemoryKind::device,
-                             fmt::format("{} for {} tokens", what, cap));
-  };
-  x_ = f32(cap * hparams_.n_embd, "hidden states");
-  normed_ = f32(cap * hparams_.n_embd, "normed states");
-  delta_ = f32(cap * hparams_.n_embd, "layer output");
-  tokens_ = cap;
+  embeddings_ =
+      std::make_unique<GpuEmbeddings>(stages_.front()->device(), m.token_embd(), ends_.token_embd);
 }
 
 void GpuStandardDecoder::kv_slots_copied(const void* storage, int64_t from, int64_t to, int64_t n) {
-  kv_->copy_slots(storage, from, to, n);
+  for (auto& s : stages_) s->kv->copy_slots(storage, from, to, n);
+}
+
+void GpuStandardDecoder::record_stage(GpuStage& s, size_t index, const ForwardBatch& batch,
+                                      int64_t n, bool with_stats) {
+  const ModelHParams& hp = hparams_;
+  const auto& kv_layers =
+      s.kv->ensure(placement_.key, placement_.type, placement_.n_slots, placement_.max_slots);
+  CommandList& cmd = *s.cmd;
+  cmd.begin();
+  GpuOps ops{s.device(), cmd};
+  if (index == 0) embeddings_->record(ops, batch.tokens, s.step.tokens(), s.x);
+  s.begin(ops, n, index == 0);
+  const uint64_t x = s.x.address(), normed = s.normed.address(), delta = s.delta.address();
+  for (int64_t il = s.layers().first; il < s.layers().last; ++il) {
+    const Layer& l = layers_[static_cast<size_t>(il)];
+    ops.rms_norm(x, hp.n_embd, l.attn_norm, normed, hp.n_embd, n, hp.n_embd, hp.rms_eps);
+    ActivationInput normed_in(ops, s.normed_in, normed, hp.n_embd, n, hp.n_embd);
+    s.attention->record(ops, l.attn, normed_in, s.step, placement_,
+                        kv_layers[static_cast<size_t>(il)], s.inv_freq, delta, n);
+    ops.add(x, delta, n * hp.n_embd);
+    ops.rms_norm(x, hp.n_embd, l.ffn_norm, normed, hp.n_embd, n, hp.n_embd, hp.rms_eps);
+    ActivationInput ffn_input(ops, s.normed_in, normed, hp.n_embd, n, hp.n_embd);
+    s.ffn->record(ops, l.ffn, il, ffn_input, s.normed, delta, n);
+    ops.add(x, delta, n * hp.n_embd);
+  }
+  if (index + 1 == stages_.size()) {
+    head_->record(ops, s.x, layout_.logit_rows);
+  } else {
+    s.hand_over(ops, n);
+  }
+  if (with_stats) s.ffn->record_stats(ops, n);
+  cmd.end();
 }
 
 void GpuStandardDecoder::forward(const ForwardBatch& batch, std::span<const SequenceKv> kv,
@@ -92,40 +105,24 @@ void GpuStandardDecoder::forward(const ForwardBatch& batch, std::span<const Sequ
   const int64_t rows = static_cast<int64_t>(layout_.logit_rows.size());
   if (n == 0) return;
   check_token_ids(batch.tokens, hp.n_vocab);
-  ensure_work(n);
   placement_.build(layout_.sequence, layout_.position, kv, 0);
-  const auto& kv_layers =
-      kv_->ensure(placement_.key, placement_.type, placement_.n_slots, placement_.max_slots);
-  step_.write(batch.tokens, layout_.position, layout_.sequence, &placement_);
-
-  CommandList& cmd = *cmd_;
-  cmd.begin();
-  GpuOps ops{*device_, cmd};
-  embeddings_->record(ops, batch.tokens, step_.tokens(), x_);
-  for (int64_t il = 0; il < hp.n_layer; ++il) {
-    const Layer& l = layers_[static_cast<size_t>(il)];
-    ops.rms_norm(x_.address(), hp.n_embd, l.attn_norm, normed_.address(), hp.n_embd, n, hp.n_embd,
-                 hp.rms_eps);
-    ActivationInput normed(ops, normed_in_, normed_.address(), hp.n_embd, n, hp.n_embd);
-    attention_->record(ops, l.attn, normed, step_, placement_, kv_layers[static_cast<size_t>(il)],
-                       inv_freq_, delta_.address(), n);
-    ops.add(x_.address(), delta_.address(), n * hp.n_embd);
-    ops.rms_norm(x_.address(), hp.n_embd, l.ffn_norm, normed_.address(), hp.n_embd, n, hp.n_embd,
-                 hp.rms_eps);
-    ActivationInput ffn_input(ops, normed_in_, normed_.address(), hp.n_embd, n, hp.n_embd);
-    ffn_->record(ops, l.ffn, il, ffn_input, normed_, delta_.address(), n);
-    ops.add(x_.address(), delta_.address(), n * hp.n_embd);
+  for (auto& s : stages_) {
+    s->ensure(n);
+    s->step.write(batch.tokens, layout_.position, layout_.sequence, &placement_);
   }
-  head_->record(ops, x_, layout_.logit_rows);
-  if (stats) ffn_->record_stats(ops, n);
-  cmd.end();
-  ffn_->run_step(cmd, pool);
-  normed_in_.release_retired();
-  attention_->release_retired();
-  ffn_->release_retired();
+  for (size_t i = 0; i < stages_.size(); ++i) {
+    GpuStage& s = *stages_[i];
+    record_stage(s, i, batch, n, stats != nullptr);
+    s.ffn->run_step(*s.cmd, pool);
+    s.release_retired();
+    if (i + 1 < stages_.size()) s.pass_to(*stages_[i + 1], n);
+  }
   head_->release_retired();
   head_->read(logits, rows);
-  if (stats) ffn_->add_stats(*stats, n);
+  timeline_ = merged_timeline(stages_);
+  if (stats) {
+    for (auto& s : stages_) s->ffn->add_stats(*stats, n, s->layers().first, s->layers().last);
+  }
 }
 
 }  // namespace strata::vk

@@ -188,6 +188,24 @@ TEST(HybridPlan, VramBudgetBelowTheModelRunsAPlanWithExpertsInRam) {
   EXPECT_EQ(quiet.output, cpu_tokens(model, "1,2,3,4,5", 8));
 }
 
+// --device vk0,vk0 opens the GPU twice, as two logical devices, and splits the layers across
+// them (with --n-cpu-moe, experts in RAM as well): the CPU's tokens, both devices in the log.
+TEST(HybridPlan, TwoDevicesSplitTheLayers) {
+  SKIP_WITHOUT_GPU_BACKEND();
+  const std::string model =
+      (test::oracle_dir() / "gdn" / "models" / "tiny-qwen35moe-Q8_0.gguf").string();
+  for (const char* flags : {"", " --n-cpu-moe 2"}) {
+    const std::string run =
+        "run -m " + model + " --device vk0,vk0" + flags + " --tokens 1,2,3,4,5 -n 8";
+    const auto r = run_strata_env(lavapipe_only(), run, false);
+    ASSERT_EQ(r.exit_code, 0) << flags << ": " << r.output;
+    EXPECT_EQ(r.output, cpu_tokens(model, "1,2,3,4,5", 8)) << flags;
+    const auto logged = run_strata_env(lavapipe_only(), run);
+    EXPECT_TRUE(contains(logged.output, "on vk0 (")) << logged.output;
+    EXPECT_TRUE(contains(logged.output, "on vk0:1 (")) << logged.output;
+  }
+}
+
 // `strata plan --json` for a small hypothetical GPU (its 800 MiB runtime margin plus ~3.7 MiB),
 // executed with --plan.
 TEST(HybridPlan, SavedPlanRunsAsPlanned) {

@@ -34,6 +34,13 @@ inline std::shared_ptr<Device> shared_test_device() {
   }();
   return device;
 }
+// The same GPU opened a second time: a second logical device (its own memory, queue and
+// kernels), as --device vk0,vk0 makes, for the multi-GPU tests.
+inline std::shared_ptr<Device> second_test_device() {
+  static std::shared_ptr<Device> device =
+      std::make_shared<Device>(shared_test_device()->info(), /*opening=*/1);
+  return device;
+}
 inline Device& test_device() {
   return *shared_test_device();
 }

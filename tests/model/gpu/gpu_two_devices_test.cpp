@@ -1,0 +1,257 @@
+// A model split across two GPUs (case (e) of the hybrid executor): the test GPU opened twice,
+// as `--device vk0,vk0` does, gives two logical devices with their own memory, queues and
+// kernels. The plan keeps the first half of the layers on one and the rest on the other (the
+// hidden states hop between them through host memory); on MoE files the experts of layer 0 also
+// stay in RAM, so a step has CPU experts and a hop. Every oracle model (../shared/oracle and
+// gdn/) is held to the whole-GPU tests' thresholds against the independent engine. The hop
+// copies floats exactly and each stage runs the same kernels, so a split model computes the
+// same bits as the same placement on one device: that is checked too (greedy tokens, batched
+// serving).
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "backend/vulkan/gpu_model.h"
+#include "model/oracle_compare.h"
+#include "runtime/session.h"
+#include "support/greedy_jobs.h"
+#include "support/test_support.h"
+#include "unit/vulkan/gpu_test_device.h"
+
+namespace strata::test {
+namespace {
+
+std::vector<std::shared_ptr<vk::Device>> two_devices() {
+  return {vk::test::shared_test_device(), vk::test::second_test_device()};
+}
+
+// Layers [0, n/2) on GPU0 (plan device 1), the rest on GPU1 with the output head; the token
+// embeddings on GPU0; experts on their layer's GPU except layer 0's when `layer0_in_ram`.
+plan::Placement split_across_two(const ModelHParams& hp, bool layer0_in_ram) {
+  plan::Placement p;
+  p.embeddings_device = 1;
+  p.output_device = hp.n_layer > 1 ? 2 : 1;
+  p.layers.resize(static_cast<size_t>(hp.n_layer));
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    plan::LayerPlacement& l = p.layers[static_cast<size_t>(il)];
+    l.attention_device = il < hp.n_layer / 2 ? 1 : 2;
+    const int experts = il == 0 && layer0_in_ram ? plan::kCpuDevice : l.attention_device;
+    l.expert_device.assign(static_cast<size_t>(hp.n_expert), experts);
+  }
+  return p;
+}
+
+// The same experts in RAM, every layer on one GPU.
+plan::Placement one_device(const ModelHParams& hp, bool layer0_in_ram) {
+  plan::Placement p = split_across_two(hp, layer0_in_ram);
+  p.output_device = 1;
+  for (plan::LayerPlacement& l : p.layers) {
+    l.attention_device = 1;
+    for (int& d : l.expert_device) d = d == plan::kCpuDevice ? d : 1;
+  }
+  return p;
+}
+
+ModelHParams hparams_of(const std::string& path) {
+  return Model::load(path, LoadMode::mmap)->hparams();
+}
+
+struct TwoDeviceCase {
+  std::string model, logits, kv_type;
+  bool gdn = false;
+};
+
+void PrintTo(const TwoDeviceCase& c, std::ostream* os) {
+  *os << std::filesystem::path(c.logits).filename().string();
+}
+
+std::vector<TwoDeviceCase> two_device_cases() {
+  std::vector<TwoDeviceCase> out;
+  const auto dir = oracle_dir() / "logits";
+  if (std::filesystem::is_directory(dir)) {
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      const std::string name = e.path().filename().string();
+      const size_t dot = name.find('.');
+      out.push_back({(oracle_dir() / "models" / (name.substr(0, dot) + ".gguf")).string(),
+                     e.path().string(), name.substr(dot + 1).rfind("q8kv", 0) == 0 ? "q8_0" : "f16",
+                     false});
+    }
+  }
+  for (const GdnCase& g : gdn_cases()) {
+    out.push_back({(oracle_dir() / "gdn" / "models" / g.model).string(),
+                   (oracle_dir() / "gdn" / "logits" / g.logits).string(), "f16", true});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.logits < b.logits; });
+  return out;
+}
+
+class GpuTwoDevicesLogits : public testing::TestWithParam<TwoDeviceCase> {};
+
+TEST_P(GpuTwoDevicesLogits, MatchesReferenceEngine) {
+  const TwoDeviceCase& c = GetParam();
+  const auto reference = LogitsFile::read(c.logits);
+  const ModelHParams hp = hparams_of(c.model);
+  const plan::Placement placement = split_across_two(hp, hp.n_expert > 0);
+  auto gpu = vk::load_gpu_model(c.model, two_devices(), &placement);
+  const auto ours = teacher_forced_logits(*gpu, reference, c.kv_type, 2);
+  const LogitsComparison r = compare_logits(reference, ours);
+  std::printf("%-44s nmse %.2e  first row %.2e  worst row %.2e  argmax %d/%d\n",
+              std::filesystem::path(c.logits).filename().c_str(), r.nmse, r.first_row_nmse,
+              r.worst_row_nmse, r.argmax_agree, r.clear_rows);
+  // Both devices hold part of the model.
+  const std::vector<Model::DeviceMemory> memory = gpu->device_memory();
+  ASSERT_EQ(memory.size(), 2u);
+  EXPECT_NE(memory[0].device, memory[1].device);
+  for (const Model::DeviceMemory& m : memory) EXPECT_GT(m.allocated_bytes, 0u) << m.device;
+  if (hp.n_expert > 0) {
+    const auto* timeline = vk::hybrid_timeline(*gpu);
+    ASSERT_NE(timeline, nullptr);
+    ASSERT_FALSE(timeline->layers.empty()) << "layer 0's experts were not computed by the CPU";
+    EXPECT_EQ(timeline->layers.front().layer, 0);
+  }
+  const bool f16_weights = c.model.find("-F16") != std::string::npos;
+  if (c.gdn) {  // gpu_hybrid_test.cpp's thresholds
+    EXPECT_LT(r.first_row_nmse, 1e-5);
+    EXPECT_LT(r.nmse_unflipped, 1e-3);
+    EXPECT_LT(r.nmse, 3e-3);
+  } else {  // gpu_oracle_logits_test.cpp's
+    const bool q8_cache = c.kv_type == "q8_0";
+    EXPECT_LT(r.first_row_nmse, f16_weights ? 1e-5 : (q8_cache ? 5e-3 : 2e-3));
+    EXPECT_LT(r.nmse, f16_weights ? 1e-5 : (q8_cache ? 5e-3 : 2e-3));
+  }
+  EXPECT_LE(r.rows_over_1e2, f16_weights ? 0 : 2);
+  EXPECT_GE(r.argmax_agree, r.clear_rows - 1) << "argmax disagrees on clear rows";
+}
+
+INSTANTIATE_TEST_SUITE_P(AllModels, GpuTwoDevicesLogits, testing::ValuesIn(two_device_cases()),
+                         [](const testing::TestParamInfo<TwoDeviceCase>& info) {
+                           std::string n = std::filesystem::path(info.param.logits).stem().string();
+                           for (char& ch : n)
+                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return n;
+                         });
+
+TEST(GpuTwoDevicesLogits, EveryReferenceFileIsCovered) {
+  EXPECT_GE(two_device_cases().size(), 23u + 2);  // ../shared/oracle/logits and gdn/
+}
+
+// The same bits as on one device: greedy tokens over 24 steps and every logit of the last one,
+// for a standard MoE model (2 layers: one per device) and qwen35moe (Gated DeltaNet layers on
+// the first device, attention on the second).
+TEST(GpuTwoDevices, SameBitsAsOneDevice) {
+  for (const std::string& path :
+       {(oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string(),
+        (oracle_dir() / "models" / "tiny-llama-Q8_0.gguf").string(),
+        (oracle_dir() / "gdn" / "models" / "tiny-qwen35moe-Q8_0.gguf").string()}) {
+    SCOPED_TRACE(path);
+    const ModelHParams hp = hparams_of(path);
+    const plan::Placement split = split_across_two(hp, hp.n_expert > 0);
+    const plan::Placement whole = one_device(hp, hp.n_expert > 0);
+    auto two = vk::load_gpu_model(path, two_devices(), &split);
+    auto one = vk::load_gpu_model(path, vk::test::shared_test_device(), &whole);
+    ThreadPool pool(2);
+    std::vector<int32_t> tokens[2];
+    std::vector<float> last[2];
+    Model* models[2] = {two.get(), one.get()};
+    for (int m = 0; m < 2; ++m) {
+      Session session(*models[m], 64, GgmlType::F16, pool);
+      session.eval(prompt_of(3, 9), false, last[m]);
+      for (int i = 0; i < 24; ++i) {
+        tokens[m].push_back(argmax(last[m]));
+        session.eval(std::span<const int32_t>(&tokens[m].back(), 1), false, last[m]);
+      }
+    }
+    EXPECT_EQ(tokens[0], tokens[1]);
+    EXPECT_EQ(last[0], last[1]) << "the split model's logits differ from one device's";
+  }
+}
+
+// The scheduler's continuous batches (prompts split over steps, several sequences per forward,
+// a paged pool, GDN snapshots) across two devices generate what each prompt generates alone.
+TEST(GpuTwoDevices, BatchedGenerationsMatchSingleSequences) {
+  for (const std::string& path :
+       {(oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string(),
+        (oracle_dir() / "gdn" / "models" / "tiny-qwen35moe-Q8_0.gguf").string()}) {
+    SCOPED_TRACE(path);
+    const plan::Placement placement = split_across_two(hparams_of(path), true);
+    auto model = vk::load_gpu_model(path, two_devices(), &placement);
+    ThreadPool pool(2);
+    const std::vector<std::vector<int32_t>> prompts = {prompt_of(5, 70), prompt_of(6, 3),
+                                                       prompt_of(7, 33)};
+    std::vector<std::vector<int32_t>> expected;
+    for (const auto& p : prompts) expected.push_back(session_greedy(*model, p, 10, pool));
+    Scheduler scheduler(
+        *model, pool,
+        {.n_slots = 2, .n_ctx = 256, .page_size = 16, .batch_tokens = 40, .prefill_chunk = 24});
+    std::vector<Collected> got(prompts.size());
+    for (size_t i = 0; i < prompts.size(); ++i)
+      ASSERT_TRUE(scheduler.submit(greedy_job(prompts[i], 10, got[i])));
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      EXPECT_EQ(got[i].done.get_future().get().reason, FinishReason::length);
+      EXPECT_EQ(got[i].tokens, expected[i]) << "prompt " << i;
+    }
+  }
+}
+
+// Each device holds its own layers' weights (not a copy of the whole model), and the log line
+// names both devices' layer ranges.
+TEST(GpuTwoDevices, EachDeviceHoldsItsLayers) {
+  const std::string path = (oracle_dir() / "gdn" / "models" / "tiny-qwen35moe-Q8_0.gguf").string();
+  const ModelHParams hp = hparams_of(path);
+  const plan::Placement split = split_across_two(hp, false);
+  const plan::Placement whole = one_device(hp, false);
+  const auto fresh = [](int opening) {
+    return std::make_shared<vk::Device>(vk::test::shared_test_device()->info(), opening);
+  };
+  std::vector<std::shared_ptr<vk::Device>> devices = {fresh(0), fresh(1)};
+  auto two = vk::load_gpu_model(path, devices, &split);
+  auto single = fresh(0);
+  auto one = vk::load_gpu_model(path, single, &whole);
+  const uint64_t a = devices[0]->device_local_bytes(), b = devices[1]->device_local_bytes();
+  const uint64_t all = single->device_local_bytes();
+  std::printf("device-local bytes: %llu + %llu on two devices, %llu on one\n",
+              static_cast<unsigned long long>(a), static_cast<unsigned long long>(b),
+              static_cast<unsigned long long>(all));
+  EXPECT_LT(a, all);
+  EXPECT_LT(b, all);
+  const std::string summary = two->placement_summary();
+  EXPECT_NE(summary.find(fmt::format("layers 0-{} on {}", hp.n_layer / 2 - 1, devices[0]->label())),
+            std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find(fmt::format("layers {}-{} on {}", hp.n_layer / 2, hp.n_layer - 1,
+                                     devices[1]->label())),
+            std::string::npos)
+      << summary;
+}
+
+// What a split cannot be is refused with the reason.
+TEST(GpuTwoDevices, UnsupportedSplitsAreClearErrors) {
+  const std::string path = (oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string();
+  const ModelHParams hp = hparams_of(path);
+  const auto error_of = [&](const plan::Placement& p) -> std::string {
+    try {
+      vk::load_gpu_model(path, two_devices(), &p);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  plan::Placement head_elsewhere = split_across_two(hp, false);
+  head_elsewhere.output_device = 1;
+  EXPECT_NE(error_of(head_elsewhere).find("output head on GPU0"), std::string::npos)
+      << error_of(head_elsewhere);
+  plan::Placement expert_elsewhere = split_across_two(hp, false);
+  expert_elsewhere.layers[0].expert_device[2] = 2;
+  EXPECT_NE(error_of(expert_elsewhere).find("expert 2 of layer 0 on GPU1"), std::string::npos)
+      << error_of(expert_elsewhere);
+  plan::Placement third_gpu = split_across_two(hp, false);
+  third_gpu.layers[1].attention_device = 3;
+  EXPECT_NE(error_of(third_gpu).find("layer 1's attention on GPU2"), std::string::npos)
+      << error_of(third_gpu);
+}
+
+}  // namespace
+}  // namespace strata::test
