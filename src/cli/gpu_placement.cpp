@@ -59,18 +59,14 @@ std::optional<plan::Placement> choose_gpu_placement(const ModelOptions& options,
                "--override-tensor");
   plan::ModelInventory inv = plan::inventory_from_gguf(GgufFile::open(options.path));
   if (!r.hot_experts.empty()) plan::load_expert_popularity(inv, r.hot_experts);
-  if (r.flags.gpu_layers >= 0 && r.flags.gpu_layers < inv.n_layer) {
-    fail(
-        "--gpu-layers {}: {} has {} layers; this strata keeps every layer's attention on the "
-        "GPU and moves routed experts to RAM instead (use --n-cpu-moe N or --vram-budget)",
-        r.flags.gpu_layers, options.path, inv.n_layer);
-  }
+  STRATA_CHECK(r.flags.gpu_layers != 0,
+               "--gpu-layers 0 keeps every layer on the CPU: run with --device none");
   if (!r.plan_file.empty()) return read_plan_file(r.plan_file, inv, n_gpus);
   const plan::HardwareProfile hw =
       nominal_gpus(budget_bytes ? budget_bytes : uint64_t{1} << 50, n_gpus);
   if (r.flags.any()) return plan::placement_from_flags(inv, hw, r.flags);
   const bool split = n_gpus > 1;
-  if (!split && (budget_bytes == 0 || inv.n_expert == 0)) return std::nullopt;
+  if (!split && budget_bytes == 0) return std::nullopt;
   // Plan as the planner would for this budget; when everything lands on the GPU, run whole.
   plan::PlanGoals goals;
   goals.context = options.ctx;
@@ -82,20 +78,16 @@ std::optional<plan::Placement> choose_gpu_placement(const ModelOptions& options,
   const plan::Plan p = plan::plan_placement(inv, hw, goals, plan::default_cost_constants(), memory);
   STRATA_CHECK(p.fits, "{} does not fit this machine with {} GPU(s) of {}: {}", options.path,
                n_gpus, format_bytes(budget_bytes), p.fit_error);
-  bool all_on_gpu = true, runnable = p.placement.output_device != plan::kCpuDevice;
+  bool all_on_gpu = p.placement.output_device != plan::kCpuDevice;
+  bool any_on_gpu = false;
   for (const plan::LayerPlacement& l : p.placement.layers) {
-    runnable = runnable && l.attention_device != plan::kCpuDevice;
-    all_on_gpu = all_on_gpu && std::none_of(l.expert_device.begin(), l.expert_device.end(),
-                                            [](int d) { return d == plan::kCpuDevice; });
+    any_on_gpu = any_on_gpu || l.attention_device != plan::kCpuDevice;
+    all_on_gpu = all_on_gpu && l.attention_device != plan::kCpuDevice &&
+                 std::none_of(l.expert_device.begin(), l.expert_device.end(),
+                              [](int d) { return d == plan::kCpuDevice; });
   }
-  // A budget too small for the attention, norms and output head (the plan would keep layers on
-  // the CPU, which this executor does not run): the whole-model load says what does not fit.
-  if (!split && (all_on_gpu || !runnable)) return std::nullopt;
-  STRATA_CHECK(runnable,
-               "{} does not fit {} GPUs of {}: the plan keeps layers or the output head on the "
-               "CPU, which this strata does not run yet (give --vram-budget more, or fewer layers' "
-               "experts on the GPUs with --n-cpu-moe)",
-               options.path, n_gpus, format_bytes(budget_bytes));
+  // A budget too small for even one layer: the whole-model load says what does not fit.
+  if (!any_on_gpu || (!split && all_on_gpu)) return std::nullopt;
   if (split) {
     log::info("plan: {} split across {} GPUs; predicted {:.1f} tok/s", options.path, n_gpus,
               p.decode.tokens_per_second());

@@ -144,17 +144,36 @@ void HybridDecoder::forward(const ForwardBatch& batch, std::span<const SequenceK
   const ModelHParams& hp = hparams_;
   layout_.build(batch, kv, hp.n_layer);
   ordered_.build(batch, layout_, batch.recurrent, kv.size(), hp.arch);
-
-  const int64_t n = static_cast<int64_t>(ordered_.tokens.size());
-  const size_t size = static_cast<size_t>(n * hp.n_embd);
-  x_.resize(size);
-  normed_.resize(size);
-  delta_.resize(size);
+  x_.resize(ordered_.tokens.size() * static_cast<size_t>(hp.n_embd));
   {
     STRATA_PROFILE("embedding");
     embed_tokens(token_embd_, ordered_.tokens, x_.data());
   }
+  run_layers(batch, kv, 0, hp.n_layer, x_.data(), pool, stats);
+  for (const SequenceRuns::Run& run : ordered_.runs) {
+    float* state = batch.recurrent[static_cast<size_t>(run.sequence)];
+    state[0] = static_cast<float>(static_cast<int64_t>(state[0]) + run.count);
+  }
+  STRATA_PROFILE("output head");
+  output_head(output_, output_norm_, hp.rms_eps, x_.data(), ordered_.logit_rows, logits, pool);
+}
 
+void HybridDecoder::forward_layers(const ForwardBatch& batch, std::span<const SequenceKv> kv,
+                                   int64_t first, int64_t last, float* x, ThreadPool& pool,
+                                   ForwardStats* stats) {
+  layout_.build(batch, kv, hparams_.n_layer);
+  ordered_.build(batch, layout_, batch.recurrent, kv.size(), hparams_.arch);
+  run_layers(batch, kv, first, last, x, pool, stats);
+}
+
+void HybridDecoder::run_layers(const ForwardBatch& batch, std::span<const SequenceKv> kv,
+                               int64_t first, int64_t last, float* x, ThreadPool& pool,
+                               ForwardStats* stats) {
+  const ModelHParams& hp = hparams_;
+  const auto n = static_cast<int64_t>(ordered_.tokens.size());
+  const size_t size = static_cast<size_t>(n * hp.n_embd);
+  normed_.resize(size);
+  delta_.resize(size);
   AttentionParams attn_params = attention_params(hp, rope_);
   attn_params.output_gate = true;
   MoeParams moe = moe_params(hp);
@@ -163,9 +182,9 @@ void HybridDecoder::forward(const ForwardBatch& batch, std::span<const SequenceK
       stats && static_cast<int64_t>(stats->expert_counts.size()) == hp.n_layer * hp.n_expert;
   const GatedDeltaNetParams& p = options_.gdn;
 
-  for (int64_t il = 0; il < hp.n_layer; ++il) {
+  for (int64_t il = first; il < last; ++il) {
     const Layer& l = layers_[static_cast<size_t>(il)];
-    norm_rows(x_.data(), l.attn_norm, n);
+    norm_rows(x, l.attn_norm, n);
     if (options_.recurrent[static_cast<size_t>(il)]) {
       layer_runs_.clear();
       for (const SequenceRuns::Run& run : ordered_.runs) {
@@ -179,19 +198,13 @@ void HybridDecoder::forward(const ForwardBatch& batch, std::span<const SequenceK
       const TokenPlacement at{ordered_.sequence, ordered_.position, layer_caches_};
       attention_block(l.attn, attn_params, normed_.data(), n, at, delta_.data(), pool);
     }
-    add_residual(x_.data(), delta_.data(), static_cast<int64_t>(size));
+    add_residual(x, delta_.data(), static_cast<int64_t>(size));
 
-    norm_rows(x_.data(), l.post_norm, n);
+    norm_rows(x, l.post_norm, n);
     moe.selection_counts = count_experts ? &stats->expert_counts[il * hp.n_expert] : nullptr;
     moe_ffn_block(l.moe, moe, normed_.data(), n, delta_.data(), pool);
-    add_residual(x_.data(), delta_.data(), static_cast<int64_t>(size));
+    add_residual(x, delta_.data(), static_cast<int64_t>(size));
   }
-  for (const SequenceRuns::Run& run : ordered_.runs) {
-    float* state = batch.recurrent[static_cast<size_t>(run.sequence)];
-    state[0] = static_cast<float>(static_cast<int64_t>(state[0]) + run.count);
-  }
-  STRATA_PROFILE("output head");
-  output_head(output_, output_norm_, hp.rms_eps, x_.data(), ordered_.logit_rows, logits, pool);
 }
 
 void HybridDecoder::norm_rows(const float* x, const float* weight, int64_t n) {

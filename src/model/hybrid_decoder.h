@@ -53,6 +53,11 @@ class HybridDecoder : public Model {
 
   void forward(const ForwardBatch& batch, std::span<const SequenceKv> kv, float* logits,
                ThreadPool& pool, ForwardStats* stats) override;
+  // Layers [first, last) of a forward over x ([n][n_embd] hidden states in SequenceRuns order,
+  // updated in place), for executors that run the other layers elsewhere (a hybrid plan's CPU
+  // layers). The states' headers are left for the caller to advance once the whole step ran.
+  void forward_layers(const ForwardBatch& batch, std::span<const SequenceKv> kv, int64_t first,
+                      int64_t last, float* x, ThreadPool& pool, ForwardStats* stats);
   int64_t dense_bytes_per_token() const override;
   int64_t expert_bytes() const override;
   int64_t recurrent_bytes_per_token() const override;
@@ -77,6 +82,9 @@ class HybridDecoder : public Model {
 
  private:
   void norm_rows(const float* x, const float* weight, int64_t n);
+  // Layers [first, last) over x (layout_ and ordered_ built).
+  void run_layers(const ForwardBatch& batch, std::span<const SequenceKv> kv, int64_t first,
+                  int64_t last, float* x, ThreadPool& pool, ForwardStats* stats);
 
   Options options_;
   ops::Rope rope_;

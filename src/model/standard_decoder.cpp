@@ -39,42 +39,54 @@ void StandardDecoder::forward(const ForwardBatch& batch, std::span<const Sequenc
                               float* logits, ThreadPool& pool, ForwardStats* stats) {
   const ModelHParams& hp = hparams_;
   layout_.build(batch, kv, hp.n_layer);
-  const int64_t n = static_cast<int64_t>(batch.tokens.size());
-  const size_t size = static_cast<size_t>(n * hp.n_embd);
-  x_.resize(size);
-  normed_.resize(size);
-  delta_.resize(size);
+  x_.resize(batch.tokens.size() * static_cast<size_t>(hp.n_embd));
   {
     STRATA_PROFILE("embedding");
     embed_tokens(token_embd_, batch.tokens, x_.data());
   }
+  run_layers(kv, 0, hp.n_layer, x_.data(), pool, stats);
+  STRATA_PROFILE("output head");
+  output_head(output_, output_norm_, hp.rms_eps, x_.data(), layout_.logit_rows, logits, pool);
+}
 
+void StandardDecoder::forward_layers(const ForwardBatch& batch, std::span<const SequenceKv> kv,
+                                     int64_t first, int64_t last, float* x, ThreadPool& pool,
+                                     ForwardStats* stats) {
+  layout_.build(batch, kv, hparams_.n_layer);
+  run_layers(kv, first, last, x, pool, stats);
+}
+
+void StandardDecoder::run_layers(std::span<const SequenceKv> kv, int64_t first, int64_t last,
+                                 float* x, ThreadPool& pool, ForwardStats* stats) {
+  const ModelHParams& hp = hparams_;
+  const auto n = static_cast<int64_t>(layout_.sequence.size());
+  const size_t size = static_cast<size_t>(n * hp.n_embd);
+  normed_.resize(size);
+  delta_.resize(size);
   const AttentionParams attn_params = attention_params(hp, rope_);
   MoeParams moe = moe_params(hp);
   if (stats) moe.distinct_experts = &stats->distinct_experts;
   const bool count_experts =
       stats && static_cast<int64_t>(stats->expert_counts.size()) == hp.n_layer * hp.n_expert;
 
-  for (int64_t il = 0; il < hp.n_layer; ++il) {
+  for (int64_t il = first; il < last; ++il) {
     const Layer& l = layers_[static_cast<size_t>(il)];
-    norm_rows(x_.data(), l.attn_norm, n);
+    norm_rows(x, l.attn_norm, n);
     layer_caches_.clear();
     for (const SequenceKv& sequence_kv : kv) layer_caches_.push_back(sequence_kv[il]);
     const TokenPlacement at{layout_.sequence, layout_.position, layer_caches_};
     attention_block(l.attn, attn_params, normed_.data(), n, at, delta_.data(), pool);
-    add_residual(x_.data(), delta_.data(), static_cast<int64_t>(size));
+    add_residual(x, delta_.data(), static_cast<int64_t>(size));
 
-    norm_rows(x_.data(), l.ffn_norm, n);
+    norm_rows(x, l.ffn_norm, n);
     if (options_.moe) {
       moe.selection_counts = count_experts ? &stats->expert_counts[il * hp.n_expert] : nullptr;
       moe_ffn_block(l.moe, moe, normed_.data(), n, delta_.data(), pool);
     } else {
       dense_ffn_block(l.dense, normed_.data(), n, delta_.data(), pool);
     }
-    add_residual(x_.data(), delta_.data(), static_cast<int64_t>(size));
+    add_residual(x, delta_.data(), static_cast<int64_t>(size));
   }
-  STRATA_PROFILE("output head");
-  output_head(output_, output_norm_, hp.rms_eps, x_.data(), layout_.logit_rows, logits, pool);
 }
 
 void StandardDecoder::norm_rows(const float* x, const float* weight, int64_t n) {

@@ -23,6 +23,10 @@ class StandardDecoder : public Model {
 
   void forward(const ForwardBatch& batch, std::span<const SequenceKv> kv, float* logits,
                ThreadPool& pool, ForwardStats* stats) override;
+  // Layers [first, last) of a forward over x ([n][n_embd] hidden states in batch order, updated
+  // in place): for executors that run the other layers elsewhere (a hybrid plan's CPU layers).
+  void forward_layers(const ForwardBatch& batch, std::span<const SequenceKv> kv, int64_t first,
+                      int64_t last, float* x, ThreadPool& pool, ForwardStats* stats);
   int64_t dense_bytes_per_token() const override;
   int64_t expert_bytes() const override;
 
@@ -43,6 +47,9 @@ class StandardDecoder : public Model {
  private:
   // rms_norm of n rows of x into normed_.
   void norm_rows(const float* x, const float* weight, int64_t n);
+  // Layers [first, last) over x_ (layout_ built).
+  void run_layers(std::span<const SequenceKv> kv, int64_t first, int64_t last, float* x,
+                  ThreadPool& pool, ForwardStats* stats);
 
   Options options_;
   ops::Rope rope_;

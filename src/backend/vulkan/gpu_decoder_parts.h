@@ -44,9 +44,11 @@ struct GpuPlacement {
   ExpertPlacement experts;
   bool embeddings_on_device = true;  // false: token_embd stays in RAM (unless tied to the head)
   // [n_layer] the device (index into the decoder's devices) of each layer's attention, norms,
-  // router, shared expert and GPU experts; empty: all on the first. The token embeddings go to
-  // layer 0's device, the output head to the last layer's.
+  // router, shared expert and GPU experts, -1 for a layer the CPU runs from RAM; empty: all on
+  // the first. The token embeddings go to layer 0's device, the output head to the last
+  // layer's.
   std::vector<int> layer_device;
+  bool head_on_device = true;  // false: the CPU computes the output head from RAM
 };
 const ExpertsOnDevice& layer_experts(const ExpertPlacement& placement, int64_t il);
 

@@ -66,8 +66,10 @@ GpuHybridDecoder::GpuHybridDecoder(std::unique_ptr<HybridDecoder> cpu,
   for (int64_t il = 0; il < hparams_.n_layer && first_kv_layer_ < 0; ++il)
     if (kv_layers[static_cast<size_t>(il)]) first_kv_layer_ = il;
   upload_weights(devices);
-  head_ = std::make_unique<GpuOutputHead>(stages_.back()->device(), hparams_, ends_.output,
-                                          ends_.output_norm);
+  if (plan_.head_on_gpu) {
+    head_ = std::make_unique<GpuOutputHead>(stages_.back()->device(), hparams_, ends_.output,
+                                            ends_.output_norm);
+  }
 }
 
 GpuHybridDecoder::~GpuHybridDecoder() = default;
@@ -76,17 +78,21 @@ void GpuHybridDecoder::upload_weights(const std::vector<std::shared_ptr<Device>>
   const ModelHParams& hp = hparams_;
   const HybridDecoder& m = *cpu_;
   const GatedDeltaNetParams& p = m.options().gdn;
-  const ModelEnds ends{m.token_embd(), m.output(), m.output_norm(),
-                       placement_plan_.embeddings_on_device};
-  const std::vector<StageLayers> runs = stage_layers(placement_plan_.layer_device, hp.n_layer);
+  const ModelEnds ends{m.token_embd(), m.output(), m.output_norm()};
+  plan_ = plan_stages(placement_plan_, hp.n_layer, m.output().data == m.token_embd().data);
+  STRATA_CHECK(plan_.gpu_stages() > 0,
+               "{}: the placement keeps every layer and the output head on the CPU; run it with "
+               "--device none",
+               m.file().name());
   const std::vector<bool> kv_layers = m.kv_layers();
   layers_.resize(static_cast<size_t>(hp.n_layer));
-  for (size_t si = 0; si < runs.size(); ++si) {
-    const StageLayers& run = runs[si];
+  for (const StageLayers& run : plan_.runs) {
+    if (run.on_cpu()) continue;
+    const size_t si = stages_.size();
     auto stage = std::make_unique<GpuStage>(devices.at(static_cast<size_t>(run.device)), hp, run,
                                             kv_layers, m.options().n_ff_shexp);
     auto gdn = std::make_unique<GdnWork>(stage->device());
-    uint64_t total = ends.upload_bytes(hp, si, runs.size());
+    uint64_t total = ends.upload_bytes(hp, plan_, si);
     for (int64_t il = run.first; il < run.last; ++il) {
       const HybridDecoder::Layer& l = m.layers()[static_cast<size_t>(il)];
       for (const ops::WeightMatrix* w :
@@ -101,7 +107,7 @@ void GpuHybridDecoder::upload_weights(const std::vector<std::shared_ptr<Device>>
     }
     stage->weights = std::make_unique<DeviceWeights>(stage->device(), total);
     DeviceWeights& w = *stage->weights;
-    upload_model_ends(ends, hp, *stage, si, runs.size(), ends_);
+    upload_model_ends(ends, hp, plan_, *stage, si, ends_);
     for (int64_t il = run.first; il < run.last; ++il) {
       const HybridDecoder::Layer& src = m.layers()[static_cast<size_t>(il)];
       const auto name = [&](const char* t) { return layer_tensor(il, t); };
@@ -132,8 +138,10 @@ void GpuHybridDecoder::upload_weights(const std::vector<std::shared_ptr<Device>>
     stages_.push_back(std::move(stage));
     gdn_.push_back(std::move(gdn));
   }
-  embeddings_ =
-      std::make_unique<GpuEmbeddings>(stages_.front()->device(), m.token_embd(), ends_.token_embd);
+  if (!plan_.runs.front().on_cpu()) {
+    embeddings_ = std::make_unique<GpuEmbeddings>(stages_.front()->device(), m.token_embd(),
+                                                  ends_.token_embd);
+  }
 }
 
 void GpuHybridDecoder::kv_slots_copied(const void* storage, int64_t from, int64_t to, int64_t n) {
@@ -220,7 +228,8 @@ void GpuHybridDecoder::write_runs(size_t si, const ForwardBatch& batch) {
   }
 }
 
-void GpuHybridDecoder::record_stage(size_t si, int64_t n, bool with_stats) {
+void GpuHybridDecoder::record_stage(size_t si, int64_t n, bool first_run, bool last_run,
+                                    bool with_stats) {
   const ModelHParams& hp = hparams_;
   GpuStage& s = *stages_[si];
   GdnWork& w = *gdn_[si];
@@ -233,8 +242,8 @@ void GpuHybridDecoder::record_stage(size_t si, int64_t n, bool with_stats) {
   CommandList& cmd = *s.cmd;
   cmd.begin();
   GpuOps ops{s.device(), cmd};
-  if (si == 0) embeddings_->record(ops, ordered_.tokens, s.step.tokens(), s.x);
-  s.begin(ops, n, si == 0);
+  if (first_run) embeddings_->record(ops, ordered_.tokens, s.step.tokens(), s.x);
+  s.begin(ops, n, first_run);
   const uint64_t x = s.x.address(), normed = s.normed.address(), delta = s.delta.address();
   size_t recurrent_index = 0;
   for (int64_t il = s.layers().first; il < s.layers().last; ++il) {
@@ -255,7 +264,7 @@ void GpuHybridDecoder::record_stage(size_t si, int64_t n, bool with_stats) {
     s.ffn->record(ops, l.ffn, il, post, s.normed, delta, n);
     ops.add(x, delta, n * hp.n_embd);
   }
-  if (si + 1 == stages_.size()) {
+  if (last_run && head_) {
     head_->record(ops, s.x, ordered_.logit_rows);
   } else {
     s.hand_over(ops, n);
@@ -285,16 +294,23 @@ void GpuHybridDecoder::forward(const ForwardBatch& batch, std::span<const Sequen
                  first_kv_layer_ >= 0 ? &placement_ : nullptr);
     write_runs(si, batch);
   }
-  for (size_t si = 0; si < stages_.size(); ++si) {
-    GpuStage& s = *stages_[si];
-    record_stage(si, n, stats != nullptr);
-    s.ffn->run_step(*s.cmd, pool);
-    s.release_retired();
-    gdn_[si]->gdn_in.release_retired();
-    if (si + 1 < stages_.size()) s.pass_to(*stages_[si + 1], n);
+  StageSteps steps;
+  steps.embed_on_host = [&](float* x) { embed_tokens(cpu_->token_embd(), ordered_.tokens, x); };
+  steps.record = [&](size_t si, bool first_run, bool last_run) {
+    record_stage(si, n, first_run, last_run, stats != nullptr);
+  };
+  steps.cpu_layers = [&](const StageLayers& run, float* x) {
+    cpu_->forward_layers(batch, kv, run.first, run.last, x, pool, stats);
+  };
+  run_stages(plan_, stages_, n, host_x_, hp.n_embd, pool, steps);
+  for (auto& w : gdn_) w->gdn_in.release_retired();
+  if (head_) {
+    head_->release_retired();
+    head_->read(logits, rows);
+  } else {
+    output_head(cpu_->output(), cpu_->output_norm(), hp.rms_eps, host_x_.data(),
+                ordered_.logit_rows, logits, pool);
   }
-  head_->release_retired();
-  head_->read(logits, rows);
   timeline_ = merged_timeline(stages_);
 
   // The states advanced: the devices hold them, the host header counts the tokens.

@@ -77,19 +77,21 @@ class GpuHybridDecoder : public Model {
   // The device copy of each run's state on stage si, current (uploads what the host changed).
   std::vector<uint64_t> prepare_states(size_t si, const ForwardBatch& batch);
   void write_runs(size_t si, const ForwardBatch& batch);
-  void record_stage(size_t si, int64_t n, bool with_stats);
+  void record_stage(size_t si, int64_t n, bool first_run, bool last_run, bool with_stats);
   void record_gdn(GpuOps& ops, GpuStage& s, GdnWork& w, const Layer& l, int64_t n, uint64_t runs,
                   int64_t n_runs, ActivationInput& normed);
 
   std::unique_ptr<HybridDecoder> cpu_;
   GpuPlacement placement_plan_;
   std::string placement_summary_;
-  std::vector<std::unique_ptr<GpuStage>> stages_;
-  std::vector<std::unique_ptr<GdnWork>> gdn_;  // [stage]
+  StagePlan plan_;
+  std::vector<std::unique_ptr<GpuStage>> stages_;  // the plan's GPU runs, in order
+  std::vector<std::unique_ptr<GdnWork>> gdn_;      // [stage]
   GpuModelEnds ends_;
-  std::unique_ptr<GpuEmbeddings> embeddings_;
-  std::unique_ptr<GpuOutputHead> head_;
+  std::unique_ptr<GpuEmbeddings> embeddings_;  // null: the CPU runs the first layers
+  std::unique_ptr<GpuOutputHead> head_;        // null: the CPU computes the head
   std::vector<Layer> layers_;
+  std::vector<float> host_x_;  // hidden states on their way through the CPU's layers
   int64_t first_kv_layer_ = -1;
   BatchLayout layout_;
   SequenceRuns ordered_;

@@ -11,9 +11,10 @@
 namespace strata::vk {
 namespace {
 
-// What a plan keeps on the devices, checked against what this executor runs: every layer's
-// attention on one of the GPUs (devices 1..n_devices), each routed expert on its layer's GPU or in
-// RAM, the token embeddings in RAM or on layer 0's GPU, the output head on the last layer's.
+// What a plan keeps on the devices, checked against what this executor runs: each layer on one
+// of the GPUs (devices 1..n_devices) or on the CPU, each routed expert on its layer's GPU or in
+// RAM (a CPU layer's experts in RAM), the token embeddings in RAM or on layer 0's GPU, the output
+// head in RAM or on the last layer's GPU.
 GpuPlacement placement_from_plan(const plan::Placement& p, const ModelHParams& hp,
                                  const std::string& path, size_t n_devices) {
   STRATA_CHECK(static_cast<int64_t>(p.layers.size()) == hp.n_layer,
@@ -22,18 +23,17 @@ GpuPlacement placement_from_plan(const plan::Placement& p, const ModelHParams& h
   const auto device_word = [](int d) {
     return d == plan::kCpuDevice ? std::string("the CPU") : fmt::format("GPU{}", d - 1);
   };
-  const auto is_gpu = [&](int d) { return d >= 1 && d <= static_cast<int>(n_devices); };
+  const auto known = [&](int d) { return d >= 0 && d <= static_cast<int>(n_devices); };
   GpuPlacement out;
   out.experts.resize(static_cast<size_t>(hp.n_layer));
   out.layer_device.resize(static_cast<size_t>(hp.n_layer));
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const plan::LayerPlacement& lp = p.layers[static_cast<size_t>(il)];
-    STRATA_CHECK(is_gpu(lp.attention_device),
-                 "{}: the plan keeps layer {}'s attention on {}; this strata runs attention, norms "
-                 "and routers on the {} GPU(s) --device names and moves only routed experts to "
-                 "RAM (layers on the CPU are not supported yet)",
-                 path, il, device_word(lp.attention_device), n_devices);
-    out.layer_device[static_cast<size_t>(il)] = lp.attention_device - 1;
+    const int a = lp.attention_device;
+    STRATA_CHECK(known(a),
+                 "{}: the plan keeps layer {}'s attention on {}, and --device names {} GPU(s)",
+                 path, il, device_word(a), n_devices);
+    out.layer_device[static_cast<size_t>(il)] = a == plan::kCpuDevice ? kCpuLayers : a - 1;
     if (lp.expert_device.empty()) continue;
     STRATA_CHECK(static_cast<int64_t>(lp.expert_device.size()) == hp.n_expert,
                  "{}: the plan places {} experts in layer {} but the model has {}", path,
@@ -42,26 +42,27 @@ GpuPlacement placement_from_plan(const plan::Placement& p, const ModelHParams& h
     bool all = true;
     for (size_t e = 0; e < on.size(); ++e) {
       const int d = lp.expert_device[e];
-      STRATA_CHECK(d == lp.attention_device || d == plan::kCpuDevice,
+      STRATA_CHECK(d == a || d == plan::kCpuDevice,
                    "{}: the plan puts expert {} of layer {} on {}; experts go to the CPU or the "
                    "GPU of their layer ({})",
-                   path, e, il, device_word(d), device_word(lp.attention_device));
+                   path, e, il, device_word(d), device_word(a));
       on[e] = d != plan::kCpuDevice;
       all = all && on[e];
     }
-    if (!all) out.experts[static_cast<size_t>(il)] = std::move(on);
+    if (!all && a != plan::kCpuDevice) out.experts[static_cast<size_t>(il)] = std::move(on);
   }
   const int first = p.layers.empty() ? 1 : p.layers.front().attention_device;
   const int last = p.layers.empty() ? 1 : p.layers.back().attention_device;
-  STRATA_CHECK(p.output_device == last,
-               "{}: the plan keeps the output head on {}; this strata runs it on the GPU of the "
-               "last layer, {} (give it more --vram-budget or fewer layers' experts on the GPU)",
+  STRATA_CHECK(p.output_device == last || p.output_device == plan::kCpuDevice,
+               "{}: the plan keeps the output head on {}; it goes to the CPU or to {}, where "
+               "the last layer runs",
                path, device_word(p.output_device), device_word(last));
   STRATA_CHECK(p.embeddings_device == first || p.embeddings_device == plan::kCpuDevice,
-               "{}: the plan keeps the token embeddings on {}; they go to the CPU or to {}, the "
-               "GPU of layer 0",
+               "{}: the plan keeps the token embeddings on {}; they go to the CPU or to {}, "
+               "where layer 0 runs",
                path, device_word(p.embeddings_device), device_word(first));
   out.embeddings_on_device = p.embeddings_device != plan::kCpuDevice;
+  out.head_on_device = p.output_device != plan::kCpuDevice;
   return out;
 }
 
@@ -71,6 +72,7 @@ std::string describe_placement(const plan::Placement& p, const ModelHParams& hp,
                                const std::vector<std::string>& device_labels,
                                uint64_t expert_bytes) {
   const auto label = [&](int d) {
+    if (d == plan::kCpuDevice) return std::string("the CPU");
     return d >= 1 && d <= static_cast<int>(device_labels.size())
                ? device_labels[static_cast<size_t>(d - 1)]
                : fmt::format("GPU{}", d - 1);
@@ -90,7 +92,7 @@ std::string describe_placement(const plan::Placement& p, const ModelHParams& hp,
       ranges.size() == 1 ? fmt::format("all {} layers on {}", hp.n_layer,
                                        label(p.layers.empty() ? 1 : p.layers[0].attention_device))
                          : fmt::format("{}", fmt::join(ranges, ", "));
-  if (hp.n_expert == 0) return where;
+  if (hp.n_expert == 0) return fmt::format("{}; output head on {}", where, label(p.output_device));
   int whole = 0, in_ram_layers = 0;
   int64_t singles = 0, in_ram = 0;
   for (const plan::LayerPlacement& lp : p.layers) {
@@ -110,10 +112,10 @@ std::string describe_placement(const plan::Placement& p, const ModelHParams& hp,
   return fmt::format(
       "attention, routers and shared experts of {}; {} layers' experts whole on their GPU, {} "
       "layers' wholly in RAM, {} single experts on a GPU; {} experts ({}) in RAM computed by the "
-      "CPU; token embeddings {}",
+      "CPU; token embeddings {}; output head on {}",
       where, whole, in_ram_layers, singles, in_ram,
       format_bytes(static_cast<uint64_t>(in_ram) * per_expert),
-      p.embeddings_device == plan::kCpuDevice ? "in RAM" : "on the GPU");
+      p.embeddings_device == plan::kCpuDevice ? "in RAM" : "on the GPU", label(p.output_device));
 }
 
 std::unique_ptr<Model> load_gpu_model(const std::string& path, const std::vector<int>& devices,

@@ -5,7 +5,11 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backend/vulkan/device_weights.h"
+
 namespace strata::vk {
+
+namespace {
 
 std::vector<StageLayers> stage_layers(const std::vector<int>& layer_device, int64_t n_layer) {
   std::vector<StageLayers> out;
@@ -16,6 +20,25 @@ std::vector<StageLayers> stage_layers(const std::vector<int>& layer_device, int6
   }
   if (out.empty()) out.push_back({0, 0, 0});  // a model without layers still has a head
   return out;
+}
+
+}  // namespace
+
+size_t StagePlan::gpu_stages() const {
+  return static_cast<size_t>(
+      std::count_if(runs.begin(), runs.end(), [](const StageLayers& r) { return !r.on_cpu(); }));
+}
+
+StagePlan plan_stages(const GpuPlacement& placement, int64_t n_layer, bool tied) {
+  StagePlan p;
+  p.runs = stage_layers(placement.layer_device, n_layer);
+  p.head_on_gpu = !p.runs.back().on_cpu() && placement.head_on_device;
+  const bool one_stage = p.runs.size() == 1;
+  // A tied head on the only stage reads the embeddings' upload, so they go up with it.
+  p.embeddings_on_gpu = !p.runs.front().on_cpu() &&
+                        (placement.embeddings_on_device || (tied && one_stage && p.head_on_gpu));
+  p.shared_table = tied && one_stage && p.embeddings_on_gpu && p.head_on_gpu;
+  return p;
 }
 
 namespace {
@@ -77,8 +100,12 @@ void GpuStage::hand_over(GpuOps& ops, int64_t n) {
   ops.cmd.copy(x, 0, hop(), 0, static_cast<uint64_t>(n * hp_.n_embd) * 4);
 }
 
-void GpuStage::pass_to(GpuStage& next, int64_t n) {
-  std::memcpy(next.hop().mapped(), hop().mapped(), static_cast<size_t>(n * hp_.n_embd) * 4);
+void GpuStage::receive(const float* x, int64_t n) {
+  std::memcpy(hop().mapped(), x, static_cast<size_t>(n * hp_.n_embd) * 4);
+}
+
+void GpuStage::send(float* x, int64_t n) {
+  std::memcpy(x, hop().mapped(), static_cast<size_t>(n * hp_.n_embd) * 4);
 }
 
 void GpuStage::release_retired() {
@@ -87,39 +114,58 @@ void GpuStage::release_retired() {
   ffn->release_retired();
 }
 
-namespace {
-
-bool embeddings_uploaded(const ModelEnds& e, size_t n_stages) {
-  return e.embeddings_on_device || (e.tied() && n_stages == 1);
-}
-
-}  // namespace
-
-uint64_t ModelEnds::upload_bytes(const ModelHParams& hp, size_t index, size_t n_stages) const {
-  const bool first = index == 0, last = index + 1 == n_stages;
-  const bool embedded = first && embeddings_uploaded(*this, n_stages);
+uint64_t ModelEnds::upload_bytes(const ModelHParams& hp, const StagePlan& plan,
+                                 size_t stage) const {
   uint64_t total = aligned_bytes(static_cast<uint64_t>(hp.n_rot / 2) * 4);  // RoPE frequencies
-  if (embedded) total += vk::upload_bytes(token_embd);
-  if (last) {
+  if (stage == 0 && plan.embeddings_on_gpu) total += vk::upload_bytes(token_embd);
+  if (plan.head_on_gpu && stage + 1 == plan.gpu_stages()) {
     total += vk::upload_bytes(output_norm, hp.n_embd);
-    if (!(tied() && n_stages == 1)) total += vk::upload_bytes(output);
+    if (!plan.shared_table) total += vk::upload_bytes(output);
   }
   return total;
 }
 
-void upload_model_ends(const ModelEnds& ends, const ModelHParams& hp, GpuStage& stage, size_t index,
-                       size_t n_stages, GpuModelEnds& out) {
+void upload_model_ends(const ModelEnds& ends, const ModelHParams& hp, const StagePlan& plan,
+                       GpuStage& stage, size_t index, GpuModelEnds& out) {
   DeviceWeights& w = *stage.weights;
-  if (index == 0 && embeddings_uploaded(ends, n_stages))
+  if (index == 0 && plan.embeddings_on_gpu)
     out.token_embd = w.matrix(ends.token_embd, "token_embd.weight");
-  if (index + 1 == n_stages) {
+  if (plan.head_on_gpu && index + 1 == plan.gpu_stages()) {
     out.output_norm = w.floats(ends.output_norm, hp.n_embd, "output_norm.weight");
-    out.output =
-        ends.tied() && n_stages == 1 ? out.token_embd : w.matrix(ends.output, "output.weight");
+    out.output = plan.shared_table ? out.token_embd : w.matrix(ends.output, "output.weight");
   }
   const std::vector<float> inv_freq = rope_frequencies(hp);
   stage.inv_freq =
       w.floats(inv_freq.data(), static_cast<int64_t>(inv_freq.size()), "rope frequencies");
+}
+
+void run_stages(const StagePlan& plan, const std::vector<std::unique_ptr<GpuStage>>& stages,
+                int64_t n, std::vector<float>& host_x, int64_t n_embd, ThreadPool& pool,
+                const StageSteps& steps) {
+  if (plan.gpu_stages() < plan.runs.size() || !plan.head_on_gpu)
+    host_x.resize(static_cast<size_t>(n * n_embd));
+  size_t gi = 0;  // the next GPU stage
+  for (size_t r = 0; r < plan.runs.size(); ++r) {
+    const StageLayers& run = plan.runs[r];
+    const bool first = r == 0, last = r + 1 == plan.runs.size();
+    if (run.on_cpu()) {
+      if (first) steps.embed_on_host(host_x.data());
+      steps.cpu_layers(run, host_x.data());
+      continue;
+    }
+    GpuStage& s = *stages[gi];
+    if (!first && plan.runs[r - 1].on_cpu()) s.receive(host_x.data(), n);
+    steps.record(gi, first, last);
+    s.ffn->run_step(*s.cmd, pool);
+    s.release_retired();
+    ++gi;
+    if (last && plan.head_on_gpu) continue;
+    if (!last && !plan.runs[r + 1].on_cpu()) {
+      stages[gi]->receive(static_cast<const float*>(s.hop().mapped()), n);
+    } else {
+      s.send(host_x.data(), n);
+    }
+  }
 }
 
 HybridTimeline merged_timeline(const std::vector<std::unique_ptr<GpuStage>>& stages) {

@@ -6,6 +6,7 @@
 // buffer: two Vulkan devices share no memory).
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -23,15 +24,27 @@
 
 namespace strata::vk {
 
-// Layers [first, last) on device `device` (an index into the decoder's devices).
+// Layers [first, last) on device `device` (an index into the decoder's devices; kCpuLayers:
+// the CPU runs them from RAM).
+constexpr int kCpuLayers = -1;
 struct StageLayers {
   int device = 0;
   int64_t first = 0, last = 0;
   bool contains(int64_t il) const { return il >= first && il < last; }
+  bool on_cpu() const { return device == kCpuLayers; }
 };
-// The runs of consecutive layers on the same device (layer_device: [n_layer] device indices;
-// empty: every layer on device 0).
-std::vector<StageLayers> stage_layers(const std::vector<int>& layer_device, int64_t n_layer);
+
+// The runs of consecutive layers on the same device, in layer order, and which GPU stage holds
+// the token embeddings and the output head.
+struct StagePlan {
+  std::vector<StageLayers> runs;
+  bool embeddings_on_gpu = false;  // the first run is a GPU's, holding token_embd
+  bool head_on_gpu = false;        // the last run is a GPU's, holding the output norm and head
+  bool shared_table = false;       // both in one stage and tied: the head reads that upload
+  size_t gpu_stages() const;
+};
+// tied: the output head is the token embedding table.
+StagePlan plan_stages(const GpuPlacement& placement, int64_t n_layer, bool tied);
 
 class GpuStage {
   // First: the device outlives every buffer below (members are destroyed in reverse order).
@@ -52,13 +65,15 @@ class GpuStage {
 
   // Room for a step of n tokens (attention, FFN, hidden states, the hop buffer).
   void ensure(int64_t n);
-  // Starts the stage's recording: a stage after the first begins by copying in the hidden states
-  // the previous one handed over (hop_in: that stage's hop buffer, already waited for).
+  // Starts the stage's recording: unless it is the model's first, by copying in the hidden states
+  // written to its hop buffer (receive) before the step is submitted.
   void begin(GpuOps& ops, int64_t n, bool first_stage);
-  // Ends a stage before the last: its hidden states go to its hop buffer.
+  // Ends a stage the model does not end in (or one the CPU's output head follows): its hidden
+  // states go to its hop buffer.
   void hand_over(GpuOps& ops, int64_t n);
-  // After this stage ran: the next stage's input is this one's output.
-  void pass_to(GpuStage& next, int64_t n);
+  // Host side of a hop, after the previous part of the step ran.
+  void receive(const float* x, int64_t n);
+  void send(float* x, int64_t n);
   void release_retired();
 
   std::unique_ptr<DeviceWeights> weights;
@@ -71,32 +86,44 @@ class GpuStage {
   uint64_t inv_freq = 0;        // this device's RoPE frequency table
   Buffer x, normed, delta;      // [n][n_embd] hidden states, normed states, block outputs
 
+  // Host-visible [n][n_embd]: the hidden states handed over or received (allocated on first use).
+  const Buffer& hop();
+
  private:
-  const Buffer& hop();  // allocated when the first hop needs it
   int64_t tokens_ = 0;
-  Buffer hop_;  // host-visible [n][n_embd]: hidden states handed over or received
+  Buffer hop_;
 };
 
 // The model's tensors outside its layers: the token embeddings on the first stage (or in RAM),
-// the output norm and head on the last; every stage gets its own RoPE frequency table. A head
-// tied to the embeddings reads the same upload on one stage, its own copy on a split model.
+// the output norm and head on the last (or in RAM); every stage gets its own RoPE frequency
+// table.
 struct ModelEnds {
   const ops::WeightMatrix& token_embd;
   const ops::WeightMatrix& output;
   const float* output_norm;
-  bool embeddings_on_device = true;
 
-  bool tied() const { return output.data == token_embd.data; }
-  // Bytes stage `index` of n_stages holds of them (for its DeviceWeights' total).
-  uint64_t upload_bytes(const ModelHParams& hp, size_t index, size_t n_stages) const;
+  // Bytes a stage holds of them (for its DeviceWeights' total).
+  uint64_t upload_bytes(const ModelHParams& hp, const StagePlan& plan, size_t stage) const;
 };
 struct GpuModelEnds {
-  GpuMatrix token_embd, output;  // token_embd address 0: in RAM
+  GpuMatrix token_embd, output;  // address 0: in RAM
   uint64_t output_norm = 0;
 };
-// Uploads stage `index`'s share (sets its inv_freq) into `out`.
-void upload_model_ends(const ModelEnds& ends, const ModelHParams& hp, GpuStage& stage, size_t index,
-                       size_t n_stages, GpuModelEnds& out);
+// Uploads GPU stage `index`'s share (sets its inv_freq) into `out`.
+void upload_model_ends(const ModelEnds& ends, const ModelHParams& hp, const StagePlan& plan,
+                       GpuStage& stage, size_t index, GpuModelEnds& out);
+
+// A step through the runs in layer order. The hidden states start on the first GPU stage
+// (embedded there) or in `host_x` (embed_on_host), move through host memory between runs and end
+// on the last GPU stage (its head records the logits) or in host_x (the caller's CPU head).
+struct StageSteps {
+  std::function<void(float* host_x)> embed_on_host;  // the first run is the CPU's
+  std::function<void(size_t stage, bool first_run, bool last_run)> record;  // one GPU stage
+  std::function<void(const StageLayers& run, float* host_x)> cpu_layers;    // the CPU's run
+};
+void run_stages(const StagePlan& plan, const std::vector<std::unique_ptr<GpuStage>>& stages,
+                int64_t n, std::vector<float>& host_x, int64_t n_embd, ThreadPool& pool,
+                const StageSteps& steps);
 
 // The stages' CPU work of the last step as one timeline (layers in order, step times summed).
 HybridTimeline merged_timeline(const std::vector<std::unique_ptr<GpuStage>>& stages);

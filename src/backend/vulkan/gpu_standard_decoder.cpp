@@ -15,8 +15,10 @@ GpuStandardDecoder::GpuStandardDecoder(std::unique_ptr<StandardDecoder> cpu,
       placement_plan_(std::move(placement)) {
   STRATA_CHECK(!devices.empty(), "GpuStandardDecoder: no device");
   upload_weights(devices);
-  head_ = std::make_unique<GpuOutputHead>(stages_.back()->device(), hparams_, ends_.output,
-                                          ends_.output_norm);
+  if (plan_.head_on_gpu) {
+    head_ = std::make_unique<GpuOutputHead>(stages_.back()->device(), hparams_, ends_.output,
+                                            ends_.output_norm);
+  }
 }
 
 GpuStandardDecoder::~GpuStandardDecoder() = default;
@@ -24,19 +26,23 @@ GpuStandardDecoder::~GpuStandardDecoder() = default;
 void GpuStandardDecoder::upload_weights(const std::vector<std::shared_ptr<Device>>& devices) {
   const ModelHParams& hp = hparams_;
   const StandardDecoder& m = *cpu_;
-  const ModelEnds ends{m.token_embd(), m.output(), m.output_norm(),
-                       placement_plan_.embeddings_on_device};
-  const std::vector<StageLayers> runs = stage_layers(placement_plan_.layer_device, hp.n_layer);
+  const ModelEnds ends{m.token_embd(), m.output(), m.output_norm()};
+  plan_ = plan_stages(placement_plan_, hp.n_layer, m.output().data == m.token_embd().data);
+  STRATA_CHECK(plan_.gpu_stages() > 0,
+               "{}: the placement keeps every layer and the output head on the CPU; run it with "
+               "--device none",
+               m.file().name());
   const ops::WeightMatrix& shared_gate =
       m.layers().empty() ? ops::WeightMatrix{} : m.layers()[0].moe.shared.gate;
   const int64_t shared_ff = shared_gate.data ? shared_gate.rows : 0;
   layers_.resize(static_cast<size_t>(hp.n_layer));
-  for (size_t si = 0; si < runs.size(); ++si) {
-    const StageLayers& run = runs[si];
+  for (const StageLayers& run : plan_.runs) {
+    if (run.on_cpu()) continue;
+    const size_t si = stages_.size();
     auto stage = std::make_unique<GpuStage>(
         devices.at(static_cast<size_t>(run.device)), hp, run,
         std::vector<bool>(static_cast<size_t>(hp.n_layer), true), shared_ff);
-    uint64_t total = ends.upload_bytes(hp, si, runs.size());
+    uint64_t total = ends.upload_bytes(hp, plan_, si);
     for (int64_t il = run.first; il < run.last; ++il) {
       const StandardDecoder::Layer& l = m.layers()[static_cast<size_t>(il)];
       total += attention_upload_bytes(l.attn, hp) +
@@ -45,7 +51,7 @@ void GpuStandardDecoder::upload_weights(const std::vector<std::shared_ptr<Device
     }
     stage->weights = std::make_unique<DeviceWeights>(stage->device(), total);
     DeviceWeights& w = *stage->weights;
-    upload_model_ends(ends, hp, *stage, si, runs.size(), ends_);
+    upload_model_ends(ends, hp, plan_, *stage, si, ends_);
     for (int64_t il = run.first; il < run.last; ++il) {
       const StandardDecoder::Layer& src = m.layers()[static_cast<size_t>(il)];
       Layer& l = layers_[static_cast<size_t>(il)];
@@ -56,24 +62,26 @@ void GpuStandardDecoder::upload_weights(const std::vector<std::shared_ptr<Device
     }
     stages_.push_back(std::move(stage));
   }
-  embeddings_ =
-      std::make_unique<GpuEmbeddings>(stages_.front()->device(), m.token_embd(), ends_.token_embd);
+  if (!plan_.runs.front().on_cpu()) {
+    embeddings_ = std::make_unique<GpuEmbeddings>(stages_.front()->device(), m.token_embd(),
+                                                  ends_.token_embd);
+  }
 }
 
 void GpuStandardDecoder::kv_slots_copied(const void* storage, int64_t from, int64_t to, int64_t n) {
   for (auto& s : stages_) s->kv->copy_slots(storage, from, to, n);
 }
 
-void GpuStandardDecoder::record_stage(GpuStage& s, size_t index, const ForwardBatch& batch,
-                                      int64_t n, bool with_stats) {
+void GpuStandardDecoder::record_stage(GpuStage& s, const ForwardBatch& batch, int64_t n,
+                                      bool first_run, bool last_run, bool with_stats) {
   const ModelHParams& hp = hparams_;
   const auto& kv_layers =
       s.kv->ensure(placement_.key, placement_.type, placement_.n_slots, placement_.max_slots);
   CommandList& cmd = *s.cmd;
   cmd.begin();
   GpuOps ops{s.device(), cmd};
-  if (index == 0) embeddings_->record(ops, batch.tokens, s.step.tokens(), s.x);
-  s.begin(ops, n, index == 0);
+  if (first_run) embeddings_->record(ops, batch.tokens, s.step.tokens(), s.x);
+  s.begin(ops, n, first_run);
   const uint64_t x = s.x.address(), normed = s.normed.address(), delta = s.delta.address();
   for (int64_t il = s.layers().first; il < s.layers().last; ++il) {
     const Layer& l = layers_[static_cast<size_t>(il)];
@@ -87,7 +95,7 @@ void GpuStandardDecoder::record_stage(GpuStage& s, size_t index, const ForwardBa
     s.ffn->record(ops, l.ffn, il, ffn_input, s.normed, delta, n);
     ops.add(x, delta, n * hp.n_embd);
   }
-  if (index + 1 == stages_.size()) {
+  if (last_run && head_) {
     head_->record(ops, s.x, layout_.logit_rows);
   } else {
     s.hand_over(ops, n);
@@ -110,15 +118,22 @@ void GpuStandardDecoder::forward(const ForwardBatch& batch, std::span<const Sequ
     s->ensure(n);
     s->step.write(batch.tokens, layout_.position, layout_.sequence, &placement_);
   }
-  for (size_t i = 0; i < stages_.size(); ++i) {
-    GpuStage& s = *stages_[i];
-    record_stage(s, i, batch, n, stats != nullptr);
-    s.ffn->run_step(*s.cmd, pool);
-    s.release_retired();
-    if (i + 1 < stages_.size()) s.pass_to(*stages_[i + 1], n);
+  StageSteps steps;
+  steps.embed_on_host = [&](float* x) { embed_tokens(cpu_->token_embd(), batch.tokens, x); };
+  steps.record = [&](size_t si, bool first_run, bool last_run) {
+    record_stage(*stages_[si], batch, n, first_run, last_run, stats != nullptr);
+  };
+  steps.cpu_layers = [&](const StageLayers& run, float* x) {
+    cpu_->forward_layers(batch, kv, run.first, run.last, x, pool, stats);
+  };
+  run_stages(plan_, stages_, n, host_x_, hp.n_embd, pool, steps);
+  if (head_) {
+    head_->release_retired();
+    head_->read(logits, rows);
+  } else {
+    output_head(cpu_->output(), cpu_->output_norm(), hp.rms_eps, host_x_.data(), layout_.logit_rows,
+                logits, pool);
   }
-  head_->release_retired();
-  head_->read(logits, rows);
   timeline_ = merged_timeline(stages_);
   if (stats) {
     for (auto& s : stages_) s->ffn->add_stats(*stats, n, s->layers().first, s->layers().last);

@@ -54,17 +54,19 @@ class GpuStandardDecoder : public Model {
   };
 
   void upload_weights(const std::vector<std::shared_ptr<Device>>& devices);
-  void record_stage(GpuStage& s, size_t index, const ForwardBatch& batch, int64_t n,
-                    bool with_stats);
+  void record_stage(GpuStage& s, const ForwardBatch& batch, int64_t n, bool first_run,
+                    bool last_run, bool with_stats);
 
   std::unique_ptr<StandardDecoder> cpu_;
   GpuPlacement placement_plan_;
   std::string placement_summary_;
-  std::vector<std::unique_ptr<GpuStage>> stages_;
+  StagePlan plan_;
+  std::vector<std::unique_ptr<GpuStage>> stages_;  // the plan's GPU runs, in order
   GpuModelEnds ends_;
-  std::unique_ptr<GpuEmbeddings> embeddings_;
-  std::unique_ptr<GpuOutputHead> head_;
+  std::unique_ptr<GpuEmbeddings> embeddings_;  // null: the CPU runs the first layers
+  std::unique_ptr<GpuOutputHead> head_;        // null: the CPU computes the head
   std::vector<Layer> layers_;
+  std::vector<float> host_x_;  // hidden states on their way through the CPU's layers
   BatchLayout layout_;
   KvPlacement placement_;
   HybridTimeline timeline_;

@@ -188,6 +188,22 @@ TEST(HybridPlan, VramBudgetBelowTheModelRunsAPlanWithExpertsInRam) {
   EXPECT_EQ(quiet.output, cpu_tokens(model, "1,2,3,4,5", 8));
 }
 
+// --gpu-layers N below the layer count (llama.cpp's -ngl): the first layers and the output head
+// run on the CPU, the last N on the GPU; the reference tokens, and the log says where.
+TEST(HybridPlan, GpuLayersBelowTheLayerCountRunTheRestOnTheCpu) {
+  SKIP_WITHOUT_GPU_BACKEND();
+  const std::string m = "tiny-qwen3moe-F16";
+  const auto ref = LogitsFile::read((test::oracle_dir() / "logits" / (m + ".f16kv.orcl")).string());
+  const std::string run = "run -m " + model_path(m) + " --device vk0 --gpu-layers 1 --tokens " +
+                          join(ref.prompt) + " -n " + std::to_string(ref.gen.size());
+  const auto r = run_strata_env(lavapipe_only(), run, false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, join(ref.gen) + "\n");
+  const auto logged = run_strata_env(lavapipe_only(), run);
+  EXPECT_TRUE(contains(logged.output, "layer 0 on the CPU, layer 1 on vk0")) << logged.output;
+  EXPECT_TRUE(contains(logged.output, "output head on the CPU")) << logged.output;
+}
+
 // --device vk0,vk0 opens the GPU twice, as two logical devices, and splits the layers across
 // them (with --n-cpu-moe, experts in RAM as well): the CPU's tokens, both devices in the log.
 TEST(HybridPlan, TwoDevicesSplitTheLayers) {
@@ -257,10 +273,9 @@ TEST(HybridPlan, BenchProfileShowsTheHandOvers) {
 TEST(HybridPlan, BadPlacementFlagsAreClearErrors) {
   SKIP_WITHOUT_GPU_BACKEND();
   const std::string run = "run -m " + model_path("tiny-qwen3moe-Q8_0") + " --tokens 1,2 -n 1";
-  auto r = run_strata_env(lavapipe_only(), run + " --device vk0 --gpu-layers 1");
+  auto r = run_strata_env(lavapipe_only(), run + " --device vk0 --gpu-layers 0");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_TRUE(contains(r.output, "--gpu-layers 1")) << r.output;
-  EXPECT_TRUE(contains(r.output, "use --n-cpu-moe N or --vram-budget")) << r.output;
+  EXPECT_TRUE(contains(r.output, "--gpu-layers 0 keeps every layer on the CPU")) << r.output;
   r = run_strata_env(lavapipe_only(), run + " --device vk0 --gpu-layers 99", false);
   EXPECT_EQ(r.exit_code, 0) << r.output;  // every layer on the GPU: nothing to move
   r = run_strata_env(lavapipe_only(), run + " --device none --n-cpu-moe 1");

@@ -1,0 +1,234 @@
+// Plans with whole layers on the CPU (llama.cpp's -ngl N below the layer count, or a GPU too
+// small for every layer's attention): the CPU runs those layers from RAM with its own kernels
+// (attention over the host KV cache, Gated DeltaNet over the host state), the GPUs the rest, the
+// hidden states moving through host memory between them; the output head runs where the plan
+// says. Every oracle model (../shared/oracle and gdn/) is held to the whole-GPU tests'
+// thresholds against the independent engine with the first half of the layers and the head on
+// the CPU; greedy tokens equal the CPU's on F16 models for every way the runs can follow each
+// other; batched serving equals single sequences.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "backend/vulkan/gpu_model.h"
+#include "model/oracle_compare.h"
+#include "runtime/session.h"
+#include "support/greedy_jobs.h"
+#include "support/test_support.h"
+#include "synthetic_model.h"
+#include "unit/vulkan/gpu_test_device.h"
+
+namespace strata::test {
+namespace {
+
+constexpr int kCpu = plan::kCpuDevice;
+
+// layer_devices: each layer's device (0 the CPU, 1 and 2 the GPUs); a layer's experts go with it.
+plan::Placement placement_of(const ModelHParams& hp, const std::vector<int>& layer_devices,
+                             int output) {
+  plan::Placement p;
+  p.output_device = output;
+  p.embeddings_device = layer_devices.front() == kCpu ? kCpu : layer_devices.front();
+  p.layers.resize(static_cast<size_t>(hp.n_layer));
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    plan::LayerPlacement& l = p.layers[static_cast<size_t>(il)];
+    l.attention_device = layer_devices[static_cast<size_t>(il)];
+    l.expert_device.assign(static_cast<size_t>(hp.n_expert), l.attention_device);
+  }
+  return p;
+}
+
+// -ngl n_layer/2: the first layers and the output head on the CPU.
+plan::Placement first_half_on_cpu(const ModelHParams& hp) {
+  std::vector<int> devices(static_cast<size_t>(hp.n_layer), 1);
+  std::fill(devices.begin(), devices.begin() + std::max<int64_t>(hp.n_layer / 2, 1), kCpu);
+  return placement_of(hp, devices, kCpu);
+}
+
+ModelHParams hparams_of(const std::string& path) {
+  return Model::load(path, LoadMode::mmap)->hparams();
+}
+
+struct CpuLayersCase {
+  std::string model, logits, kv_type;
+  bool gdn = false;
+};
+
+void PrintTo(const CpuLayersCase& c, std::ostream* os) {
+  *os << std::filesystem::path(c.logits).filename().string();
+}
+
+std::vector<CpuLayersCase> cpu_layers_cases() {
+  std::vector<CpuLayersCase> out;
+  const auto dir = oracle_dir() / "logits";
+  if (std::filesystem::is_directory(dir)) {
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      const std::string name = e.path().filename().string();
+      const size_t dot = name.find('.');
+      out.push_back({(oracle_dir() / "models" / (name.substr(0, dot) + ".gguf")).string(),
+                     e.path().string(), name.substr(dot + 1).rfind("q8kv", 0) == 0 ? "q8_0" : "f16",
+                     false});
+    }
+  }
+  for (const GdnCase& g : gdn_cases()) {
+    out.push_back({(oracle_dir() / "gdn" / "models" / g.model).string(),
+                   (oracle_dir() / "gdn" / "logits" / g.logits).string(), "f16", true});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.logits < b.logits; });
+  return out;
+}
+
+class GpuCpuLayersLogits : public testing::TestWithParam<CpuLayersCase> {};
+
+TEST_P(GpuCpuLayersLogits, MatchesReferenceEngine) {
+  const CpuLayersCase& c = GetParam();
+  const auto reference = LogitsFile::read(c.logits);
+  const ModelHParams hp = hparams_of(c.model);
+  const plan::Placement placement = first_half_on_cpu(hp);
+  auto gpu = vk::load_gpu_model(c.model, vk::test::shared_test_device(), &placement);
+  const auto ours = teacher_forced_logits(*gpu, reference, c.kv_type, 2);
+  const LogitsComparison r = compare_logits(reference, ours);
+  std::printf("%-44s nmse %.2e  first row %.2e  worst row %.2e  argmax %d/%d\n",
+              std::filesystem::path(c.logits).filename().c_str(), r.nmse, r.first_row_nmse,
+              r.worst_row_nmse, r.argmax_agree, r.clear_rows);
+  const bool f16_weights = c.model.find("-F16") != std::string::npos;
+  if (c.gdn) {  // gpu_hybrid_test.cpp's thresholds
+    EXPECT_LT(r.first_row_nmse, 1e-5);
+    EXPECT_LT(r.nmse_unflipped, 1e-3);
+    EXPECT_LT(r.nmse, 3e-3);
+  } else {  // gpu_oracle_logits_test.cpp's
+    const bool q8_cache = c.kv_type == "q8_0";
+    EXPECT_LT(r.first_row_nmse, f16_weights ? 1e-5 : (q8_cache ? 5e-3 : 2e-3));
+    EXPECT_LT(r.nmse, f16_weights ? 1e-5 : (q8_cache ? 5e-3 : 2e-3));
+  }
+  EXPECT_LE(r.rows_over_1e2, f16_weights ? 0 : 2);
+  EXPECT_GE(r.argmax_agree, r.clear_rows - 1) << "argmax disagrees on clear rows";
+}
+
+INSTANTIATE_TEST_SUITE_P(AllModels, GpuCpuLayersLogits, testing::ValuesIn(cpu_layers_cases()),
+                         [](const testing::TestParamInfo<CpuLayersCase>& info) {
+                           std::string n = std::filesystem::path(info.param.logits).stem().string();
+                           for (char& ch : n)
+                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return n;
+                         });
+
+TEST(GpuCpuLayersLogits, EveryReferenceFileIsCovered) {
+  EXPECT_GE(cpu_layers_cases().size(), 23u + 2);  // ../shared/oracle/logits and gdn/
+}
+
+// F16 weights: the CPU's tokens step for step whichever way the runs follow each other (the
+// CPU first or last, the head on either side, a CPU layer between two GPUs), on a standard MoE
+// model, a dense one and a synthetic qwen35moe with both layer kinds and a shared expert.
+TEST(GpuCpuLayers, SameTokensAsTheCpuOnF16Models) {
+  tools::SyntheticModelSpec spec;
+  spec.arch = "qwen35moe";
+  spec.ftype = "F16";
+  spec.n_layer = 5;
+  spec.n_rot = 32;
+  const std::string synthetic = (temp_dir() / "gpu-cpu-layers-qwen35moe-f16.gguf").string();
+  tools::write_synthetic_model(spec, synthetic);
+  const std::vector<int32_t> prompt = {1, 17, 300, 42, 7, 99, 256, 3};
+  ThreadPool pool(2);
+  for (const std::string& path :
+       {(oracle_dir() / "models" / "tiny-qwen3moe-F16.gguf").string(),
+        (oracle_dir() / "models" / "tiny-llama-F16.gguf").string(), synthetic}) {
+    SCOPED_TRACE(path);
+    auto cpu = Model::load(path);
+    const ModelHParams& hp = cpu->hparams();
+    const std::vector<int32_t> expected = session_greedy(*cpu, prompt, 24, pool);
+    const auto n = static_cast<size_t>(hp.n_layer);
+    std::vector<int> cpu_last(n, 1), sandwich(n, 1), between_gpus(n, 1);
+    cpu_last.back() = kCpu;
+    sandwich.front() = sandwich.back() = kCpu;
+    for (size_t l = n / 2; l < n; ++l) between_gpus[l] = 2;
+    between_gpus[n / 2] = kCpu;
+    struct Shape {
+      const char* what;
+      plan::Placement placement;
+    };
+    std::vector<Shape> shapes = {
+        {"first half and head on the CPU", first_half_on_cpu(hp)},
+        {"last layer on the CPU, head on the CPU", placement_of(hp, cpu_last, kCpu)},
+    };
+    if (n >= 3) {  // the synthetic model
+      shapes.push_back({"CPU, GPU, CPU; head on the CPU", placement_of(hp, sandwich, kCpu)});
+      shapes.push_back({"GPU0, CPU, GPU1; head on GPU1", placement_of(hp, between_gpus, 2)});
+    }
+    for (const Shape& shape : shapes) {
+      SCOPED_TRACE(shape.what);
+      auto gpu = vk::load_gpu_model(
+          path, {vk::test::shared_test_device(), vk::test::second_test_device()}, &shape.placement);
+      EXPECT_EQ(session_greedy(*gpu, prompt, 24, pool), expected);
+    }
+  }
+}
+
+// The scheduler's continuous batches with the first layers on the CPU (paged KV on the host for
+// them, on the device for the rest; GDN states split the same way) generate what each prompt
+// generates alone.
+TEST(GpuCpuLayers, BatchedGenerationsMatchSingleSequences) {
+  for (const std::string& path :
+       {(oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string(),
+        (oracle_dir() / "gdn" / "models" / "tiny-qwen35moe-Q8_0.gguf").string()}) {
+    SCOPED_TRACE(path);
+    const plan::Placement placement = first_half_on_cpu(hparams_of(path));
+    auto model = vk::load_gpu_model(path, vk::test::shared_test_device(), &placement);
+    ThreadPool pool(2);
+    const std::vector<std::vector<int32_t>> prompts = {prompt_of(5, 70), prompt_of(6, 3),
+                                                       prompt_of(7, 33)};
+    std::vector<std::vector<int32_t>> expected;
+    for (const auto& p : prompts) expected.push_back(session_greedy(*model, p, 10, pool));
+    Scheduler scheduler(
+        *model, pool,
+        {.n_slots = 2, .n_ctx = 256, .page_size = 16, .batch_tokens = 40, .prefill_chunk = 24});
+    std::vector<Collected> got(prompts.size());
+    for (size_t i = 0; i < prompts.size(); ++i)
+      ASSERT_TRUE(scheduler.submit(greedy_job(prompts[i], 10, got[i])));
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      EXPECT_EQ(got[i].done.get_future().get().reason, FinishReason::length);
+      EXPECT_EQ(got[i].tokens, expected[i]) << "prompt " << i;
+    }
+  }
+}
+
+// The GPU holds only its layers: fewer device bytes than the whole model, and what a plan with
+// CPU layers cannot be is refused with the reason.
+TEST(GpuCpuLayers, TheGpuHoldsOnlyItsLayersAndBadPlansAreClearErrors) {
+  const std::string path = (oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string();
+  const ModelHParams hp = hparams_of(path);
+  auto device = std::make_shared<vk::Device>(vk::test::shared_test_device()->info());
+  const plan::Placement half = first_half_on_cpu(hp);
+  {
+    auto model = vk::load_gpu_model(path, device, &half);
+    const uint64_t with_cpu_layers = device->device_local_bytes();
+    auto whole_device = std::make_shared<vk::Device>(vk::test::shared_test_device()->info());
+    auto whole = vk::load_gpu_model(path, whole_device);
+    EXPECT_LT(with_cpu_layers, whole_device->device_local_bytes() * 3 / 4);
+  }
+  const auto error_of = [&](const plan::Placement& p) -> std::string {
+    try {
+      vk::load_gpu_model(path, vk::test::shared_test_device(), &p);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  plan::Placement gpu_expert_on_cpu_layer = half;
+  gpu_expert_on_cpu_layer.layers[0].expert_device[1] = 1;
+  EXPECT_NE(error_of(gpu_expert_on_cpu_layer).find("expert 1 of layer 0 on GPU0"),
+            std::string::npos)
+      << error_of(gpu_expert_on_cpu_layer);
+  plan::Placement embeddings_on_gpu = half;
+  embeddings_on_gpu.embeddings_device = 1;
+  EXPECT_NE(error_of(embeddings_on_gpu).find("token embeddings on GPU0"), std::string::npos)
+      << error_of(embeddings_on_gpu);
+  plan::Placement all_cpu = placement_of(hp, std::vector<int>(2, kCpu), kCpu);
+  EXPECT_NE(error_of(all_cpu).find("--device none"), std::string::npos) << error_of(all_cpu);
+}
+
+}  // namespace
+}  // namespace strata::test
