@@ -2,6 +2,8 @@
 // Greedy generations for the scheduler tests (CPU and GPU models): a Session's continuation as
 // the reference, and scheduler jobs that collect their tokens.
 
+#include <gtest/gtest.h>
+
 #include <future>
 #include <span>
 #include <vector>
@@ -49,6 +51,26 @@ inline std::vector<int32_t> prompt_of(int seed, int n) {
   std::vector<int32_t> p;
   for (int i = 0; i < n; ++i) p.push_back((seed * 37 + i * 11) % 500 + 1);
   return p;
+}
+
+// Three prompts through the scheduler's continuous batches (two slots, a paged pool, prompts split
+// over steps next to the other slot's decode tokens) each generate what a Session generates
+// alone.
+inline void expect_batched_generations_match_sessions(Model& model, ThreadPool& pool) {
+  const std::vector<std::vector<int32_t>> prompts = {prompt_of(5, 70), prompt_of(6, 3),
+                                                     prompt_of(7, 33)};
+  std::vector<std::vector<int32_t>> expected;
+  for (const auto& p : prompts) expected.push_back(session_greedy(model, p, 10, pool));
+  Scheduler scheduler(
+      model, pool,
+      {.n_slots = 2, .n_ctx = 256, .page_size = 16, .batch_tokens = 40, .prefill_chunk = 24});
+  std::vector<Collected> got(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i)
+    ASSERT_TRUE(scheduler.submit(greedy_job(prompts[i], 10, got[i])));
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(got[i].done.get_future().get().reason, FinishReason::length);
+    EXPECT_EQ(got[i].tokens, expected[i]) << "prompt " << i;
+  }
 }
 
 }  // namespace strata::test

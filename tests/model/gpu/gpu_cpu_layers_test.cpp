@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "backend/vulkan/gpu_model.h"
+#include "gpu_oracle_cases.h"
 #include "model/oracle_compare.h"
 #include "runtime/session.h"
 #include "support/greedy_jobs.h"
@@ -51,73 +52,22 @@ ModelHParams hparams_of(const std::string& path) {
   return Model::load(path, LoadMode::mmap)->hparams();
 }
 
-struct CpuLayersCase {
-  std::string model, logits, kv_type;
-  bool gdn = false;
-};
-
-void PrintTo(const CpuLayersCase& c, std::ostream* os) {
-  *os << std::filesystem::path(c.logits).filename().string();
-}
-
-std::vector<CpuLayersCase> cpu_layers_cases() {
-  std::vector<CpuLayersCase> out;
-  const auto dir = oracle_dir() / "logits";
-  if (std::filesystem::is_directory(dir)) {
-    for (const auto& e : std::filesystem::directory_iterator(dir)) {
-      const std::string name = e.path().filename().string();
-      const size_t dot = name.find('.');
-      out.push_back({(oracle_dir() / "models" / (name.substr(0, dot) + ".gguf")).string(),
-                     e.path().string(), name.substr(dot + 1).rfind("q8kv", 0) == 0 ? "q8_0" : "f16",
-                     false});
-    }
-  }
-  for (const GdnCase& g : gdn_cases()) {
-    out.push_back({(oracle_dir() / "gdn" / "models" / g.model).string(),
-                   (oracle_dir() / "gdn" / "logits" / g.logits).string(), "f16", true});
-  }
-  std::sort(out.begin(), out.end(),
-            [](const auto& a, const auto& b) { return a.logits < b.logits; });
-  return out;
-}
-
-class GpuCpuLayersLogits : public testing::TestWithParam<CpuLayersCase> {};
+class GpuCpuLayersLogits : public testing::TestWithParam<GpuOracleCase> {};
 
 TEST_P(GpuCpuLayersLogits, MatchesReferenceEngine) {
-  const CpuLayersCase& c = GetParam();
+  const GpuOracleCase& c = GetParam();
   const auto reference = LogitsFile::read(c.logits);
-  const ModelHParams hp = hparams_of(c.model);
-  const plan::Placement placement = first_half_on_cpu(hp);
+  const plan::Placement placement = first_half_on_cpu(hparams_of(c.model));
   auto gpu = vk::load_gpu_model(c.model, vk::test::shared_test_device(), &placement);
   const auto ours = teacher_forced_logits(*gpu, reference, c.kv_type, 2);
-  const LogitsComparison r = compare_logits(reference, ours);
-  std::printf("%-44s nmse %.2e  first row %.2e  worst row %.2e  argmax %d/%d\n",
-              std::filesystem::path(c.logits).filename().c_str(), r.nmse, r.first_row_nmse,
-              r.worst_row_nmse, r.argmax_agree, r.clear_rows);
-  const bool f16_weights = c.model.find("-F16") != std::string::npos;
-  if (c.gdn) {  // gpu_hybrid_test.cpp's thresholds
-    EXPECT_LT(r.first_row_nmse, 1e-5);
-    EXPECT_LT(r.nmse_unflipped, 1e-3);
-    EXPECT_LT(r.nmse, 3e-3);
-  } else {  // gpu_oracle_logits_test.cpp's
-    const bool q8_cache = c.kv_type == "q8_0";
-    EXPECT_LT(r.first_row_nmse, f16_weights ? 1e-5 : (q8_cache ? 5e-3 : 2e-3));
-    EXPECT_LT(r.nmse, f16_weights ? 1e-5 : (q8_cache ? 5e-3 : 2e-3));
-  }
-  EXPECT_LE(r.rows_over_1e2, f16_weights ? 0 : 2);
-  EXPECT_GE(r.argmax_agree, r.clear_rows - 1) << "argmax disagrees on clear rows";
+  expect_whole_gpu_thresholds(c, compare_logits(reference, ours), "first half on the CPU");
 }
 
-INSTANTIATE_TEST_SUITE_P(AllModels, GpuCpuLayersLogits, testing::ValuesIn(cpu_layers_cases()),
-                         [](const testing::TestParamInfo<CpuLayersCase>& info) {
-                           std::string n = std::filesystem::path(info.param.logits).stem().string();
-                           for (char& ch : n)
-                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(AllModels, GpuCpuLayersLogits, testing::ValuesIn(gpu_oracle_cases(false)),
+                         [](const auto& info) { return gpu_case_name(info.param); });
 
 TEST(GpuCpuLayersLogits, EveryReferenceFileIsCovered) {
-  EXPECT_GE(cpu_layers_cases().size(), 23u + 2);  // ../shared/oracle/logits and gdn/
+  EXPECT_GE(gpu_oracle_cases(false).size(), 23u + 2);  // ../shared/oracle/logits and gdn/
 }
 
 // F16 weights: the CPU's tokens step for step whichever way the runs follow each other (the
@@ -178,20 +128,7 @@ TEST(GpuCpuLayers, BatchedGenerationsMatchSingleSequences) {
     const plan::Placement placement = first_half_on_cpu(hparams_of(path));
     auto model = vk::load_gpu_model(path, vk::test::shared_test_device(), &placement);
     ThreadPool pool(2);
-    const std::vector<std::vector<int32_t>> prompts = {prompt_of(5, 70), prompt_of(6, 3),
-                                                       prompt_of(7, 33)};
-    std::vector<std::vector<int32_t>> expected;
-    for (const auto& p : prompts) expected.push_back(session_greedy(*model, p, 10, pool));
-    Scheduler scheduler(
-        *model, pool,
-        {.n_slots = 2, .n_ctx = 256, .page_size = 16, .batch_tokens = 40, .prefill_chunk = 24});
-    std::vector<Collected> got(prompts.size());
-    for (size_t i = 0; i < prompts.size(); ++i)
-      ASSERT_TRUE(scheduler.submit(greedy_job(prompts[i], 10, got[i])));
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      EXPECT_EQ(got[i].done.get_future().get().reason, FinishReason::length);
-      EXPECT_EQ(got[i].tokens, expected[i]) << "prompt " << i;
-    }
+    expect_batched_generations_match_sessions(*model, pool);
   }
 }
 

@@ -16,6 +16,7 @@
 #include <numeric>
 
 #include "backend/vulkan/gpu_model.h"
+#include "gpu_oracle_cases.h"
 #include "model/oracle_compare.h"
 #include "model/standard_decoder.h"
 #include "runtime/session.h"
@@ -88,41 +89,20 @@ ModelHParams hparams_of(const std::string& path) {
 // ---- against the oracle -----------------------------------------------------------------
 
 struct SplitCase {
-  std::string model, logits, kv_type;
-  bool gdn = false;
+  GpuOracleCase file;
   std::string placement;  // "first-layers-in-ram" or "profile-split"
 };
 
 void PrintTo(const SplitCase& c, std::ostream* os) {
-  *os << c.logits << " " << c.placement;
+  *os << std::filesystem::path(c.file.logits).filename().string() << " " << c.placement;
 }
 
 std::vector<SplitCase> split_cases() {
   std::vector<SplitCase> out;
-  const auto dir = oracle_dir() / "logits";
-  if (std::filesystem::is_directory(dir)) {
-    for (const auto& e : std::filesystem::directory_iterator(dir)) {
-      const std::string name = e.path().filename().string();
-      if (name.find("moe") == std::string::npos) continue;  // dense models have no experts
-      const size_t dot = name.find('.');
-      const std::string variant = name.substr(dot + 1);
-      for (const char* placement : {"first-layers-in-ram", "profile-split"}) {
-        out.push_back({(oracle_dir() / "models" / (name.substr(0, dot) + ".gguf")).string(),
-                       e.path().string(), variant.rfind("q8kv", 0) == 0 ? "q8_0" : "f16", false,
-                       placement});
-      }
-    }
+  for (const GpuOracleCase& c : gpu_oracle_cases(/*moe_only=*/true)) {
+    for (const char* placement : {"first-layers-in-ram", "profile-split"})
+      out.push_back({c, placement});
   }
-  for (const GdnCase& g : gdn_cases()) {
-    for (const char* placement : {"first-layers-in-ram", "profile-split"}) {
-      out.push_back({(oracle_dir() / "gdn" / "models" / g.model).string(),
-                     (oracle_dir() / "gdn" / "logits" / g.logits).string(), "f16", true,
-                     placement});
-    }
-  }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
-    return a.logits + a.placement < b.logits + b.placement;
-  });
   return out;
 }
 
@@ -130,43 +110,23 @@ class GpuSplitPlanLogits : public testing::TestWithParam<SplitCase> {};
 
 TEST_P(GpuSplitPlanLogits, MatchesReferenceEngine) {
   const SplitCase& c = GetParam();
-  const auto reference = LogitsFile::read(c.logits);
-  const ModelHParams hp = hparams_of(c.model);
+  const auto reference = LogitsFile::read(c.file.logits);
+  const ModelHParams hp = hparams_of(c.file.model);
   const plan::Placement placement =
       c.placement == "first-layers-in-ram"
           ? first_layers_in_ram(hp, static_cast<int>(std::max<int64_t>(hp.n_layer / 2, 1)))
-          : split_by_profile(hp, profile_counts(c.model, reference.prompt), hp.n_layer - 1);
-  auto gpu = vk::load_gpu_model(c.model, vk::test::shared_test_device(), &placement);
-  const auto ours = teacher_forced_logits(*gpu, reference, c.kv_type, 2);
-  const LogitsComparison r = compare_logits(reference, ours);
+          : split_by_profile(hp, profile_counts(c.file.model, reference.prompt), hp.n_layer - 1);
+  auto gpu = vk::load_gpu_model(c.file.model, vk::test::shared_test_device(), &placement);
+  const auto ours = teacher_forced_logits(*gpu, reference, c.file.kv_type, 2);
   const auto* timeline = vk::hybrid_timeline(*gpu);
   ASSERT_NE(timeline, nullptr);
   EXPECT_FALSE(timeline->layers.empty()) << "no layer handed experts to the CPU";
-  std::printf("%-44s %-20s nmse %.2e  first row %.2e  worst row %.2e  argmax %d/%d\n",
-              std::filesystem::path(c.logits).filename().c_str(), c.placement.c_str(), r.nmse,
-              r.first_row_nmse, r.worst_row_nmse, r.argmax_agree, r.clear_rows);
-  const bool f16_weights = c.model.find("-F16") != std::string::npos;
-  if (c.gdn) {  // gpu_hybrid_test.cpp's thresholds
-    EXPECT_LT(r.first_row_nmse, 1e-5);
-    EXPECT_LT(r.nmse_unflipped, 1e-3);
-    EXPECT_LT(r.nmse, 3e-3);
-  } else {  // gpu_oracle_logits_test.cpp's
-    const bool q8_cache = c.kv_type == "q8_0";
-    EXPECT_LT(r.first_row_nmse, f16_weights ? 1e-5 : (q8_cache ? 5e-3 : 2e-3));
-    EXPECT_LT(r.nmse, f16_weights ? 1e-5 : (q8_cache ? 5e-3 : 2e-3));
-  }
-  EXPECT_LE(r.rows_over_1e2, f16_weights ? 0 : 2);
-  EXPECT_GE(r.argmax_agree, r.clear_rows - 1) << "argmax disagrees on clear rows";
+  expect_whole_gpu_thresholds(c.file, compare_logits(reference, ours), c.placement);
 }
 
 INSTANTIATE_TEST_SUITE_P(MoeModels, GpuSplitPlanLogits, testing::ValuesIn(split_cases()),
                          [](const testing::TestParamInfo<SplitCase>& info) {
-                           std::string n =
-                               std::filesystem::path(info.param.logits).stem().string() + "_" +
-                               info.param.placement;
-                           for (char& ch : n)
-                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return n;
+                           return gpu_case_name(info.param.file, "_" + info.param.placement);
                          });
 
 TEST(GpuSplitPlanLogits, EveryMoeReferenceFileIsCovered) {
@@ -223,18 +183,7 @@ TEST(GpuSplitPlanScheduler, BatchedGenerationsMatchSingleSequences) {
         split_by_profile(hp, profile_counts(path, prompts[0]), hp.n_layer - 1);
     auto model = vk::load_gpu_model(path, vk::test::shared_test_device(), &placement);
     ThreadPool pool(2);
-    std::vector<std::vector<int32_t>> expected;
-    for (const auto& p : prompts) expected.push_back(session_greedy(*model, p, 10, pool));
-    Scheduler scheduler(
-        *model, pool,
-        {.n_slots = 2, .n_ctx = 256, .page_size = 16, .batch_tokens = 40, .prefill_chunk = 24});
-    std::vector<Collected> got(prompts.size());
-    for (size_t i = 0; i < prompts.size(); ++i)
-      ASSERT_TRUE(scheduler.submit(greedy_job(prompts[i], 10, got[i])));
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      EXPECT_EQ(got[i].done.get_future().get().reason, FinishReason::length);
-      EXPECT_EQ(got[i].tokens, expected[i]) << "prompt " << i;
-    }
+    expect_batched_generations_match_sessions(*model, pool);
   }
 }
 

@@ -14,6 +14,7 @@
 #include <filesystem>
 
 #include "backend/vulkan/gpu_model.h"
+#include "gpu_oracle_cases.h"
 #include "model/oracle_compare.h"
 #include "runtime/session.h"
 #include "support/greedy_jobs.h"
@@ -58,49 +59,16 @@ ModelHParams hparams_of(const std::string& path) {
   return Model::load(path, LoadMode::mmap)->hparams();
 }
 
-struct TwoDeviceCase {
-  std::string model, logits, kv_type;
-  bool gdn = false;
-};
-
-void PrintTo(const TwoDeviceCase& c, std::ostream* os) {
-  *os << std::filesystem::path(c.logits).filename().string();
-}
-
-std::vector<TwoDeviceCase> two_device_cases() {
-  std::vector<TwoDeviceCase> out;
-  const auto dir = oracle_dir() / "logits";
-  if (std::filesystem::is_directory(dir)) {
-    for (const auto& e : std::filesystem::directory_iterator(dir)) {
-      const std::string name = e.path().filename().string();
-      const size_t dot = name.find('.');
-      out.push_back({(oracle_dir() / "models" / (name.substr(0, dot) + ".gguf")).string(),
-                     e.path().string(), name.substr(dot + 1).rfind("q8kv", 0) == 0 ? "q8_0" : "f16",
-                     false});
-    }
-  }
-  for (const GdnCase& g : gdn_cases()) {
-    out.push_back({(oracle_dir() / "gdn" / "models" / g.model).string(),
-                   (oracle_dir() / "gdn" / "logits" / g.logits).string(), "f16", true});
-  }
-  std::sort(out.begin(), out.end(),
-            [](const auto& a, const auto& b) { return a.logits < b.logits; });
-  return out;
-}
-
-class GpuTwoDevicesLogits : public testing::TestWithParam<TwoDeviceCase> {};
+class GpuTwoDevicesLogits : public testing::TestWithParam<GpuOracleCase> {};
 
 TEST_P(GpuTwoDevicesLogits, MatchesReferenceEngine) {
-  const TwoDeviceCase& c = GetParam();
+  const GpuOracleCase& c = GetParam();
   const auto reference = LogitsFile::read(c.logits);
   const ModelHParams hp = hparams_of(c.model);
   const plan::Placement placement = split_across_two(hp, hp.n_expert > 0);
   auto gpu = vk::load_gpu_model(c.model, two_devices(), &placement);
   const auto ours = teacher_forced_logits(*gpu, reference, c.kv_type, 2);
-  const LogitsComparison r = compare_logits(reference, ours);
-  std::printf("%-44s nmse %.2e  first row %.2e  worst row %.2e  argmax %d/%d\n",
-              std::filesystem::path(c.logits).filename().c_str(), r.nmse, r.first_row_nmse,
-              r.worst_row_nmse, r.argmax_agree, r.clear_rows);
+  expect_whole_gpu_thresholds(c, compare_logits(reference, ours), "two devices");
   // Both devices hold part of the model.
   const std::vector<Model::DeviceMemory> memory = gpu->device_memory();
   ASSERT_EQ(memory.size(), 2u);
@@ -112,30 +80,13 @@ TEST_P(GpuTwoDevicesLogits, MatchesReferenceEngine) {
     ASSERT_FALSE(timeline->layers.empty()) << "layer 0's experts were not computed by the CPU";
     EXPECT_EQ(timeline->layers.front().layer, 0);
   }
-  const bool f16_weights = c.model.find("-F16") != std::string::npos;
-  if (c.gdn) {  // gpu_hybrid_test.cpp's thresholds
-    EXPECT_LT(r.first_row_nmse, 1e-5);
-    EXPECT_LT(r.nmse_unflipped, 1e-3);
-    EXPECT_LT(r.nmse, 3e-3);
-  } else {  // gpu_oracle_logits_test.cpp's
-    const bool q8_cache = c.kv_type == "q8_0";
-    EXPECT_LT(r.first_row_nmse, f16_weights ? 1e-5 : (q8_cache ? 5e-3 : 2e-3));
-    EXPECT_LT(r.nmse, f16_weights ? 1e-5 : (q8_cache ? 5e-3 : 2e-3));
-  }
-  EXPECT_LE(r.rows_over_1e2, f16_weights ? 0 : 2);
-  EXPECT_GE(r.argmax_agree, r.clear_rows - 1) << "argmax disagrees on clear rows";
 }
 
-INSTANTIATE_TEST_SUITE_P(AllModels, GpuTwoDevicesLogits, testing::ValuesIn(two_device_cases()),
-                         [](const testing::TestParamInfo<TwoDeviceCase>& info) {
-                           std::string n = std::filesystem::path(info.param.logits).stem().string();
-                           for (char& ch : n)
-                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(AllModels, GpuTwoDevicesLogits, testing::ValuesIn(gpu_oracle_cases(false)),
+                         [](const auto& info) { return gpu_case_name(info.param); });
 
 TEST(GpuTwoDevicesLogits, EveryReferenceFileIsCovered) {
-  EXPECT_GE(two_device_cases().size(), 23u + 2);  // ../shared/oracle/logits and gdn/
+  EXPECT_GE(gpu_oracle_cases(false).size(), 23u + 2);  // ../shared/oracle/logits and gdn/
 }
 
 // The same bits as on one device: greedy tokens over 24 steps and every logit of the last one,
@@ -179,20 +130,7 @@ TEST(GpuTwoDevices, BatchedGenerationsMatchSingleSequences) {
     const plan::Placement placement = split_across_two(hparams_of(path), true);
     auto model = vk::load_gpu_model(path, two_devices(), &placement);
     ThreadPool pool(2);
-    const std::vector<std::vector<int32_t>> prompts = {prompt_of(5, 70), prompt_of(6, 3),
-                                                       prompt_of(7, 33)};
-    std::vector<std::vector<int32_t>> expected;
-    for (const auto& p : prompts) expected.push_back(session_greedy(*model, p, 10, pool));
-    Scheduler scheduler(
-        *model, pool,
-        {.n_slots = 2, .n_ctx = 256, .page_size = 16, .batch_tokens = 40, .prefill_chunk = 24});
-    std::vector<Collected> got(prompts.size());
-    for (size_t i = 0; i < prompts.size(); ++i)
-      ASSERT_TRUE(scheduler.submit(greedy_job(prompts[i], 10, got[i])));
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      EXPECT_EQ(got[i].done.get_future().get().reason, FinishReason::length);
-      EXPECT_EQ(got[i].tokens, expected[i]) << "prompt " << i;
-    }
+    expect_batched_generations_match_sessions(*model, pool);
   }
 }
 

@@ -182,20 +182,7 @@ std::unique_ptr<Model> tiny_hybrid() {
 TEST(Scheduler, HybridModelGenerationsMatchSessions) {
   auto model = tiny_hybrid();
   ThreadPool pool(2);
-  const std::vector<std::vector<int32_t>> prompts = {prompt_of(5, 70), prompt_of(6, 3),
-                                                     prompt_of(7, 33)};
-  std::vector<std::vector<int32_t>> expected;
-  for (const auto& p : prompts) expected.push_back(session_greedy(*model, p, 10, pool));
-  Scheduler scheduler(
-      *model, pool,
-      {.n_slots = 2, .n_ctx = 256, .page_size = 16, .batch_tokens = 40, .prefill_chunk = 24});
-  std::vector<Collected> got(prompts.size());
-  for (size_t i = 0; i < prompts.size(); ++i)
-    ASSERT_TRUE(scheduler.submit(greedy_job(prompts[i], 10, got[i])));
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    EXPECT_EQ(got[i].done.get_future().get().reason, FinishReason::length);
-    EXPECT_EQ(got[i].tokens, expected[i]) << "prompt " << i;
-  }
+  test::expect_batched_generations_match_sessions(*model, pool);
 }
 
 TEST(Scheduler, HybridPrefixReuseResumesFromSnapshotOrLiveState) {
