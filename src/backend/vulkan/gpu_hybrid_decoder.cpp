@@ -264,13 +264,7 @@ void GpuHybridDecoder::record_stage(size_t si, int64_t n, bool first_run, bool l
     s.ffn->record(ops, l.ffn, il, post, s.normed, delta, n);
     ops.add(x, delta, n * hp.n_embd);
   }
-  if (last_run && head_) {
-    head_->record(ops, s.x, ordered_.logit_rows);
-  } else {
-    s.hand_over(ops, n);
-  }
-  if (with_stats) s.ffn->record_stats(ops, n);
-  cmd.end();
+  s.end(ops, n, last_run ? head_.get() : nullptr, ordered_.logit_rows, with_stats);
 }
 
 void GpuHybridDecoder::forward(const ForwardBatch& batch, std::span<const SequenceKv> kv,

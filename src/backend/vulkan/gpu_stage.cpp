@@ -100,6 +100,17 @@ void GpuStage::hand_over(GpuOps& ops, int64_t n) {
   ops.cmd.copy(x, 0, hop(), 0, static_cast<uint64_t>(n * hp_.n_embd) * 4);
 }
 
+void GpuStage::end(GpuOps& ops, int64_t n, GpuOutputHead* head, std::span<const int32_t> rows,
+                   bool with_stats) {
+  if (head) {
+    head->record(ops, x, rows);
+  } else {
+    hand_over(ops, n);
+  }
+  if (with_stats) ffn->record_stats(ops, n);
+  ops.cmd.end();
+}
+
 void GpuStage::receive(const float* x, int64_t n) {
   std::memcpy(hop().mapped(), x, static_cast<size_t>(n * hp_.n_embd) * 4);
 }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "backend/vulkan/activation_input.h"
@@ -71,6 +72,10 @@ class GpuStage {
   // Ends a stage the model does not end in (or one the CPU's output head follows): its hidden
   // states go to its hop buffer.
   void hand_over(GpuOps& ops, int64_t n);
+  // Ends the recording: the output head over `rows` when this stage computes it (head non-null),
+  // else the hand-over; the copy of the expert selections when the step keeps stats.
+  void end(GpuOps& ops, int64_t n, GpuOutputHead* head, std::span<const int32_t> rows,
+           bool with_stats);
   // Host side of a hop, after the previous part of the step ran.
   void receive(const float* x, int64_t n);
   void send(float* x, int64_t n);

@@ -95,13 +95,7 @@ void GpuStandardDecoder::record_stage(GpuStage& s, const ForwardBatch& batch, in
     s.ffn->record(ops, l.ffn, il, ffn_input, s.normed, delta, n);
     ops.add(x, delta, n * hp.n_embd);
   }
-  if (last_run && head_) {
-    head_->record(ops, s.x, layout_.logit_rows);
-  } else {
-    s.hand_over(ops, n);
-  }
-  if (with_stats) s.ffn->record_stats(ops, n);
-  cmd.end();
+  s.end(ops, n, last_run ? head_.get() : nullptr, layout_.logit_rows, with_stats);
 }
 
 void GpuStandardDecoder::forward(const ForwardBatch& batch, std::span<const SequenceKv> kv,
