@@ -139,21 +139,28 @@ hybrid_model=$models/bench-model-$(echo "${model_args[*]}" | tr -c 'a-zA-Z0-9.\n
 if [[ -f $hybrid_model ]]; then
   budget=${GPU_CHECK_HYBRID_BUDGET:-$(($(stat -c %s "$hybrid_model") / 2))}
   echo "== hybrid plans (--vram-budget $budget)"
-  for placement in "" "--n-cpu-moe $((layers / 2))"; do
+  # The third run keeps the prompt batches' RAM experts on the CPU (STRATA_PROMPT_EXPERTS=cpu):
+  # against the first, it shows whether the cost model's choice to upload them paid.
+  for placement in "" "--n-cpu-moe $((layers / 2))" "prompt-experts-on-cpu"; do
+    prompt_mode=auto
+    [[ $placement == prompt-experts-on-cpu ]] && prompt_mode=cpu placement=""
     read -ra placement_args <<<"$placement"
-    tag=hybrid${placement:+-n-cpu-moe}
+    tag=hybrid${placement:+-n-cpu-moe}-$prompt_mode
     json=$out/bench-$tag.json
-    if "$strata" bench -m "$hybrid_model" --device "$device" --vram-budget "$budget" \
-      "${placement_args[@]}" "${bench_args[@]}" --profile --json >"$json" 2>"$out/bench-$tag.log"; then
-      row "bench Q4_K_M ${placement:-planner's plan}, budget $budget" ok "$(python3 -c "
+    if STRATA_PROMPT_EXPERTS=$prompt_mode "$strata" bench -m "$hybrid_model" --device "$device" \
+      --vram-budget "$budget" "${placement_args[@]}" "${bench_args[@]}" --profile --json \
+      >"$json" 2>"$out/bench-$tag.log"; then
+      row "bench Q4_K_M ${placement:-planner's plan}, prompt experts $prompt_mode" ok "$(python3 -c "
 import json
 j = json.load(open('$json'))
 t = j.get('hybrid_timeline', {'layers': [], 'overlapped_layers': 0})
-print('pp%d %.1f tok/s, tg%d %.1f tok/s; %d layers hand experts to the CPU, GPU busy at CPU start in %d' % (
+p = j.get('hybrid_prompt_timeline', {'layers': [], 'uploads': []})
+print('pp%d %.1f tok/s, tg%d %.1f tok/s; decode: %d layers hand experts to the CPU, GPU busy at CPU start in %d; prompt: %d layers uploaded, %d on the CPU' % (
     j['pp']['tokens'], j['pp']['tok_per_s'], j['tg']['tokens'], j['tg']['tok_per_s'],
-    len(t['layers']), t['overlapped_layers']))")"
+    len(t['layers']), t['overlapped_layers'], len(p['uploads']), len(p['layers'])))")"
     else
-      row "bench Q4_K_M ${placement:-planner's plan}" FAIL "$(tail -1 "$out/bench-$tag.log")"
+      row "bench Q4_K_M ${placement:-planner's plan}, prompt experts $prompt_mode" FAIL \
+        "$(tail -1 "$out/bench-$tag.log")"
     fi
   done
 fi

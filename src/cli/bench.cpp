@@ -91,9 +91,40 @@ nlohmann::json hybrid_timeline_json(const vk::HybridTimeline& t) {
                       {"gpu_busy_at_cpu_start", s.gpu_busy_at_start},
                       {"gpu_busy_at_cpu_end", s.gpu_busy_at_end}});
   }
-  return {{"step_ms", t.step_ms}, {"overlapped_layers", overlapped}, {"layers", layers}};
+  nlohmann::json uploads = nlohmann::json::array();
+  for (const vk::ExpertUploadSpan& u : t.uploads) {
+    uploads.push_back({{"layer", u.layer},
+                       {"experts", u.experts},
+                       {"bytes", u.bytes},
+                       {"host_wait_ms", u.wait_ms},
+                       {"host_copy_ms", u.copy_ms}});
+  }
+  return {{"step_ms", t.step_ms},
+          {"overlapped_layers", overlapped},
+          {"layers", layers},
+          {"uploads", uploads}};
 }
 #endif
+
+// A hybrid prompt batch: per layer with experts in RAM, which path ran (the CPU computing the
+// batch's pairs, or the RAM experts uploaded and computed by the GPU; the cost model chooses).
+void print_prompt_paths(const nlohmann::json& t) {
+  uint64_t bytes = 0;
+  double copy = 0;
+  std::vector<int64_t> uploaded, on_cpu;
+  for (const auto& u : t["uploads"]) {
+    uploaded.push_back(u["layer"].get<int64_t>());
+    bytes += u["bytes"].get<uint64_t>();
+    copy += u["host_copy_ms"].get<double>();
+  }
+  for (const auto& l : t["layers"]) on_cpu.push_back(l["layer"].get<int64_t>());
+  fmt::print(
+      "hybrid prompt batch {:.3f} ms: RAM experts of {} layers uploaded to the GPU ({}, {:.3f} ms "
+      "of host copies){}{}; {} layers' computed by the CPU{}{}\n",
+      t["step_ms"].get<double>(), uploaded.size(), format_bytes(bytes), copy,
+      uploaded.empty() ? "" : ": layers ", fmt::join(uploaded, ","), on_cpu.size(),
+      on_cpu.empty() ? "" : ": layers ", fmt::join(on_cpu, ","));
+}
 
 // A hybrid decode step: per layer with experts in RAM, how long the host waited for the GPU to
 // hand the layer over, how long the CPU's experts took, and whether the GPU's own part of the
@@ -216,7 +247,16 @@ void add_bench_command(CLI::App& app) {
       log::info("pp{} run {}: {:.2f} tok/s", o->n_prompt, r + 1, pp.back());
     }
     OpProfile pp_profile;
-    if (o->profile && o->n_prompt > 0) pp_profile = profile_of(run_pp, o->n_prompt);
+    nlohmann::json prompt_timeline;  // the last prompt batch of a hybrid plan: which path ran
+    if (o->profile && o->n_prompt > 0) {
+      pp_profile = profile_of(run_pp, o->n_prompt);
+#ifdef STRATA_HAVE_VULKAN
+      if (const vk::HybridTimeline* t = vk::hybrid_timeline(*model);
+          t && (!t->layers.empty() || !t->uploads.empty())) {
+        prompt_timeline = hybrid_timeline_json(*t);
+      }
+#endif
+    }
     if (!o->expert_profile.empty()) {
       session.stats().expert_counts.assign(static_cast<size_t>(hp.n_layer * hp.n_expert), 0);
       run_pp();
@@ -336,6 +376,7 @@ void add_bench_command(CLI::App& app) {
       if (!pp_profile.ops.empty()) j["prefill_profile"] = profile_json(pp_profile);
       if (!tg_profile.ops.empty()) j["decode_profile"] = profile_json(tg_profile);
       if (!timeline.is_null()) j["hybrid_timeline"] = timeline;
+      if (!prompt_timeline.is_null()) j["hybrid_prompt_timeline"] = prompt_timeline;
       fmt::print("{}\n", j.dump(2));
       return;
     }
@@ -376,6 +417,7 @@ void add_bench_command(CLI::App& app) {
     }
     if (!pp_profile.ops.empty()) print_profile("prefill", pp_profile);
     if (!tg_profile.ops.empty()) print_profile("decode step", tg_profile);
+    if (!prompt_timeline.is_null()) print_prompt_paths(prompt_timeline);
     if (!timeline.is_null()) print_hybrid_timeline(timeline);
   });
 }

@@ -1,6 +1,7 @@
 #include "backend/vulkan/cpu_experts.h"
 
 #include <chrono>
+#include <cstring>
 #include <span>
 
 #include "util/error.h"
@@ -21,6 +22,7 @@ CpuExperts::CpuExperts(Device& device, const ModelHParams& hp) : device_(device)
 
 void CpuExperts::begin_step(int64_t n) {
   tasks_.clear();
+  last_hand_over_ = -1;
   step_tokens_ = n;
 }
 
@@ -54,17 +56,50 @@ void CpuExperts::hand_over(GpuOps& ops, int64_t il, const MoeFfnWeights& weights
   t.weights = &weights;
   t.in_ram = &in_ram;
   t.task = ops.cmd.host_task();
+  last_hand_over_ = static_cast<int>(tasks_.size());
   tasks_.push_back(t);
 }
 
 void CpuExperts::take_back(GpuOps& ops, uint64_t out, int64_t n) {
-  STRATA_CHECK(!tasks_.empty() && tasks_.back().gpu_segment < 0,
+  STRATA_CHECK(last_hand_over_ >= 0 && tasks_[static_cast<size_t>(last_hand_over_)].gpu_segment < 0,
                "CpuExperts::take_back without a hand-over");
-  tasks_.back().gpu_segment = ops.cmd.after_host(tasks_.back().task);
+  Task& t = tasks_[static_cast<size_t>(last_hand_over_)];
+  t.gpu_segment = ops.cmd.after_host(t.task);
   ops.add(out, partial_.address(), n * hp_.n_embd);
 }
 
+int CpuExperts::stage_experts(GpuOps& ops, int64_t il, const MoeFfnWeights& weights,
+                              const std::vector<bool>& in_ram, const Buffer& staging,
+                              const uint64_t offsets[3]) {
+  Task t;
+  t.layer = il;
+  t.weights = &weights;
+  t.in_ram = &in_ram;
+  t.staging = staging.mapped();
+  std::copy(offsets, offsets + 3, t.offsets);
+  t.task = ops.cmd.host_task();
+  tasks_.push_back(t);
+  return t.task;
+}
+
+void CpuExperts::await_staged(GpuOps& ops, int task) {
+  for (Task& t : tasks_) {
+    if (t.task == task) t.gpu_segment = ops.cmd.after_host(task);
+  }
+}
+
 void CpuExperts::run_tasks(CommandList& cmd, ThreadPool& pool) {
+  for (const Task& t : tasks_) {
+    if (t.staging) {
+      copy_experts(cmd, t, pool);
+    } else {
+      compute(cmd, t, pool);
+    }
+    cmd.task_done(t.task);
+  }
+}
+
+void CpuExperts::compute(CommandList& cmd, const Task& t, ThreadPool& pool) {
   static profile::Slot slot("gpu: CPU experts");
   MoeParams p;
   p.n_expert = hp_.n_expert;
@@ -75,26 +110,57 @@ void CpuExperts::run_tasks(CommandList& cmd, ThreadPool& pool) {
   const auto* w = static_cast<const float*>(weights_.mapped());
   const auto* x = static_cast<const float*>(x_.mapped());
   auto* partial = static_cast<float*>(partial_.mapped());
-  for (const Task& t : tasks_) {
-    CpuExpertSpan span;
-    span.layer = t.layer;
-    const double t0 = now_ms();
-    cmd.wait_for_gpu(t.task);
-    const double t1 = now_ms();
-    span.gpu_busy_at_start = !cmd.segment_finished(t.gpu_segment);
-    {
-      profile::Scope scope(slot);
-      const auto pairs = static_cast<size_t>(t.n * p.n_expert_used);
-      moe_experts_block(*t.weights, p, x, t.n, std::span(ids, pairs), std::span(w, pairs), t.in_ram,
-                        partial, pool);
-      for (size_t i = 0; i < pairs; ++i) span.pairs += (*t.in_ram)[static_cast<size_t>(ids[i])];
-    }
-    span.gpu_busy_at_end = !cmd.segment_finished(t.gpu_segment);
-    span.wait_ms = t1 - t0;
-    span.cpu_ms = now_ms() - t1;
-    timeline_.layers.push_back(span);
-    cmd.task_done(t.task);
+  CpuExpertSpan span;
+  span.layer = t.layer;
+  const double t0 = now_ms();
+  cmd.wait_for_gpu(t.task);
+  const double t1 = now_ms();
+  span.gpu_busy_at_start = !cmd.segment_finished(t.gpu_segment);
+  {
+    profile::Scope scope(slot);
+    const auto pairs = static_cast<size_t>(t.n * p.n_expert_used);
+    moe_experts_block(*t.weights, p, x, t.n, std::span(ids, pairs), std::span(w, pairs), t.in_ram,
+                      partial, pool);
+    for (size_t i = 0; i < pairs; ++i) span.pairs += (*t.in_ram)[static_cast<size_t>(ids[i])];
   }
+  span.gpu_busy_at_end = !cmd.segment_finished(t.gpu_segment);
+  span.wait_ms = t1 - t0;
+  span.cpu_ms = now_ms() - t1;
+  timeline_.layers.push_back(span);
+}
+
+// The experts in RAM, each matrix's back to back in expert order, on the pool's threads.
+void CpuExperts::copy_experts(CommandList& cmd, const Task& t, ThreadPool& pool) {
+  static profile::Slot slot("gpu: staging RAM experts");
+  ExpertUploadSpan span;
+  span.layer = t.layer;
+  const double t0 = now_ms();
+  cmd.wait_for_gpu(t.task);
+  const double t1 = now_ms();
+  std::vector<int64_t> experts;
+  for (int64_t e = 0; e < hp_.n_expert; ++e)
+    if ((*t.in_ram)[static_cast<size_t>(e)]) experts.push_back(e);
+  const ops::WeightMatrix* stacks[3] = {&t.weights->gate_exps, &t.weights->up_exps,
+                                        &t.weights->down_exps};
+  {
+    profile::Scope scope(slot);
+    auto* staging = static_cast<uint8_t*>(t.staging);
+    const auto n = static_cast<int64_t>(experts.size());
+    if (n > 0)
+      pool.run(3 * n, [&](int64_t task, int) {
+        const ops::WeightMatrix& m = *stacks[task / n];
+        const auto slice = static_cast<size_t>(m.bytes() / hp_.n_expert);
+        const int64_t i = task % n;
+        std::memcpy(staging + t.offsets[task / n] + static_cast<size_t>(i) * slice,
+                    m.data + static_cast<size_t>(experts[static_cast<size_t>(i)]) * slice, slice);
+      });
+    for (const ops::WeightMatrix* m : stacks)
+      span.bytes += static_cast<uint64_t>(m->bytes() / hp_.n_expert) * experts.size();
+  }
+  span.experts = static_cast<int64_t>(experts.size());
+  span.wait_ms = t1 - t0;
+  span.copy_ms = now_ms() - t1;
+  timeline_.uploads.push_back(span);
 }
 
 void CpuExperts::run_step(CommandList& cmd, ThreadPool& pool) {

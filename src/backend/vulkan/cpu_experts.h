@@ -1,9 +1,10 @@
 #pragma once
 // Routed experts that live in RAM, computed by the CPU in the middle of a GPU step (hybrid
-// execution). For such a layer the GPU routes the tokens, copies the selections and the FFN input
-// to host-visible memory and signals; the host computes the pairs whose expert is in RAM while
-// the GPU computes the ones it holds and the shared expert; the GPU then waits (on a timeline
-// semaphore the host signals, not on the host thread) and adds the CPU's partial sum.
+// execution), or, for prompt batches, copied by the host into a staging slot the GPU uploads. For
+// such a layer the GPU routes the tokens, copies the selections and the FFN input to host-visible
+// memory and signals; the host computes the pairs whose expert is in RAM while the GPU computes the
+// ones it holds and the shared expert; the GPU then waits (on a timeline semaphore the host
+// signals, not on the host thread) and adds the CPU's partial sum.
 
 #include <cstdint>
 #include <vector>
@@ -26,9 +27,19 @@ struct CpuExpertSpan {
   bool gpu_busy_at_end = false;    // started / when it finished
 };
 
+// A prompt batch's upload of one layer's RAM experts (instead of the CPU computing them).
+struct ExpertUploadSpan {
+  int64_t layer = 0;
+  int64_t experts = 0;  // the layer's experts in RAM, all copied to the staging slot
+  uint64_t bytes = 0;
+  double wait_ms = 0;  // the host waited this long for the GPU to free the slot
+  double copy_ms = 0;  // the host's copy into the host-visible staging slot
+};
+
 struct HybridTimeline {
   double step_ms = 0;  // submission to the GPU's last signal
   std::vector<CpuExpertSpan> layers;
+  std::vector<ExpertUploadSpan> uploads;
 };
 
 class CpuExperts {
@@ -46,6 +57,15 @@ class CpuExperts {
   // Ends the GPU's own part of the layer; what follows waits for the CPU and first adds its
   // partial sum to out ([n][n_embd]).
   void take_back(GpuOps& ops, uint64_t out, int64_t n);
+  // Prompt batches that upload a layer's RAM experts: records the host's copy of the experts
+  // in_ram marks (in expert order, each matrix's experts back to back) into `staging` (host-
+  // visible) at the three offsets, to start once the GPU has finished what was recorded so far.
+  // Returns the task for await_staged.
+  int stage_experts(GpuOps& ops, int64_t il, const MoeFfnWeights& weights,
+                    const std::vector<bool>& in_ram, const Buffer& staging,
+                    const uint64_t offsets[3]);
+  // Ends the segment; what is recorded next waits for that copy.
+  void await_staged(GpuOps& ops, int task);
   // After cmd.submit(): runs the step's CPU work in order, then waits for the GPU. On an error
   // the GPU is released (every task signalled) before it is rethrown.
   void run_step(CommandList& cmd, ThreadPool& pool);
@@ -57,15 +77,20 @@ class CpuExperts {
     const MoeFfnWeights* weights = nullptr;
     const std::vector<bool>* in_ram = nullptr;
     int task = -1, gpu_segment = -1;
+    void* staging = nullptr;  // an upload task: where the experts go (else the CPU computes them)
+    uint64_t offsets[3] = {0, 0, 0};
   };
   void run_tasks(CommandList& cmd, ThreadPool& pool);
+  void compute(CommandList& cmd, const Task& t, ThreadPool& pool);
+  void copy_experts(CommandList& cmd, const Task& t, ThreadPool& pool);
   void ensure(int64_t n);
 
   Device& device_;
   const ModelHParams& hp_;
   int64_t tokens_ = 0, step_tokens_ = 0;
   Buffer ids_, weights_, x_, partial_;  // host-visible: [n][k] ids and weights, [n][n_embd] x
-  std::vector<Task> tasks_;             // this recording's layers
+  std::vector<Task> tasks_;             // this recording's host work, in order
+  int last_hand_over_ = -1;             // the task take_back ends
   HybridTimeline timeline_;
 };
 

@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "model/decoder.h"
+#include "plan/prompt_experts.h"
+#include "util/cpu_features.h"
 #include "util/error.h"
+#include "util/format_bytes.h"
 
 namespace strata::vk {
 // ---- feed-forward -----------------------------------------------------------------------
@@ -38,7 +42,8 @@ uint64_t ffn_upload_bytes(const DenseFfnWeights& dense, const MoeFfnWeights& moe
   total += upload_bytes(moe.gate_exps, hp.n_ff_exp, held) +
            upload_bytes(moe.up_exps, hp.n_ff_exp, held) +
            upload_bytes(moe.down_exps, hp.n_embd, held);
-  if (!on_device.empty() && moe.gate_exps.data) total += aligned_bytes(hp.n_expert * 4);  // slots
+  if (!on_device.empty() && moe.gate_exps.data && held < hp.n_expert)
+    total += 2 * aligned_bytes(hp.n_expert * 4);  // slots of the held and of the RAM experts
   if (moe.shared_gate) total += aligned_bytes(static_cast<uint64_t>(hp.n_embd) * 4);
   return total;
 }
@@ -73,6 +78,16 @@ GpuFfnWeights upload_ffn(DeviceWeights& w, const DenseFfnWeights& dense, const M
       l.cpu = &moe;
       l.in_ram.assign(static_cast<size_t>(hp.n_expert), true);
       for (int32_t e : held) l.in_ram[static_cast<size_t>(e)] = false;
+      // Where an upload puts each RAM expert: its place among them, in expert order.
+      std::vector<int32_t> ram_slots(static_cast<size_t>(hp.n_expert), -1);
+      for (size_t e = 0; e < ram_slots.size(); ++e)
+        if (l.in_ram[e]) ram_slots[e] = static_cast<int32_t>(l.ram_experts++);
+      l.ram_slots = w.ints(ram_slots.data(), hp.n_expert, name("RAM expert slots"));
+      const ops::WeightMatrix* stacks[3] = {&moe.gate_exps, &moe.up_exps, &moe.down_exps};
+      for (int i = 0; i < 3; ++i) {
+        l.ram_bytes[i] = aligned_bytes(static_cast<uint64_t>(stacks[i]->bytes() / hp.n_expert) *
+                                       static_cast<uint64_t>(l.ram_experts));
+      }
     }
   }
   l.shared_gate_w = optional(moe.shared.gate, "ffn_gate_shexp");
@@ -92,10 +107,38 @@ GpuFfn::GpuFfn(Device& device, const ModelHParams& hp, int64_t shared_ff)
       shared_ff_(shared_ff),
       hidden_in_(device, "FFN hidden states"),
       shared_in_(device, "shared expert hidden states"),
-      cpu_(device, hp) {}
+      cpu_(device, hp) {
+  if (const char* mode = std::getenv("STRATA_PROMPT_EXPERTS"); mode && *mode) {
+    const std::string m = mode;
+    STRATA_CHECK(m == "gpu" || m == "cpu" || m == "auto",
+                 "STRATA_PROMPT_EXPERTS={}: expected gpu, cpu or auto", m);
+    upload_mode_ =
+        m == "gpu" ? UploadMode::gpu : (m == "cpu" ? UploadMode::cpu : UploadMode::automatic);
+  }
+}
+
+bool GpuFfn::uploads(const GpuFfnWeights& l, int64_t n) const {
+  if (!l.cpu || l.ram_experts == 0 || n <= kMaxDecodeTokens) return false;
+  if (upload_mode_ != UploadMode::automatic) return upload_mode_ == UploadMode::gpu;
+  if (device_.info().is_cpu) return false;  // the "upload" would be the CPU copying to itself
+  const ModelHParams& hp = hp_;
+  plan::RamExpertsBatch b;
+  b.n_tokens = n;
+  b.n_expert = hp.n_expert;
+  b.n_expert_used = hp.n_expert_used;
+  b.ram_experts = l.ram_experts;
+  b.expert_bytes = static_cast<double>(l.ram_bytes[0] + l.ram_bytes[1] + l.ram_bytes[2]) /
+                   static_cast<double>(l.ram_experts);
+  b.flops_per_pair = 2.0 * 3.0 * static_cast<double>(hp.n_embd * hp.n_ff_exp);
+  plan::RamExpertsMachine m;
+  m.cpu_cores = physical_core_count();
+  m.avx512 = cpu_features().has_avx512_level();
+  return plan::choose_ram_experts_path(b, m).upload();
+}
 
 void GpuFfn::begin_step(int64_t n) {
   cpu_.begin_step(n);
+  for (Staging& s : staging_) s.layer = s.task = -1;  // nothing staged in this recording yet
   if (n <= tokens_) return;
   const ModelHParams& hp = hp_;
   const int64_t cap = std::max(n, 2 * tokens_);
@@ -124,51 +167,59 @@ void GpuFfn::begin_step(int64_t n) {
 void GpuFfn::release_retired() {
   hidden_in_.release_retired();
   shared_in_.release_retired();
+  retired_.clear();
 }
 
+GpuFfn::Staging& GpuFfn::stage(GpuOps& ops, const GpuFfnWeights& l, int64_t il) {
+  Staging& s = staging_[il % 2];
+  const uint64_t offsets[3] = {0, l.ram_bytes[0], l.ram_bytes[0] + l.ram_bytes[1]};
+  const uint64_t bytes = offsets[2] + l.ram_bytes[2];
+  if (bytes > s.capacity) {  // the recording may still name the old pair: retire it
+    retired_.push_back(std::move(s.host));
+    retired_.push_back(std::move(s.device));
+    const std::string what =
+        fmt::format("a staging slot for {} of a layer's experts in RAM", format_bytes(bytes));
+    s.host = device_.allocate(bytes, MemoryKind::host, what);
+    s.device = device_.allocate(bytes, MemoryKind::device, what);
+    s.capacity = bytes;
+  }
+  s.task = cpu_.stage_experts(ops, il, *l.cpu, l.in_ram, s.host, offsets);
+  s.layer = il;
+  return s;
+}
+
+namespace {
+
+// One kind of expert product for a layer: the stacks it reads, where each expert sits in them
+// (slots: -1 gives zeros; 0: every expert in order) and how many there are.
+struct ExpertStacks {
+  GpuMatrix gate, up, down;
+  uint64_t slots = 0;
+  int64_t count = 0;
+};
+
+}  // namespace
+
 void GpuFfn::record(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationInput& input,
-                    const Buffer& x, uint64_t out, int64_t n) {
+                    const Buffer& x, uint64_t out, int64_t n, const GpuFfnWeights* next) {
   const ModelHParams& hp = hp_;
   // Prompt batches multiply each expert's rows with all its tokens at once (grouped on the
   // device, the same bits as pair by pair); decode steps go pair by pair.
   const bool grouped = n > kMaxDecodeTokens && hp.n_expert <= kMaxGroupedExperts;
-  // With a slot map the groups are the held experts' slots plus one for the experts in RAM.
-  const int64_t buckets = l.expert_slots ? l.held_experts + 1 : std::max<int64_t>(hp.n_expert, 1);
-  const int64_t max_tiles = moe_tiles_capacity(n * std::max<int64_t>(hp.n_expert_used, 1), buckets);
-  const auto experts = [&](const GpuMatrix& w, const GpuMatrix* up, uint64_t ids,
-                           const RoundedRows& in, int64_t x_div, uint64_t y, int64_t pairs) {
-    if (grouped) {
-      ops.matmul_expert_tiles(w, up, tiles_.address(), order_.address(), max_tiles, in.address,
-                              in.stride, x_div, y, w.rows);
-    } else {
-      ops.matmul_experts(w, up, ids, in.address, in.stride, x_div, y, w.rows, pairs,
-                         l.expert_slots);
-    }
-  };
-  // silu(gate x) * (up x) into `dst` for n rows (experts: pairs reading rows / x_div).
-  const auto gate_up = [&](const GpuMatrix& gate, const GpuMatrix& up, const uint64_t* ids,
-                           int64_t rows, int64_t x_div, uint64_t dst, uint64_t spare) {
+  // silu(gate x) * (up x) into `dst` for n rows.
+  const auto dense_gate_up = [&](const GpuMatrix& gate, const GpuMatrix& up, int64_t rows,
+                                 uint64_t dst, uint64_t spare) {
     const RoundedRows xg = input.for_weights(gate.type), xu = input.for_weights(up.type);
-    const int64_t ff = gate.rows;
     if (gate.type == up.type) {
-      if (ids) {
-        experts(gate, &up, *ids, xg, x_div, dst, rows);
-      } else {
-        ops.matmul_swiglu(gate, up, xg.address, xg.stride, dst, ff, rows);
-      }
+      ops.matmul_swiglu(gate, up, xg.address, xg.stride, dst, gate.rows, rows);
       return;
     }
-    if (ids) {
-      experts(gate, nullptr, *ids, xg, x_div, dst, rows);
-      experts(up, nullptr, *ids, xu, x_div, spare, rows);
-    } else {
-      ops.matmul(gate, xg.address, xg.stride, dst, ff, rows);
-      ops.matmul(up, xu.address, xu.stride, spare, ff, rows);
-    }
-    ops.swiglu(dst, spare, rows * ff);
+    ops.matmul(gate, xg.address, xg.stride, dst, gate.rows, rows);
+    ops.matmul(up, xu.address, xu.stride, spare, gate.rows, rows);
+    ops.swiglu(dst, spare, rows * gate.rows);
   };
   if (!l.router.address) {  // dense SwiGLU FFN
-    gate_up(l.gate, l.up, nullptr, n, 1, hidden_.address(), hidden2_.address());
+    dense_gate_up(l.gate, l.up, n, hidden_.address(), hidden2_.address());
     ActivationInput hidden(ops, hidden_in_, hidden_.address(), l.gate.rows, n, l.gate.rows);
     const RoundedRows h = hidden.for_weights(l.down.type);
     ops.matmul(l.down, h.address, h.stride, out, hp.n_embd, n);
@@ -177,20 +228,51 @@ void GpuFfn::record(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationI
   const int64_t k = hp.n_expert_used, ff = hp.n_ff_exp, pairs = n * k;
   const uint64_t ids_offset = static_cast<uint64_t>(il * n * k) * 4;
   const uint64_t ids = ids_all_.address() + ids_offset;
+  // The pairs of the experts `e` holds through their down product into y ([pairs][n_embd]); the
+  // other pairs give zeros.
+  const auto routed = [&](const ExpertStacks& e, uint64_t y) {
+    // With a slot map the groups are the experts' slots plus one for the others.
+    const int64_t buckets = e.slots ? e.count + 1 : std::max<int64_t>(hp.n_expert, 1);
+    const int64_t max_tiles = moe_tiles_capacity(pairs, buckets);
+    if (grouped) {
+      ops.moe_group(ids, pairs, hp.n_expert, order_.address(), tiles_.address(), e.slots,
+                    e.slots ? e.count : 0);
+    }
+    const auto product = [&](const GpuMatrix& w, const GpuMatrix* up, const RoundedRows& in,
+                             int64_t x_div, uint64_t dst) {
+      if (grouped) {
+        ops.matmul_expert_tiles(w, up, tiles_.address(), order_.address(), max_tiles, in.address,
+                                in.stride, x_div, dst, w.rows);
+      } else {
+        ops.matmul_experts(w, up, ids, in.address, in.stride, x_div, dst, w.rows, pairs, e.slots);
+      }
+    };
+    const RoundedRows xg = input.for_weights(e.gate.type), xu = input.for_weights(e.up.type);
+    if (e.gate.type == e.up.type) {
+      product(e.gate, &e.up, xg, k, hidden_.address());
+    } else {
+      product(e.gate, nullptr, xg, k, hidden_.address());
+      product(e.up, nullptr, xu, k, hidden2_.address());
+      ops.swiglu(hidden_.address(), hidden2_.address(), pairs * ff);
+    }
+    ActivationInput hidden(ops, hidden_in_, hidden_.address(), ff, pairs, ff);
+    const RoundedRows h = hidden.for_weights(e.down.type);
+    product(e.down, nullptr, h, 1, y);
+  };
+  // RAM experts uploaded for this batch: the host copies them into a staging slot (a layer
+  // ahead when it can) while the GPU works.
+  const bool upload = uploads(l, n);
+  if (upload && staging_[il % 2].layer != il) stage(ops, l, il);
+  if (next && uploads(*next, n)) stage(ops, *next, il + 1);
+
   const RoundedRows xr = input.for_weights(l.router.type);
   ops.matmul(l.router, xr.address, xr.stride, router_.address(), hp.n_expert, n);
   ops.moe_route(router_.address(), ids, weights_.address(), n, hp.n_expert, k,
                 hp.expert_weights_norm);
-  if (l.cpu) cpu_.hand_over(ops, il, *l.cpu, l.in_ram, ids_all_, ids_offset, weights_, x, n);
+  const bool cpu_computes = l.cpu && !upload;
+  if (cpu_computes) cpu_.hand_over(ops, il, *l.cpu, l.in_ram, ids_all_, ids_offset, weights_, x, n);
   if (l.held_experts > 0) {
-    if (grouped) {
-      ops.moe_group(ids, pairs, hp.n_expert, order_.address(), tiles_.address(), l.expert_slots,
-                    l.held_experts);
-    }
-    gate_up(l.gate_exps, l.up_exps, &ids, pairs, k, hidden_.address(), hidden2_.address());
-    ActivationInput hidden(ops, hidden_in_, hidden_.address(), ff, pairs, ff);
-    const RoundedRows h = hidden.for_weights(l.down_exps.type);
-    experts(l.down_exps, nullptr, ids, h, 1, down_.address(), pairs);
+    routed({l.gate_exps, l.up_exps, l.down_exps, l.expert_slots, l.held_experts}, down_.address());
   } else {  // every expert of the layer is in RAM
     ops.cmd.fill(down_, 0, static_cast<uint64_t>(pairs * hp.n_embd) * 4, 0);
   }
@@ -198,7 +280,7 @@ void GpuFfn::record(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationI
   if (l.shared_gate_w.address) {
     const int64_t sff = l.shared_gate_w.rows;
     // hidden2 is free again (the routed SwiGLU is in hidden); shared is the spare.
-    gate_up(l.shared_gate_w, l.shared_up, nullptr, n, 1, hidden2_.address(), shared_.address());
+    dense_gate_up(l.shared_gate_w, l.shared_up, n, hidden2_.address(), shared_.address());
     ActivationInput shared_hidden(ops, shared_in_, hidden2_.address(), sff, n, sff);
     const RoundedRows sh = shared_hidden.for_weights(l.shared_down.type);
     ops.matmul(l.shared_down, sh.address, sh.stride, shared_.address(), hp.n_embd, n);
@@ -208,8 +290,31 @@ void GpuFfn::record(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationI
       shared_logit = shared_logit_.address();
     }
   }
+  if (upload) {
+    // Each pair comes from exactly one side (zeros on the other): the sum has a whole-GPU run's
+    // bits.
+    const Staging& s = staging_[il % 2];
+    cpu_.await_staged(ops, s.task);
+    ops.cmd.copy(s.host, 0, s.device, 0, l.ram_bytes[0] + l.ram_bytes[1] + l.ram_bytes[2]);
+    const MoeFfnWeights& m = *l.cpu;
+    const uint64_t base = s.device.address();
+    const ExpertStacks staged{
+        {m.gate_exps.type, base, ff, m.gate_exps.cols, m.gate_exps.row_bytes},
+        {m.up_exps.type, base + l.ram_bytes[0], ff, m.up_exps.cols, m.up_exps.row_bytes},
+        {m.down_exps.type, base + l.ram_bytes[0] + l.ram_bytes[1], hp.n_embd, m.down_exps.cols,
+         m.down_exps.row_bytes},
+        l.ram_slots,
+        l.ram_experts};
+    if (!staged_down_ || staged_down_.size() < static_cast<uint64_t>(pairs * hp.n_embd) * 4) {
+      retired_.push_back(std::move(staged_down_));
+      staged_down_ = device_.allocate(static_cast<uint64_t>(tokens_ * k * hp.n_embd) * 4,
+                                      MemoryKind::device, "uploaded experts' outputs");
+    }
+    routed(staged, staged_down_.address());
+    ops.add(down_.address(), staged_down_.address(), pairs * hp.n_embd);
+  }
   ops.moe_combine(down_.address(), weights_.address(), out, shared, shared_logit, n, hp.n_embd, k);
-  if (l.cpu) cpu_.take_back(ops, out, n);
+  if (cpu_computes) cpu_.take_back(ops, out, n);
 }
 
 void GpuFfn::run_step(CommandList& cmd, ThreadPool& pool) {

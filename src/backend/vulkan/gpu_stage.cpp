@@ -185,6 +185,7 @@ HybridTimeline merged_timeline(const std::vector<std::unique_ptr<GpuStage>>& sta
     const HybridTimeline& t = s->ffn->timeline();
     out.step_ms += t.step_ms;
     out.layers.insert(out.layers.end(), t.layers.begin(), t.layers.end());
+    out.uploads.insert(out.uploads.end(), t.uploads.begin(), t.uploads.end());
   }
   return out;
 }

@@ -281,9 +281,11 @@ TEST(GpuSplitPlanMemory, UnsupportedPlacementsAreClearErrors) {
     }
     return "";
   };
-  plan::Placement cpu_attention = all_on_gpu(hp);
-  cpu_attention.layers[0].attention_device = 0;
-  EXPECT_NE(error_of(cpu_attention).find("layer 0's attention on the CPU"), std::string::npos);
+  plan::Placement second_gpu_layer = all_on_gpu(hp);
+  second_gpu_layer.layers[0].attention_device = 2;
+  EXPECT_NE(error_of(second_gpu_layer).find("layer 0's attention on GPU1, and --device names 1"),
+            std::string::npos)
+      << error_of(second_gpu_layer);
   plan::Placement second_gpu = all_on_gpu(hp);
   second_gpu.layers[1].expert_device[3] = 2;
   EXPECT_NE(error_of(second_gpu).find("expert 3 of layer 1 on GPU1"), std::string::npos);

@@ -264,10 +264,25 @@ TEST(HybridPlan, BenchProfileShowsTheHandOvers) {
   EXPECT_EQ(t["layers"][0]["layer"], 0);
   EXPECT_GT(t["layers"][0]["pairs"].get<int>(), 0);
   EXPECT_GT(t["step_ms"].get<double>(), 0.0);
+  // The prompt batch's path: the CPU (lavapipe has no PCIe to upload over), or, forced, the
+  // upload of layer 0's experts.
+  ASSERT_TRUE(j.contains("hybrid_prompt_timeline")) << r.output;
+  EXPECT_EQ(j["hybrid_prompt_timeline"]["layers"].size(), 1u);
+  EXPECT_TRUE(j["hybrid_prompt_timeline"]["uploads"].empty());
   const auto text = run_strata_env(lavapipe_only(), bench, false);
   ASSERT_EQ(text.exit_code, 0) << text.output;
   EXPECT_TRUE(contains(text.output, "hybrid decode step")) << text.output;
   EXPECT_TRUE(contains(text.output, "GPU busy at CPU start / end")) << text.output;
+  EXPECT_TRUE(contains(text.output, "RAM experts of 0 layers uploaded")) << text.output;
+  const auto forced =
+      run_strata_env(lavapipe_only() + "STRATA_PROMPT_EXPERTS=gpu ", bench + " --json", false);
+  ASSERT_EQ(forced.exit_code, 0) << forced.output;
+  const auto forced_json = nlohmann::json::parse(forced.output);
+  const auto& uploads = forced_json["hybrid_prompt_timeline"]["uploads"];
+  ASSERT_EQ(uploads.size(), 1u) << forced.output;
+  EXPECT_EQ(uploads[0]["layer"], 0);
+  EXPECT_EQ(uploads[0]["experts"], 8);
+  EXPECT_GT(uploads[0]["bytes"].get<uint64_t>(), 0u);
 }
 
 TEST(HybridPlan, BadPlacementFlagsAreClearErrors) {

@@ -1,0 +1,145 @@
+// Prompt batches that upload a layer's RAM experts instead of having the CPU compute them: the
+// host copies the experts into a staging slot (a layer ahead where it can), the GPU copies the
+// slot into a device-local stack and computes those pairs as it computes the experts it holds.
+// Each (token, expert) pair then comes from exactly one side, the other giving zeros, so a prompt
+// batch has the bits of the same model wholly on the GPU: that is the check (the whole-GPU
+// run is itself held to the oracle in gpu_oracle_logits_test.cpp), with the path forced by
+// STRATA_PROMPT_EXPERTS=gpu. Decode steps still hand their RAM experts to the CPU.
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <numeric>
+
+#include "backend/vulkan/gpu_model.h"
+#include "model/oracle_compare.h"
+#include "runtime/session.h"
+#include "support/greedy_jobs.h"
+#include "support/test_support.h"
+#include "unit/vulkan/gpu_test_device.h"
+
+namespace strata::test {
+namespace {
+
+// The path is read when the model is built: set it around the load.
+class ForcedPromptExperts {
+ public:
+  explicit ForcedPromptExperts(const char* mode) { setenv("STRATA_PROMPT_EXPERTS", mode, 1); }
+  ~ForcedPromptExperts() { unsetenv("STRATA_PROMPT_EXPERTS"); }
+};
+
+std::unique_ptr<Model> load(const std::string& path, const plan::Placement* p, const char* mode) {
+  ForcedPromptExperts forced(mode);
+  return vk::load_gpu_model(path, vk::test::shared_test_device(), p);
+}
+
+plan::Placement all_on_gpu(const ModelHParams& hp) {
+  plan::Placement p;
+  p.output_device = p.embeddings_device = 1;
+  p.layers.resize(static_cast<size_t>(hp.n_layer));
+  for (auto& l : p.layers) {
+    l.attention_device = 1;
+    l.expert_device.assign(static_cast<size_t>(hp.n_expert), 1);
+  }
+  return p;
+}
+
+// Layer 0's experts all in RAM, and every other layer's odd experts: whole layers and single
+// experts, with a layer ahead to stage.
+plan::Placement experts_in_ram(const ModelHParams& hp) {
+  plan::Placement p = all_on_gpu(hp);
+  p.embeddings_device = 0;
+  for (size_t l = 0; l < p.layers.size(); ++l) {
+    auto& experts = p.layers[l].expert_device;
+    for (size_t e = 0; e < experts.size(); ++e)
+      if (l == 0 || e % 2 == 1) experts[e] = 0;
+  }
+  return p;
+}
+
+std::vector<float> prompt_logits(Model& model, const std::vector<int32_t>& prompt) {
+  ThreadPool pool(2);
+  Session session(model, 256, GgmlType::F16, pool);
+  std::vector<float> logits;
+  session.eval(prompt, /*all_logits=*/true, logits);
+  return logits;
+}
+
+const std::vector<std::string>& models() {
+  static const std::vector<std::string> m = {
+      (oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string(),
+      (oracle_dir() / "models" / "tiny-qwen3moe-F16.gguf").string(),
+      (oracle_dir() / "gdn" / "models" / "tiny-qwen35moe-Q8_0.gguf").string()};
+  return m;
+}
+
+TEST(GpuPromptUploads, PromptBatchHasTheWholeGpuBits) {
+  for (const std::string& path : models()) {
+    SCOPED_TRACE(path);
+    const ModelHParams hp = Model::load(path, LoadMode::mmap)->hparams();
+    const plan::Placement split = experts_in_ram(hp);
+    const std::vector<int32_t> prompt = prompt_of(4, 40);
+    auto whole = load(path, nullptr, "gpu");
+    auto uploads = load(path, &split, "gpu");
+    const std::vector<float> expected = prompt_logits(*whole, prompt);
+    EXPECT_EQ(prompt_logits(*uploads, prompt), expected) << "uploaded experts change the bits";
+    // Every layer with RAM experts uploaded them, none handed pairs to the CPU.
+    const vk::HybridTimeline& t = *vk::hybrid_timeline(*uploads);
+    EXPECT_TRUE(t.layers.empty());
+    ASSERT_EQ(static_cast<int64_t>(t.uploads.size()), hp.n_layer);
+    for (size_t l = 0; l < t.uploads.size(); ++l) {
+      const vk::ExpertUploadSpan& u = t.uploads[l];
+      EXPECT_EQ(u.layer, static_cast<int64_t>(l));
+      EXPECT_EQ(u.experts, l == 0 ? hp.n_expert : hp.n_expert / 2);
+      EXPECT_GT(u.bytes, 0u);
+    }
+    // The CPU path for the same batch: close, not bit-equal (its partial sum is added apart).
+    auto on_cpu = load(path, &split, "cpu");
+    const std::vector<float> cpu = prompt_logits(*on_cpu, prompt);
+    EXPECT_LT(nmse(cpu.data(), expected.data(), expected.size()), 1e-4);
+    EXPECT_FALSE(vk::hybrid_timeline(*on_cpu)->layers.empty());
+    EXPECT_TRUE(vk::hybrid_timeline(*on_cpu)->uploads.empty());
+  }
+}
+
+// Decode steps after an uploaded prompt hand their RAM experts to the CPU; greedy tokens equal
+// the CPU path's on F16 weights.
+TEST(GpuPromptUploads, DecodeStepsStillUseTheCpuAndTokensMatch) {
+  const std::string path = (oracle_dir() / "models" / "tiny-qwen3moe-F16.gguf").string();
+  auto cpu = Model::load(path);
+  const plan::Placement split = experts_in_ram(cpu->hparams());
+  auto gpu = load(path, &split, "gpu");
+  ThreadPool pool(2);
+  const std::vector<int32_t> prompt = prompt_of(9, 30);
+  EXPECT_EQ(session_greedy(*gpu, prompt, 16, pool), session_greedy(*cpu, prompt, 16, pool));
+  const vk::HybridTimeline& t = *vk::hybrid_timeline(*gpu);  // the last decode step
+  EXPECT_TRUE(t.uploads.empty());
+  EXPECT_FALSE(t.layers.empty());
+}
+
+// The scheduler's mixed batches (prompt chunks next to decode tokens) with uploads generate what
+// each prompt generates alone.
+TEST(GpuPromptUploads, BatchedGenerationsMatchSingleSequences) {
+  for (const std::string& path : {models()[0], models()[2]}) {
+    SCOPED_TRACE(path);
+    const plan::Placement split = experts_in_ram(Model::load(path, LoadMode::mmap)->hparams());
+    auto model = load(path, &split, "gpu");
+    ThreadPool pool(2);
+    expect_batched_generations_match_sessions(*model, pool);
+  }
+}
+
+TEST(GpuPromptUploads, BadModeIsAClearError) {
+  ForcedPromptExperts forced("sometimes");
+  const plan::Placement split = experts_in_ram(Model::load(models()[0], LoadMode::mmap)->hparams());
+  try {
+    vk::load_gpu_model(models()[0], vk::test::shared_test_device(), &split);
+    FAIL() << "accepted STRATA_PROMPT_EXPERTS=sometimes";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("expected gpu, cpu or auto"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace strata::test
