@@ -10,6 +10,7 @@
 #include "util/cpu_features.h"
 #include "util/error.h"
 #include "util/format_bytes.h"
+#include "util/log.h"
 
 namespace strata::vk {
 // ---- feed-forward -----------------------------------------------------------------------
@@ -170,22 +171,30 @@ void GpuFfn::release_retired() {
   retired_.clear();
 }
 
-GpuFfn::Staging& GpuFfn::stage(GpuOps& ops, const GpuFfnWeights& l, int64_t il) {
+bool GpuFfn::stage(GpuOps& ops, const GpuFfnWeights& l, int64_t il) {
   Staging& s = staging_[il % 2];
   const uint64_t offsets[3] = {0, l.ram_bytes[0], l.ram_bytes[0] + l.ram_bytes[1]};
   const uint64_t bytes = offsets[2] + l.ram_bytes[2];
   if (bytes > s.capacity) {  // the recording may still name the old pair: retire it
     retired_.push_back(std::move(s.host));
     retired_.push_back(std::move(s.device));
+    s.capacity = 0;
     const std::string what =
         fmt::format("a staging slot for {} of a layer's experts in RAM", format_bytes(bytes));
-    s.host = device_.allocate(bytes, MemoryKind::host, what);
-    s.device = device_.allocate(bytes, MemoryKind::device, what);
+    try {
+      s.host = device_.allocate(bytes, MemoryKind::host, what);
+      s.device = device_.allocate(bytes, MemoryKind::device, what);
+    } catch (const Error& e) {  // the plan filled the GPU: prompt batches stay on the CPU
+      log::warn("{}; prompt batches compute their experts in RAM on the CPU from now on", e.what());
+      retired_.push_back(std::move(s.host));
+      upload_mode_ = UploadMode::cpu;
+      return false;
+    }
     s.capacity = bytes;
   }
   s.task = cpu_.stage_experts(ops, il, *l.cpu, l.in_ram, s.host, offsets);
   s.layer = il;
-  return s;
+  return true;
 }
 
 namespace {
@@ -261,8 +270,7 @@ void GpuFfn::record(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationI
   };
   // RAM experts uploaded for this batch: the host copies them into a staging slot (a layer
   // ahead when it can) while the GPU works.
-  const bool upload = uploads(l, n);
-  if (upload && staging_[il % 2].layer != il) stage(ops, l, il);
+  const bool upload = uploads(l, n) && (staging_[il % 2].layer == il || stage(ops, l, il));
   if (next && uploads(*next, n)) stage(ops, *next, il + 1);
 
   const RoundedRows xr = input.for_weights(l.router.type);

@@ -116,7 +116,9 @@ class GpuFfn {
   Staging staging_[2];
   Buffer staged_down_;  // [pairs][n_embd] the uploaded experts' outputs
   std::vector<Buffer> retired_;
-  Staging& stage(GpuOps& ops, const GpuFfnWeights& l, int64_t il);
+  // Records the host's copy of layer il's RAM experts into its slot; false when the slot does
+  // not fit in the GPU's memory (every later batch then keeps them on the CPU).
+  bool stage(GpuOps& ops, const GpuFfnWeights& l, int64_t il);
   void record_staged(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationInput& input,
                      int64_t n);
 };

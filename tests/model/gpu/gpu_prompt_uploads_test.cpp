@@ -129,6 +129,31 @@ TEST(GpuPromptUploads, BatchedGenerationsMatchSingleSequences) {
   }
 }
 
+// A GPU the plan filled has no room for the staging slots: the batch falls back to the CPU path
+// (its bits) instead of failing, and so do later batches.
+TEST(GpuPromptUploads, NoRoomForStagingFallsBackToTheCpu) {
+  const std::string path = models()[0];
+  const plan::Placement split = experts_in_ram(Model::load(path, LoadMode::mmap)->hparams());
+  const std::vector<int32_t> prompt = prompt_of(4, 40);
+  const auto info = vk::test::shared_test_device()->info();
+  auto roomy = std::make_shared<vk::Device>(info);
+  std::vector<float> on_cpu;
+  uint64_t without_staging = 0;  // the plan and a prompt's buffers, no staging slots
+  {
+    ForcedPromptExperts forced("cpu");
+    auto model = vk::load_gpu_model(path, roomy, &split);
+    on_cpu = prompt_logits(*model, prompt);
+    without_staging = roomy->device_local_bytes();
+  }
+  auto tight = std::make_shared<vk::Device>(info);
+  tight->set_memory_limit(without_staging + (uint64_t{64} << 10));  // far less than one slot
+  ForcedPromptExperts forced("gpu");
+  auto model = vk::load_gpu_model(path, tight, &split);
+  EXPECT_EQ(prompt_logits(*model, prompt), on_cpu);
+  EXPECT_TRUE(vk::hybrid_timeline(*model)->uploads.empty());
+  EXPECT_FALSE(vk::hybrid_timeline(*model)->layers.empty());
+}
+
 TEST(GpuPromptUploads, BadModeIsAClearError) {
   ForcedPromptExperts forced("sometimes");
   const plan::Placement split = experts_in_ram(Model::load(models()[0], LoadMode::mmap)->hparams());
