@@ -183,6 +183,10 @@ DecodeEstimate estimate_decode(const ModelInventory& inv, const HardwareProfile&
     // Other engines' extra cost per recurrent layer (FIELD C1); strata's is calibrated.
     if (!layer.has_kv_cache && !calibrated) d.fixed_ms += c.recurrent_layer_fixed_ms;
     if (layer.expert_bytes == 0) continue;
+    // What the layer's GPU computes while the CPU computes its RAM experts: the shared expert...
+    double gpu_side_ms =
+        a == kCpuDevice ? 0.0 : ms_for(static_cast<double>(layer.shared_expert_bytes), bw[a]);
+    double cpu_side_ms = 0;
     // Expected bytes per device: popularity mass it holds x experts used x one expert's bytes.
     std::fill(mass.begin(), mass.end(), 0.0);
     for (size_t e = 0; e < lp.expert_device.size(); ++e) {
@@ -203,12 +207,15 @@ DecodeEstimate estimate_decode(const ModelInventory& inv, const HardwareProfile&
       if (dev == kCpuDevice) d.cpu_weight_bytes += bytes;
       d.weight_ms[dev] += ms;
       if (dev == kCpuDevice) d.cpu_expert_ms += ms;
+      if (a != kCpuDevice && static_cast<int>(dev) == a) gpu_side_ms += ms;  // ... its experts
+      if (a != kCpuDevice && dev == kCpuDevice) cpu_side_ms += ms;
       if (static_cast<int>(dev) != a) {
         // A round trip when at least one of the token's experts lives there.
         const double p_any = 1.0 - std::pow(std::max(0.0, 1.0 - mass[dev]), inv.n_expert_used);
         d.hop_ms += 2.0 * p_any * hop_cost_ms(inv, hw, a, static_cast<int>(dev));
       }
     }
+    if (cpu_side_ms > 0) d.overlap_ms += std::min(cpu_side_ms, gpu_side_ms);
   }
   d.hop_ms += hop_cost_ms(inv, hw, previous, placement.output_device);
   if (cal && placement.output_device == kCpuDevice) {

@@ -82,7 +82,17 @@ struct DecodeEstimate {
   std::vector<double> kv_ms;      // per device: KV cache and recurrent state
   double fixed_ms = 0;
   double hop_ms = 0;
+  // total_ms is what engines that take turns spend (llama.cpp: the GPU waits while the CPU
+  // computes a layer's experts, then the other way round). strata's hybrid executor computes a
+  // layer's RAM experts while the GPU computes the experts and shared expert it holds for the same
+  // layer: overlap_ms is the time that hides, sum over layers of min(CPU experts, GPU experts and
+  // shared expert).
+  double overlap_ms = 0;
   double tokens_per_second() const { return total_ms > 0 ? 1000.0 / total_ms : 0; }
+  double overlapped_ms() const { return total_ms - overlap_ms; }
+  double overlapped_tokens_per_second() const {
+    return overlapped_ms() > 0 ? 1000.0 / overlapped_ms() : 0;
+  }
 };
 
 struct PrefillEstimate {

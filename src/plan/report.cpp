@@ -163,6 +163,12 @@ std::string plan_text(const ModelInventory& inv, const HardwareProfile& hw, cons
       "\nPredicted\n  generation: {:.1f} tok/s ({:.2f} ms per token), {:.1f} tok/s "
       "with the cache full at {} tokens\n",
       dc.tokens_per_second(), dc.total_ms, plan.decode_full.tokens_per_second(), plan.context);
+  if (dc.overlap_ms > 0) {
+    out += fmt::format(
+        "  with strata's overlap (the CPU's experts computed while the GPU computes its own): "
+        "{:.1f} tok/s ({:.2f} ms hidden per token)\n",
+        dc.overlapped_tokens_per_second(), dc.overlap_ms);
+  }
   out += fmt::format("  prompt processing: {:.0f} tok/s ({}-token micro-batches)\n",
                      plan.prefill.tokens_per_second, default_cost_constants().prefill_micro_batch);
   out += fmt::format("  bottleneck: {}\n", plan.bottleneck);
@@ -284,6 +290,8 @@ nlohmann::json plan_json(const ModelInventory& inv, const HardwareProfile& hw, c
                     {"fixed_ms", plan.decode.fixed_ms},
                     {"hop_ms", plan.decode.hop_ms},
                     {"cpu_expert_ms", plan.decode.cpu_expert_ms},
+                    {"overlap_ms", plan.decode.overlap_ms},
+                    {"decode_tok_s_overlapped", plan.decode.overlapped_tokens_per_second()},
                     {"decode_weight_ms", plan.decode.weight_ms},
                     {"decode_kv_ms", plan.decode.kv_ms},
                     {"prompt_compute_ms", plan.prefill.compute_ms},

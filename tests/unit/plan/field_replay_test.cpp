@@ -149,5 +149,55 @@ TEST(FieldReplay, C1AllExpertsOnCpuAt262kAndMoreOnGpuAt64k) {
   EXPECT_GT(plan64k.decode.tokens_per_second(), plan262k.decode.tokens_per_second());
 }
 
+// strata's executor computes a layer's RAM experts while the GPU computes that layer's GPU
+// experts and shared expert; llama.cpp takes turns. The overlap hides min(CPU, GPU) per layer:
+// nothing for llama.cpp's whole-layer placements of a model without a shared expert (their CPU
+// layers hold no GPU experts), something for strata's single-expert splits and for a shared
+// expert (Qwen3.5). Printed for the note: C1 and C2 with and without overlap.
+TEST(FieldReplay, OverlapHidesOnlyWhatTheGpuComputesInTheSameLayer) {
+  PlanGoals goals;
+  goals.kv_type = "q8_0";
+  const auto report = [](const char* what, const DecodeEstimate& d) {
+    std::printf(
+        "%-50s %.1f tok/s taking turns, %.1f tok/s overlapped (%.2f of %.2f ms of CPU "
+        "experts hidden)\n",
+        what, d.tokens_per_second(), d.overlapped_tokens_per_second(), d.overlap_ms,
+        d.cpu_expert_ms);
+    EXPECT_GE(d.overlap_ms, 0);
+    EXPECT_LE(d.overlap_ms, d.cpu_expert_ms + 1e-9);
+    EXPECT_GE(d.overlapped_tokens_per_second(), d.tokens_per_second());
+  };
+  {
+    const HardwareProfile hw = c2_hardware();
+    const ModelInventory inv = preset("qwen3-coder-30b-a3b", "18.56G");
+    const DecodeEstimate published =
+        estimate_decode(inv, hw, n_cpu_moe_placement(inv, hw, 36), kv_type_bytes("q8_0"), 0,
+                        default_cost_constants());
+    report("C2 Q4_K_M --n-cpu-moe 36 (llama.cpp's)", published);
+    EXPECT_NEAR(published.overlap_ms, 0.0, 1e-9);  // no shared expert, whole layers in RAM
+    goals.context = 36864;
+    const Plan chosen = plan_placement(inv, hw, goals);
+    report("C2 Q4_K_M strata's plan", chosen.decode);
+    if (chosen.partial_layers > 0) {
+      EXPECT_GT(chosen.decode.overlap_ms, 0.0);
+    }
+    const DecodeEstimate whole_gpu =
+        estimate_decode(inv, hw, n_cpu_moe_placement(inv, hw, 0), kv_type_bytes("q8_0"), 0,
+                        default_cost_constants());
+    EXPECT_EQ(whole_gpu.overlap_ms, 0.0);  // nothing in RAM, nothing to hide
+  }
+  {
+    const HardwareProfile hw = c1_hardware();
+    const ModelInventory inv = preset("qwen3.5-35b-a3b", "22.1G");
+    const DecodeEstimate all_cpu =
+        estimate_decode(inv, hw, n_cpu_moe_placement(inv, hw, 40), kv_type_bytes("q8_0"), 0,
+                        default_cost_constants());
+    report("C1 --n-cpu-moe 40 at 262,144 (published)", all_cpu);
+    EXPECT_GT(all_cpu.overlap_ms, 0.0);  // the shared expert on the GPU
+    goals.context = 65536;
+    report("C1 strata's plan at 65,536", plan_placement(inv, hw, goals).decode);
+  }
+}
+
 }  // namespace
 }  // namespace strata::plan
