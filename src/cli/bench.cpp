@@ -85,6 +85,7 @@ nlohmann::json hybrid_timeline_json(const vk::HybridTimeline& t) {
   for (const vk::CpuExpertSpan& s : t.layers) {
     overlapped += s.gpu_busy_at_start;
     layers.push_back({{"layer", s.layer},
+                      {"start_ms", s.start_ms},
                       {"pairs", s.pairs},
                       {"host_wait_ms", s.wait_ms},
                       {"cpu_experts_ms", s.cpu_ms},
@@ -94,15 +95,24 @@ nlohmann::json hybrid_timeline_json(const vk::HybridTimeline& t) {
   nlohmann::json uploads = nlohmann::json::array();
   for (const vk::ExpertUploadSpan& u : t.uploads) {
     uploads.push_back({{"layer", u.layer},
+                       {"start_ms", u.start_ms},
                        {"experts", u.experts},
                        {"bytes", u.bytes},
                        {"host_wait_ms", u.wait_ms},
                        {"host_copy_ms", u.copy_ms}});
   }
+  nlohmann::json segments = nlohmann::json::array();
+  for (const vk::GpuSegmentSpan& g : t.segments) {
+    segments.push_back({{"stage", g.stage},
+                        {"segment", g.segment},
+                        {"start_ms", g.start_ms},
+                        {"end_ms", g.end_ms}});
+  }
   return {{"step_ms", t.step_ms},
           {"overlapped_layers", overlapped},
           {"layers", layers},
-          {"uploads", uploads}};
+          {"uploads", uploads},
+          {"gpu_segments", segments}};
 }
 #endif
 
@@ -129,7 +139,31 @@ void print_prompt_paths(const nlohmann::json& t) {
 // A hybrid decode step: per layer with experts in RAM, how long the host waited for the GPU to
 // hand the layer over, how long the CPU's experts took, and whether the GPU's own part of the
 // layer was still running meanwhile (the overlap).
+void print_gpu_segments(const nlohmann::json& t) {
+  if (t["gpu_segments"].empty()) return;
+  fmt::print(
+      "  GPU segments (timestamp queries; ms from the stage's first segment; gaps are the "
+      "GPU waiting for the host):\n");
+  std::string line;
+  int stage = -1;
+  for (const auto& g : t["gpu_segments"]) {
+    if (g["stage"].get<int>() != stage) {
+      if (!line.empty()) fmt::print("{}\n", line);
+      stage = g["stage"].get<int>();
+      line = fmt::format("    stage {}:", stage);
+    }
+    line += fmt::format(" #{} {:.3f}-{:.3f}", g["segment"].get<int>(), g["start_ms"].get<double>(),
+                        g["end_ms"].get<double>());
+  }
+  if (!line.empty()) fmt::print("{}\n", line);
+}
+
 void print_hybrid_timeline(const nlohmann::json& t) {
+  if (t["layers"].empty()) {  // every expert on the GPU: only the segments
+    fmt::print("decode step {:.3f} ms on the GPU\n", t["step_ms"].get<double>());
+    print_gpu_segments(t);
+    return;
+  }
   double wait = 0, cpu = 0;
   for (const auto& l : t["layers"]) {
     wait += l["host_wait_ms"].get<double>();
@@ -140,15 +174,16 @@ void print_hybrid_timeline(const nlohmann::json& t) {
       "{:.3f} ms waiting for the GPU); the GPU's part was in flight when the CPU started in {} of "
       "them\n",
       t["step_ms"].get<double>(), t["layers"].size(), cpu, wait, t["overlapped_layers"].get<int>());
-  fmt::print("  {:>5} {:>6} {:>10} {:>10}  {}\n", "layer", "pairs", "wait ms", "cpu ms",
-             "GPU busy at CPU start / end");
+  fmt::print("  {:>5} {:>9} {:>6} {:>10} {:>10}  {}\n", "layer", "start ms", "pairs", "wait ms",
+             "cpu ms", "GPU busy at CPU start / end");
   for (const auto& l : t["layers"]) {
-    fmt::print("  {:>5} {:>6} {:>10.3f} {:>10.3f}  {} / {}\n", l["layer"].get<int64_t>(),
-               l["pairs"].get<int64_t>(), l["host_wait_ms"].get<double>(),
-               l["cpu_experts_ms"].get<double>(),
+    fmt::print("  {:>5} {:>9.3f} {:>6} {:>10.3f} {:>10.3f}  {} / {}\n", l["layer"].get<int64_t>(),
+               l["start_ms"].get<double>(), l["pairs"].get<int64_t>(),
+               l["host_wait_ms"].get<double>(), l["cpu_experts_ms"].get<double>(),
                l["gpu_busy_at_cpu_start"].get<bool>() ? "yes" : "no",
                l["gpu_busy_at_cpu_end"].get<bool>() ? "yes" : "no");
   }
+  print_gpu_segments(t);
 }
 
 void print_profile(const char* title, const OpProfile& p) {
@@ -249,12 +284,16 @@ void add_bench_command(CLI::App& app) {
     OpProfile pp_profile;
     nlohmann::json prompt_timeline;  // the last prompt batch of a hybrid plan: which path ran
     if (o->profile && o->n_prompt > 0) {
+#ifdef STRATA_HAVE_VULKAN
+      vk::set_gpu_timestamps(*model, true);  // the profile runs only: timed runs stay untouched
+#endif
       pp_profile = profile_of(run_pp, o->n_prompt);
 #ifdef STRATA_HAVE_VULKAN
       if (const vk::HybridTimeline* t = vk::hybrid_timeline(*model);
           t && (!t->layers.empty() || !t->uploads.empty())) {
         prompt_timeline = hybrid_timeline_json(*t);
       }
+      vk::set_gpu_timestamps(*model, false);
 #endif
     }
     if (!o->expert_profile.empty()) {
@@ -297,11 +336,16 @@ void add_bench_command(CLI::App& app) {
 
     // Where a decode step goes: one more (untimed) tg run with the per-op profile on.
     OpProfile tg_profile;
-    if (o->profile && o->n_gen > 0) tg_profile = profile_of(run_tg, o->n_gen);
-    nlohmann::json timeline;  // the last decode step of a hybrid plan: the CPU's experts
 #ifdef STRATA_HAVE_VULKAN
+    if (o->profile) vk::set_gpu_timestamps(*model, true);
+#endif
+    if (o->profile && o->n_gen > 0) tg_profile = profile_of(run_tg, o->n_gen);
+    // The last decode step on a GPU: the CPU's experts of a hybrid plan, the GPU's segments.
+    nlohmann::json timeline;
+#ifdef STRATA_HAVE_VULKAN
+    vk::set_gpu_timestamps(*model, false);
     if (const vk::HybridTimeline* t = vk::hybrid_timeline(*model);
-        o->profile && t && !t->layers.empty()) {
+        o->profile && t && (!t->layers.empty() || !t->segments.empty())) {
       timeline = hybrid_timeline_json(*t);
     }
 #endif

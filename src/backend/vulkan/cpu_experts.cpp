@@ -113,6 +113,7 @@ void CpuExperts::compute(CommandList& cmd, const Task& t, ThreadPool& pool) {
   CpuExpertSpan span;
   span.layer = t.layer;
   const double t0 = now_ms();
+  span.start_ms = t0 - step_start_ms_;
   cmd.wait_for_gpu(t.task);
   const double t1 = now_ms();
   span.gpu_busy_at_start = !cmd.segment_finished(t.gpu_segment);
@@ -135,6 +136,7 @@ void CpuExperts::copy_experts(CommandList& cmd, const Task& t, ThreadPool& pool)
   ExpertUploadSpan span;
   span.layer = t.layer;
   const double t0 = now_ms();
+  span.start_ms = t0 - step_start_ms_;
   cmd.wait_for_gpu(t.task);
   const double t1 = now_ms();
   std::vector<int64_t> experts;
@@ -166,6 +168,7 @@ void CpuExperts::copy_experts(CommandList& cmd, const Task& t, ThreadPool& pool)
 void CpuExperts::run_step(CommandList& cmd, ThreadPool& pool) {
   timeline_ = HybridTimeline{};
   const double start = now_ms();
+  step_start_ms_ = start;
   try {
     run_tasks(cmd, pool);
   } catch (...) {
@@ -180,6 +183,10 @@ void CpuExperts::run_step(CommandList& cmd, ThreadPool& pool) {
   tasks_.clear();
   cmd.wait();
   timeline_.step_ms = now_ms() - start;
+  const std::vector<CommandList::SegmentTime> times = cmd.segment_times();
+  for (size_t i = 0; i < times.size(); ++i) {
+    timeline_.segments.push_back({0, static_cast<int>(i), times[i].start_ms, times[i].end_ms});
+  }
 }
 
 }  // namespace strata::vk

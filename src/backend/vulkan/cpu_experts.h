@@ -20,6 +20,7 @@ namespace strata::vk {
 // What the host did for one layer of a hybrid step (bench --profile, the overlap test).
 struct CpuExpertSpan {
   int64_t layer = 0;
+  double start_ms = 0;             // from the submission, on the host's clock
   int64_t pairs = 0;               // (token, expert) pairs the CPU computed
   double wait_ms = 0;              // the host waited this long for the GPU to hand the layer over
   double cpu_ms = 0;               // computing the layer's experts that live in RAM
@@ -30,16 +31,27 @@ struct CpuExpertSpan {
 // A prompt batch's upload of one layer's RAM experts (instead of the CPU computing them).
 struct ExpertUploadSpan {
   int64_t layer = 0;
+  double start_ms = 0;  // from the submission, on the host's clock
   int64_t experts = 0;  // the layer's experts in RAM, all copied to the staging slot
   uint64_t bytes = 0;
   double wait_ms = 0;  // the host waited this long for the GPU to free the slot
   double copy_ms = 0;  // the host's copy into the host-visible staging slot
 };
 
+// One command-buffer segment of a step on the GPU, from timestamp queries (bench --profile): ms
+// from the start of its stage's first segment, on the GPU's clock. A gap between segments is the
+// GPU waiting for the host.
+struct GpuSegmentSpan {
+  int stage = 0;  // the part of the model (a device's run of layers) it belongs to
+  int segment = 0;
+  double start_ms = 0, end_ms = 0;
+};
+
 struct HybridTimeline {
   double step_ms = 0;  // submission to the GPU's last signal
   std::vector<CpuExpertSpan> layers;
   std::vector<ExpertUploadSpan> uploads;
+  std::vector<GpuSegmentSpan> segments;  // when the device's timestamps are on
 };
 
 class CpuExperts {
@@ -90,6 +102,7 @@ class CpuExperts {
   int64_t tokens_ = 0, step_tokens_ = 0;
   Buffer ids_, weights_, x_, partial_;  // host-visible: [n][k] ids and weights, [n][n_embd] x
   std::vector<Task> tasks_;             // this recording's host work, in order
+  double step_start_ms_ = 0;            // the host clock at the submission
   int last_hand_over_ = -1;             // the task take_back ends
   HybridTimeline timeline_;
 };

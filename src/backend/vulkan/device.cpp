@@ -365,6 +365,7 @@ CommandList::~CommandList() {
   const Api& a = api();
   if (gpu_timeline_) a.vkDestroySemaphore(device_.device_, gpu_timeline_, nullptr);
   if (host_timeline_) a.vkDestroySemaphore(device_.device_, host_timeline_, nullptr);
+  if (queries_) a.vkDestroyQueryPool(device_.device_, queries_, nullptr);
   a.vkDestroyFence(device_.device_, fence_, nullptr);
   if (!cmds_.empty()) {
     a.vkFreeCommandBuffers(device_.device_, device_.pool_, static_cast<uint32_t>(cmds_.size()),
@@ -475,7 +476,10 @@ void CommandList::end() {
   STRATA_CHECK(recording_, "CommandList::end without begin");
   recording_ = false;
   // The same work over buffers that all still exist: replay what cmds_ hold.
-  if (has_encoding_ && encoded_frees_ == device_.frees_ && pending_ == encoded_) return;
+  if (has_encoding_ && encoded_frees_ == device_.frees_ && encoded_timed_ == device_.timestamps_ &&
+      pending_ == encoded_)
+    return;
+  encoded_timed_ = device_.timestamps_;
   encode();
   encoded_.swap(pending_);
   encoded_frees_ = device_.frees_;
@@ -495,6 +499,16 @@ void CommandList::encode() {
     info.commandBufferCount = static_cast<uint32_t>(cmds_.size() - have);
     STRATA_VK(a.vkAllocateCommandBuffers(device_.device_, &info, cmds_.data() + have));
   }
+  const auto queries = static_cast<uint32_t>(2 * segment_wait_.size());
+  if (encoded_timed_ && queries > query_capacity_) {
+    if (queries_) a.vkDestroyQueryPool(device_.device_, queries_, nullptr);
+    VkQueryPoolCreateInfo info{};
+    info.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO;
+    info.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    info.queryCount = queries;
+    STRATA_VK(a.vkCreateQueryPool(device_.device_, &info, nullptr, &queries_));
+    query_capacity_ = queries;
+  }
   size_t segment = 0;
   const auto open = [&] {
     VkCommandBuffer cmd = cmds_[segment];
@@ -502,6 +516,11 @@ void CommandList::encode() {
     VkCommandBufferBeginInfo info{};
     info.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
     STRATA_VK(a.vkBeginCommandBuffer(cmd, &info));
+    if (encoded_timed_) {
+      const auto first = static_cast<uint32_t>(2 * segment);
+      a.vkCmdResetQueryPool(cmd, queries_, first, 2);
+      a.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, first);
+    }
     // The previous segment's writes before any read; after a wait for the host, its writes too
     // (a semaphore signalled by the host carries no memory dependency of its own).
     needs_barrier_ = segment > 0;
@@ -524,6 +543,10 @@ void CommandList::encode() {
   const auto close = [&](VkCommandBuffer cmd) {
     barrier(cmd);
     host_barrier(cmd);
+    if (encoded_timed_) {
+      a.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_,
+                            static_cast<uint32_t>(2 * segment + 1));
+    }
     STRATA_VK(a.vkEndCommandBuffer(cmd));
   };
   VkCommandBuffer cmd = open();
@@ -692,6 +715,23 @@ static bool injected_device_loss() {
   }();
   static std::atomic<long> waits{0};
   return limit >= 0 && waits.fetch_add(1) >= limit;
+}
+
+std::vector<CommandList::SegmentTime> CommandList::segment_times() {
+  std::vector<SegmentTime> out;
+  if (!encoded_timed_ || !queries_) return out;
+  const auto n = static_cast<uint32_t>(segment_wait_.size());
+  std::vector<uint64_t> ticks(2 * n);
+  const VkResult r = api().vkGetQueryPoolResults(
+      device_.device_, queries_, 0, 2 * n, ticks.size() * sizeof(uint64_t), ticks.data(),
+      sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+  if (r != VK_SUCCESS) fail_result("vkGetQueryPoolResults", r);
+  const double ms_per_tick = device_.info().timestamp_period_ns / 1e6;
+  for (uint32_t s = 0; s < n; ++s) {
+    out.push_back({static_cast<double>(ticks[2 * s] - ticks[0]) * ms_per_tick,
+                   static_cast<double>(ticks[2 * s + 1] - ticks[0]) * ms_per_tick});
+  }
+  return out;
 }
 
 void CommandList::wait() {

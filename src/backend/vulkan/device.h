@@ -122,6 +122,13 @@ class CommandList {
   void submit();  // starts it; wait() before submitting it again or reading its results
   void wait();
   int64_t dispatches() const { return dispatches_; }
+  // GPU timestamps (bench --profile): while the device's timestamps are on and it has them, each
+  // segment records its start and end. After wait(): [segment] {start, end} in ms from the first
+  // segment's start (empty when not timed).
+  struct SegmentTime {
+    double start_ms = 0, end_ms = 0;
+  };
+  std::vector<SegmentTime> segment_times();
   // A model's step list: STRATA_VK_LOSE_DEVICE_AFTER=N (tests) makes the device look lost at
   // the N+1-th wait of such lists, so the server's recovery from a lost GPU is testable anywhere.
   void mark_model_step() { model_step_ = true; }
@@ -157,8 +164,10 @@ class CommandList {
   VkSemaphore gpu_timeline_ = VK_NULL_HANDLE, host_timeline_ = VK_NULL_HANDLE;
   uint64_t gpu_base_ = 0, host_base_ = 0, next_gpu_base_ = 0, next_host_base_ = 0;
   int tasks_done_ = 0;
-  bool has_encoding_ = false;
-  uint64_t encoded_frees_ = 0;  // the device's buffer frees when cmd_ was encoded
+  bool has_encoding_ = false, encoded_timed_ = false;
+  uint64_t encoded_frees_ = 0;            // the device's buffer frees when cmd_ was encoded
+  VkQueryPool queries_ = VK_NULL_HANDLE;  // two timestamps per segment, when timed
+  uint32_t query_capacity_ = 0;
   int64_t encodings_ = 0;
   Device& device_;
   std::vector<VkCommandBuffer> cmds_;  // one per segment
@@ -180,6 +189,10 @@ class Device {
   const DeviceInfo& info() const { return info_; }
   // "vk0 (NVIDIA GeForce RTX 2070 SUPER)"; a second opening of the same GPU is "vk0:1 (...)".
   std::string label() const;
+  // Command lists encoded while on time their segments (CommandList::segment_times), on devices
+  // with compute timestamps.
+  void set_timestamps(bool on) { timestamps_ = on && info_.timestamp_period_ns > 0; }
+  bool timestamps() const { return timestamps_; }
   VkDevice handle() const { return device_; }
   VkQueue queue() const { return queue_; }
   VkCommandPool command_pool() const { return pool_; }
@@ -224,6 +237,7 @@ class Device {
 
   DeviceInfo info_;
   int opening_ = 0;
+  bool timestamps_ = false;
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;

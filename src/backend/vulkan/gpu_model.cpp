@@ -194,6 +194,18 @@ const HybridTimeline* hybrid_timeline(const Model& model) {
   return nullptr;
 }
 
+bool set_gpu_timestamps(Model& model, bool on) {
+  if (auto* standard = dynamic_cast<GpuStandardDecoder*>(&model)) {
+    standard->set_timestamps(on);
+    return true;
+  }
+  if (auto* hybrid = dynamic_cast<GpuHybridDecoder*>(&model)) {
+    hybrid->set_timestamps(on);
+    return true;
+  }
+  return false;
+}
+
 Device* gpu_device(Model& model) {
   if (auto* standard = dynamic_cast<GpuStandardDecoder*>(&model)) return &standard->device();
   if (auto* hybrid = dynamic_cast<GpuHybridDecoder*>(&model)) return &hybrid->device();

@@ -38,6 +38,9 @@ Device* gpu_device(Model& model);
 int64_t gpu_step_encodings(const Model& model);
 // What the CPU did during `model`'s last step (experts in RAM); null for a CPU model.
 const HybridTimeline* hybrid_timeline(const Model& model);
+// Times every GPU segment of the following steps with timestamp queries (the timeline's
+// segments), on devices that have them; false for a CPU model.
+bool set_gpu_timestamps(Model& model, bool on);
 
 // One line describing what a placement keeps where (device_labels[d - 1] names plan device d),
 // e.g. "attention, routers and shared experts of layers 0-23 on vk0, layers 24-47 on vk1; 40

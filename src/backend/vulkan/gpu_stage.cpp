@@ -181,8 +181,12 @@ void run_stages(const StagePlan& plan, const std::vector<std::unique_ptr<GpuStag
 
 HybridTimeline merged_timeline(const std::vector<std::unique_ptr<GpuStage>>& stages) {
   HybridTimeline out;
-  for (const auto& s : stages) {
-    const HybridTimeline& t = s->ffn->timeline();
+  for (size_t si = 0; si < stages.size(); ++si) {
+    const HybridTimeline& t = stages[si]->ffn->timeline();
+    for (GpuSegmentSpan g : t.segments) {
+      g.stage = static_cast<int>(si);
+      out.segments.push_back(g);
+    }
     out.step_ms += t.step_ms;
     out.layers.insert(out.layers.end(), t.layers.begin(), t.layers.end());
     out.uploads.insert(out.uploads.end(), t.uploads.begin(), t.uploads.end());

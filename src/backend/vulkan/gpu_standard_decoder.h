@@ -45,6 +45,10 @@ class GpuStandardDecoder : public Model {
   // What the CPU did in the last step (layers with experts in RAM).
   const HybridTimeline& hybrid_timeline() const { return timeline_; }
   int64_t step_encodings() const { return stages_encodings(stages_); }
+  // Timestamp queries on every device's segments (the timeline's GPU segments).
+  void set_timestamps(bool on) {
+    for (auto& s : stages_) s->device().set_timestamps(on);
+  }
 
  private:
   struct Layer {

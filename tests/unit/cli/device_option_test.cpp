@@ -264,6 +264,14 @@ TEST(HybridPlan, BenchProfileShowsTheHandOvers) {
   EXPECT_EQ(t["layers"][0]["layer"], 0);
   EXPECT_GT(t["layers"][0]["pairs"].get<int>(), 0);
   EXPECT_GT(t["step_ms"].get<double>(), 0.0);
+  // The GPU's segments, timed: the hand-over splits the step, and they follow each other.
+  ASSERT_GE(t["gpu_segments"].size(), 2u) << r.output;
+  double previous_end = 0;
+  for (const auto& g : t["gpu_segments"]) {
+    EXPECT_GE(g["start_ms"].get<double>(), previous_end - 1e-9);
+    EXPECT_GE(g["end_ms"].get<double>(), g["start_ms"].get<double>());
+    previous_end = g["end_ms"].get<double>();
+  }
   // The prompt batch's path: the CPU (lavapipe has no PCIe to upload over), or, forced, the
   // upload of layer 0's experts.
   ASSERT_TRUE(j.contains("hybrid_prompt_timeline")) << r.output;
@@ -274,6 +282,7 @@ TEST(HybridPlan, BenchProfileShowsTheHandOvers) {
   EXPECT_TRUE(contains(text.output, "hybrid decode step")) << text.output;
   EXPECT_TRUE(contains(text.output, "GPU busy at CPU start / end")) << text.output;
   EXPECT_TRUE(contains(text.output, "RAM experts of 0 layers uploaded")) << text.output;
+  EXPECT_TRUE(contains(text.output, "GPU segments (timestamp queries")) << text.output;
   const auto forced =
       run_strata_env(lavapipe_only() + "STRATA_PROMPT_EXPERTS=gpu ", bench + " --json", false);
   ASSERT_EQ(forced.exit_code, 0) << forced.output;

@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
+#include <memory>
+#include <thread>
 #include <vector>
 
 #include "backend/vulkan/gpu_ops.h"
@@ -48,6 +51,48 @@ TEST(CommandListSegments, HostTaskBetweenGpuSegments) {
     EXPECT_TRUE(cmd.segment_finished(gpu_part));
   }
   EXPECT_EQ(cmd.encodings(), 1) << "equal steps replay their segments";
+}
+
+// With the device's timestamps on, each segment of a step records its start and end: in
+// order, the segment waiting for the host task starting once the host is done (the host sleeps 20
+// ms before answering). Turning them on re-encodes the same step; off, nothing is timed.
+TEST(CommandListSegments, TimestampsTimeEachSegment) {
+  auto dev_ptr = std::make_shared<Device>(test_device().info());
+  Device& dev = *dev_ptr;
+  ASSERT_GT(dev.info().timestamp_period_ns, 0) << dev.label() << " has no compute timestamps";
+  Buffer x = upload(dev, std::vector<float>(4096, 1.0f));
+  CommandList cmd(dev);
+  for (const bool timed : {false, true, false}) {
+    dev.set_timestamps(timed);
+    cmd.begin();
+    GpuOps ops{dev, cmd};
+    ops.add(x.address(), x.address(), 4096);
+    const int task = cmd.host_task();
+    cmd.after_host(task);
+    ops.add(x.address(), x.address(), 4096);
+    cmd.end();
+    cmd.submit();
+    cmd.wait_for_gpu(task);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    cmd.task_done(task);
+    cmd.wait();
+    const std::vector<CommandList::SegmentTime> t = cmd.segment_times();
+    if (!timed) {
+      EXPECT_TRUE(t.empty());
+      continue;
+    }
+    // host_task() ends segment 0, after_host() the (empty) segment 1; segment 2 waits.
+    ASSERT_EQ(t.size(), 3u);
+    EXPECT_EQ(t[0].start_ms, 0.0);
+    for (size_t i = 0; i < t.size(); ++i) {
+      EXPECT_LE(t[i].start_ms, t[i].end_ms) << i;
+      if (i > 0) {
+        EXPECT_LE(t[i - 1].end_ms, t[i].start_ms) << i;
+      }
+    }
+    EXPECT_GE(t[2].start_ms - t[1].end_ms, 15.0) << "the last segment waited for the host";
+  }
+  EXPECT_EQ(cmd.encodings(), 3) << "turning timestamps on or off re-encodes";
 }
 
 // A host that fails mid-step releases the GPU (abandon_tasks): the step still completes and the
