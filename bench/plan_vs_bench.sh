@@ -21,7 +21,10 @@
 # taking the median over rounds spread across the run compares the model with the machine rather
 # than two moments of the machine. SAMPLES=FILE keeps the raw rounds (tab-separated).
 # STRATA (default build/release/bin/strata) picks the binary; REMEASURE=0 reuses a cached
-# calibration.
+# calibration. DEVICE=vk0 compares hybrid plans on that GPU instead: bench runs the planner's
+# plan there (--device, and --vram-budget VRAM_BUDGET when set: an 8 GB card on a bigger GPU),
+# plan probes the same GPU with the same budget, and the predicted tg is the overlapped one
+# (strata's executor computes a layer's RAM experts during its GPU experts).
 set -euo pipefail
 
 STRATA=${STRATA:-build/release/bin/strata}
@@ -53,17 +56,25 @@ else
 fi
 extra=()
 if [[ $REMEASURE == 1 ]]; then extra=(--remeasure); fi
+bench_device=(--device none)
+plan_device=(--gpu none)
+tg_key=.predicted.decode_tok_s
+if [[ -n ${DEVICE:-} ]]; then
+  bench_device=(--device "$DEVICE" ${VRAM_BUDGET:+--vram-budget "$VRAM_BUDGET"})
+  plan_device=(--device "$DEVICE" ${VRAM_BUDGET:+--vram-budget "$VRAM_BUDGET"})
+  tg_key=.predicted.decode_tok_s_overlapped
+fi
 for ((round = 1; round <= ROUNDS; round++)); do
   for t in "${threads[@]}"; do
     for m in "${models[@]}"; do
       echo "round $round/$ROUNDS: $(basename "$m" .gguf), $t threads" >&2
       bench=$("$STRATA" bench -m "$m" --json -p 512 -n 128 -r 2 -t "$t" --no-bandwidth \
-        --expert-profile "$routing" 2>/dev/null)
-      plan=$("$STRATA" plan -m "$m" --json --gpu none -t "$t" --ctx 640 "${extra[@]}" \
+        "${bench_device[@]}" --expert-profile "$routing" 2>/dev/null)
+      plan=$("$STRATA" plan -m "$m" --json "${plan_device[@]}" -t "$t" --ctx 640 "${extra[@]}" \
         --profile "$routing" 2>/dev/null)
-      uniform=$("$STRATA" plan -m "$m" --json --gpu none -t "$t" --ctx 640 2>/dev/null)
+      uniform=$("$STRATA" plan -m "$m" --json "${plan_device[@]}" -t "$t" --ctx 640 2>/dev/null)
       printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(basename "$m" .gguf)" "$t" \
-        "$(jq '.predicted.decode_tok_s' <<<"$plan")" "$(jq '.tg.tok_per_s' <<<"$bench")" \
+        "$(jq "$tg_key" <<<"$plan")" "$(jq '.tg.tok_per_s' <<<"$bench")" \
         "$(jq '.predicted.prompt_tok_s' <<<"$plan")" "$(jq '.pp.tok_per_s' <<<"$bench")" \
         "$(jq '.predicted.prompt_tok_s' <<<"$uniform")" >>"$samples"
     done

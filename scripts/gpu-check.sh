@@ -163,6 +163,20 @@ print('pp%d %.1f tok/s, tg%d %.1f tok/s; decode: %d layers hand experts to the C
         "$(tail -1 "$out/bench-$tag.log")"
     fi
   done
+  # The planner's prediction for the plan the first run executed (same GPU, same budget).
+  if "$strata" plan -m "$hybrid_model" --device "$device" --vram-budget "$budget" --ctx 1024 \
+    --json >"$out/plan-hybrid.json" 2>"$out/plan-hybrid.log" && [[ -s $out/bench-hybrid-auto.json ]]; then
+    row "plan vs bench, planner's plan" ok "$(python3 -c "
+import json
+p = json.load(open('$out/plan-hybrid.json'))['predicted']
+b = json.load(open('$out/bench-hybrid-auto.json'))
+tg = b['tg']['tok_per_s']
+print('tg predicted %.1f tok/s overlapped (%.1f taking turns), measured %.1f (%+.0f%%); pp predicted %.0f, measured %.0f' % (
+    p['decode_tok_s_overlapped'], p['decode_tok_s'], tg, 100 * (p['decode_tok_s_overlapped'] / tg - 1),
+    p['prompt_tok_s'], b['pp']['tok_per_s']))")"
+  else
+    row "plan vs bench, planner's plan" FAIL "$(tail -1 "$out/plan-hybrid.log")"
+  fi
 fi
 
 {

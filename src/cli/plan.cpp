@@ -81,7 +81,8 @@ void add_plan_command(CLI::App& app) {
     bool remeasure = false;
     bool whole_layers = false;
     std::string device = "auto";
-    plan::GivenFlags given;  // a placement to price next to the plan
+    std::string vram_budget;  // caps each probed GPU's memory (an 8 GB card on a bigger GPU)
+    plan::GivenFlags given;   // a placement to price next to the plan
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -117,6 +118,9 @@ void add_plan_command(CLI::App& app) {
                   "GPUs to probe and plan for: auto (every GPU, never a CPU-type Vulkan device "
                   "such as lavapipe), vk0[,vk1] (see strata devices), none")
       ->capture_default_str();
+  cmd->add_option("--vram-budget", o->vram_budget,
+                  "Plan each probed GPU as if it had only SIZE of memory (its measured bandwidth "
+                  "kept), as run/bench/serve --vram-budget executes it, e.g. 8G");
   cmd->add_flag("--whole-layers", o->whole_layers,
                 "Place only whole layers of experts (what llama.cpp can express)");
   cmd->add_option("--n-cpu-moe", o->given.n_cpu_moe,
@@ -178,7 +182,18 @@ void add_plan_command(CLI::App& app) {
     STRATA_CHECK(o->device == "auto" || o->device == "none",
                  "--device {}: this strata was built without the Vulkan GPU backend", o->device);
 #endif
-    const plan::HardwareProfile hw = plan::make_hardware_profile(overrides, probe);
+    plan::HardwareProfile hw = plan::make_hardware_profile(overrides, probe);
+    if (!o->vram_budget.empty()) {
+      const uint64_t budget = plan::parse_size(o->vram_budget, 1024);
+      STRATA_CHECK(budget > 0, "--vram-budget: expected a size such as 8G, found '{}'",
+                   o->vram_budget);
+      STRATA_CHECK(!hw.gpus.empty(), "--vram-budget {}: there is no GPU to plan for (--device {})",
+                   o->vram_budget, o->device);
+      for (plan::GpuInfo& g : hw.gpus) {
+        g.vram_total_bytes = std::min(g.vram_total_bytes, budget);
+        g.vram_free_bytes = std::min(g.vram_free_bytes, budget);
+      }
+    }
 
     plan::PlanGoals goals;
     goals.kv_type = o->kv_type;

@@ -62,6 +62,18 @@ TEST(PlanCommand, ProbesGpusThroughVulkanAndCachesTheirBandwidth) {
   r = run_strata_env(with_cache, plan + "--device vk9");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "--device vk9")) << r.output;
+
+  // --vram-budget: the probed GPU planned as a smaller card (its measured bandwidth kept), as
+  // run/bench --vram-budget execute it; experts move to RAM.
+  r = run_strata_env(with_cache, plan + "--device vk0 --vram-budget 3M --json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  j = nlohmann::json::parse(r.output);
+  const auto small = j["hardware"]["gpus"][0];
+  EXPECT_EQ(small["vram_free_bytes"].get<uint64_t>(), uint64_t{3} << 20) << small;
+  EXPECT_DOUBLE_EQ(small["bandwidth_gbps"].get<double>(), gpu["bandwidth_gbps"].get<double>());
+  r = run_strata_env(with_cache, plan + "--gpu none --vram-budget 3M");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "there is no GPU to plan for")) << r.output;
 }
 
 TEST(PlanCommand, JsonForTinyModelOnHypotheticalHardware) {
