@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "model/hparams.h"
 #include "model/oracle_compare.h"
+#include "plan/cost_model.h"
 #include "support/test_support.h"
 
 namespace strata::test {
@@ -54,6 +56,19 @@ inline std::string gpu_case_name(const GpuOracleCase& c, const std::string& suff
   for (char& ch : n)
     if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
   return n;
+}
+
+// Every layer, expert, the embeddings and the head on the plan's first GPU: the starting point
+// the placement tests move parts away from.
+inline plan::Placement all_on_gpu(const ModelHParams& hp) {
+  plan::Placement p;
+  p.output_device = p.embeddings_device = 1;
+  p.layers.resize(static_cast<size_t>(hp.n_layer));
+  for (auto& l : p.layers) {
+    l.attention_device = 1;
+    l.expert_device.assign(static_cast<size_t>(hp.n_expert), 1);
+  }
+  return p;
 }
 
 // Prints the comparison and holds it to the whole-GPU thresholds.

@@ -12,6 +12,7 @@
 #include <numeric>
 
 #include "backend/vulkan/gpu_model.h"
+#include "gpu_oracle_cases.h"
 #include "model/oracle_compare.h"
 #include "runtime/session.h"
 #include "support/greedy_jobs.h"
@@ -31,17 +32,6 @@ class ForcedPromptExperts {
 std::unique_ptr<Model> load(const std::string& path, const plan::Placement* p, const char* mode) {
   ForcedPromptExperts forced(mode);
   return vk::load_gpu_model(path, vk::test::shared_test_device(), p);
-}
-
-plan::Placement all_on_gpu(const ModelHParams& hp) {
-  plan::Placement p;
-  p.output_device = p.embeddings_device = 1;
-  p.layers.resize(static_cast<size_t>(hp.n_layer));
-  for (auto& l : p.layers) {
-    l.attention_device = 1;
-    l.expert_device.assign(static_cast<size_t>(hp.n_expert), 1);
-  }
-  return p;
 }
 
 // Layer 0's experts all in RAM, and every other layer's odd experts: whole layers and single

@@ -28,17 +28,6 @@
 namespace strata::test {
 namespace {
 
-plan::Placement all_on_gpu(const ModelHParams& hp) {
-  plan::Placement p;
-  p.output_device = p.embeddings_device = 1;
-  p.layers.resize(static_cast<size_t>(hp.n_layer));
-  for (auto& l : p.layers) {
-    l.attention_device = 1;
-    l.expert_device.assign(static_cast<size_t>(hp.n_expert), 1);
-  }
-  return p;
-}
-
 // (c) llama.cpp's --n-cpu-moe: every expert of layers 0..n-1 in RAM, and the token embeddings
 // (llama.cpp keeps them in RAM too: the host looks the rows up).
 plan::Placement first_layers_in_ram(const ModelHParams& hp, int n) {
