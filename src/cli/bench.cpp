@@ -108,11 +108,15 @@ nlohmann::json hybrid_timeline_json(const vk::HybridTimeline& t) {
                         {"start_ms", g.start_ms},
                         {"end_ms", g.end_ms}});
   }
-  return {{"step_ms", t.step_ms},
-          {"overlapped_layers", overlapped},
-          {"layers", layers},
-          {"uploads", uploads},
-          {"gpu_segments", segments}};
+  nlohmann::json stages = nlohmann::json::array();
+  for (const vk::StageSpan& st : t.stages) {
+    stages.push_back({{"first_layer", st.first_layer},
+                      {"last_layer", st.last_layer - 1},
+                      {"cpu_layers", st.cpu_layers},
+                      {"ms", st.ms}});
+  }
+  return {{"step_ms", t.step_ms}, {"overlapped_layers", overlapped}, {"layers", layers},
+          {"uploads", uploads},   {"gpu_segments", segments},        {"stages", stages}};
 }
 #endif
 
@@ -140,6 +144,12 @@ void print_prompt_paths(const nlohmann::json& t) {
 // hand the layer over, how long the CPU's experts took, and whether the GPU's own part of the
 // layer was still running meanwhile (the overlap).
 void print_gpu_segments(const nlohmann::json& t) {
+  for (const auto& st : t["stages"]) {
+    fmt::print("  {} layers {}-{}: {:.3f} ms\n",
+               st["cpu_layers"].get<bool>() ? "the CPU ran" : "hidden states hopped to",
+               st["first_layer"].get<int64_t>(), st["last_layer"].get<int64_t>(),
+               st["ms"].get<double>());
+  }
   if (t["gpu_segments"].empty()) return;
   fmt::print(
       "  GPU segments (timestamp queries; ms from the stage's first segment; gaps are the "
@@ -345,7 +355,7 @@ void add_bench_command(CLI::App& app) {
 #ifdef STRATA_HAVE_VULKAN
     vk::set_gpu_timestamps(*model, false);
     if (const vk::HybridTimeline* t = vk::hybrid_timeline(*model);
-        o->profile && t && (!t->layers.empty() || !t->segments.empty())) {
+        o->profile && t && (!t->layers.empty() || !t->segments.empty() || !t->stages.empty())) {
       timeline = hybrid_timeline_json(*t);
     }
 #endif

@@ -47,11 +47,20 @@ struct GpuSegmentSpan {
   double start_ms = 0, end_ms = 0;
 };
 
+// Between two parts of a step (a model split across GPUs, or layers on the CPU): the hidden
+// states' trip through host memory, or the CPU running its layers.
+struct StageSpan {
+  int64_t first_layer = 0, last_layer = 0;  // the run the span belongs to
+  bool cpu_layers = false;                  // the CPU running those layers (else a hop into them)
+  double ms = 0;
+};
+
 struct HybridTimeline {
   double step_ms = 0;  // submission to the GPU's last signal
   std::vector<CpuExpertSpan> layers;
   std::vector<ExpertUploadSpan> uploads;
   std::vector<GpuSegmentSpan> segments;  // when the device's timestamps are on
+  std::vector<StageSpan> stages;         // hops and CPU layers, in step order
 };
 
 class CpuExperts {

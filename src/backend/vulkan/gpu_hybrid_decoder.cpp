@@ -298,7 +298,7 @@ void GpuHybridDecoder::forward(const ForwardBatch& batch, std::span<const Sequen
   steps.cpu_layers = [&](const StageLayers& run, float* x) {
     cpu_->forward_layers(batch, kv, run.first, run.last, x, pool, stats);
   };
-  run_stages(plan_, stages_, n, host_x_, hp.n_embd, pool, steps);
+  std::vector<StageSpan> spans = run_stages(plan_, stages_, n, host_x_, hp.n_embd, pool, steps);
   for (auto& w : gdn_) w->gdn_in.release_retired();
   if (head_) {
     head_->release_retired();
@@ -307,7 +307,7 @@ void GpuHybridDecoder::forward(const ForwardBatch& batch, std::span<const Sequen
     output_head(cpu_->output(), cpu_->output_norm(), hp.rms_eps, host_x_.data(),
                 ordered_.logit_rows, logits, pool);
   }
-  timeline_ = merged_timeline(stages_);
+  timeline_ = merged_timeline(stages_, std::move(spans));
 
   // The states advanced: the devices hold them, the host header counts the tokens.
   for (const SequenceRuns::Run& run : ordered_.runs) {

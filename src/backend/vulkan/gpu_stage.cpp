@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "backend/vulkan/device_weights.h"
@@ -150,9 +151,18 @@ void upload_model_ends(const ModelEnds& ends, const ModelHParams& hp, const Stag
       w.floats(inv_freq.data(), static_cast<int64_t>(inv_freq.size()), "rope frequencies");
 }
 
-void run_stages(const StagePlan& plan, const std::vector<std::unique_ptr<GpuStage>>& stages,
-                int64_t n, std::vector<float>& host_x, int64_t n_embd, ThreadPool& pool,
-                const StageSteps& steps) {
+std::vector<StageSpan> run_stages(const StagePlan& plan,
+                                  const std::vector<std::unique_ptr<GpuStage>>& stages, int64_t n,
+                                  std::vector<float>& host_x, int64_t n_embd, ThreadPool& pool,
+                                  const StageSteps& steps) {
+  using clock = std::chrono::steady_clock;
+  std::vector<StageSpan> spans;
+  const auto timed = [&](const StageLayers& into, bool cpu, const auto& work) {
+    const auto t0 = clock::now();
+    work();
+    spans.push_back({into.first, into.last, cpu,
+                     std::chrono::duration<double, std::milli>(clock::now() - t0).count()});
+  };
   if (plan.gpu_stages() < plan.runs.size() || !plan.head_on_gpu)
     host_x.resize(static_cast<size_t>(n * n_embd));
   size_t gi = 0;  // the next GPU stage
@@ -160,27 +170,35 @@ void run_stages(const StagePlan& plan, const std::vector<std::unique_ptr<GpuStag
     const StageLayers& run = plan.runs[r];
     const bool first = r == 0, last = r + 1 == plan.runs.size();
     if (run.on_cpu()) {
-      if (first) steps.embed_on_host(host_x.data());
-      steps.cpu_layers(run, host_x.data());
+      timed(run, true, [&] {
+        if (first) steps.embed_on_host(host_x.data());
+        steps.cpu_layers(run, host_x.data());
+      });
       continue;
     }
     GpuStage& s = *stages[gi];
-    if (!first && plan.runs[r - 1].on_cpu()) s.receive(host_x.data(), n);
+    if (!first && plan.runs[r - 1].on_cpu())
+      timed(run, false, [&] { s.receive(host_x.data(), n); });
     steps.record(gi, first, last);
     s.ffn->run_step(*s.cmd, pool);
     s.release_retired();
     ++gi;
     if (last && plan.head_on_gpu) continue;
     if (!last && !plan.runs[r + 1].on_cpu()) {
-      stages[gi]->receive(static_cast<const float*>(s.hop().mapped()), n);
+      timed(plan.runs[r + 1], false,
+            [&] { stages[gi]->receive(static_cast<const float*>(s.hop().mapped()), n); });
     } else {
-      s.send(host_x.data(), n);
+      s.send(host_x.data(), n);  // part of the CPU run or head that follows
     }
   }
+  return spans;
 }
 
-HybridTimeline merged_timeline(const std::vector<std::unique_ptr<GpuStage>>& stages) {
+HybridTimeline merged_timeline(const std::vector<std::unique_ptr<GpuStage>>& stages,
+                               std::vector<StageSpan> spans) {
   HybridTimeline out;
+  out.stages = std::move(spans);
+  for (const StageSpan& s : out.stages) out.step_ms += s.ms;
   for (size_t si = 0; si < stages.size(); ++si) {
     const HybridTimeline& t = stages[si]->ffn->timeline();
     for (GpuSegmentSpan g : t.segments) {

@@ -126,12 +126,16 @@ struct StageSteps {
   std::function<void(size_t stage, bool first_run, bool last_run)> record;  // one GPU stage
   std::function<void(const StageLayers& run, float* host_x)> cpu_layers;    // the CPU's run
 };
-void run_stages(const StagePlan& plan, const std::vector<std::unique_ptr<GpuStage>>& stages,
-                int64_t n, std::vector<float>& host_x, int64_t n_embd, ThreadPool& pool,
-                const StageSteps& steps);
+// Returns the hops and CPU runs it timed (for the step's timeline).
+std::vector<StageSpan> run_stages(const StagePlan& plan,
+                                  const std::vector<std::unique_ptr<GpuStage>>& stages, int64_t n,
+                                  std::vector<float>& host_x, int64_t n_embd, ThreadPool& pool,
+                                  const StageSteps& steps);
 
-// The stages' CPU work of the last step as one timeline (layers in order, step times summed).
-HybridTimeline merged_timeline(const std::vector<std::unique_ptr<GpuStage>>& stages);
+// The stages' CPU work of the last step as one timeline (layers in order, step times summed),
+// with run_stages' hops and CPU layers.
+HybridTimeline merged_timeline(const std::vector<std::unique_ptr<GpuStage>>& stages,
+                               std::vector<StageSpan> spans);
 // Each distinct device's memory (for /props and /metrics).
 std::vector<Model::DeviceMemory> stages_memory(
     const std::vector<std::unique_ptr<GpuStage>>& stages);

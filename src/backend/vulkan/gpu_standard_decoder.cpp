@@ -122,7 +122,7 @@ void GpuStandardDecoder::forward(const ForwardBatch& batch, std::span<const Sequ
   steps.cpu_layers = [&](const StageLayers& run, float* x) {
     cpu_->forward_layers(batch, kv, run.first, run.last, x, pool, stats);
   };
-  run_stages(plan_, stages_, n, host_x_, hp.n_embd, pool, steps);
+  std::vector<StageSpan> spans = run_stages(plan_, stages_, n, host_x_, hp.n_embd, pool, steps);
   if (head_) {
     head_->release_retired();
     head_->read(logits, rows);
@@ -130,7 +130,7 @@ void GpuStandardDecoder::forward(const ForwardBatch& batch, std::span<const Sequ
     output_head(cpu_->output(), cpu_->output_norm(), hp.rms_eps, host_x_.data(), layout_.logit_rows,
                 logits, pool);
   }
-  timeline_ = merged_timeline(stages_);
+  timeline_ = merged_timeline(stages_, std::move(spans));
   if (stats) {
     for (auto& s : stages_) s->ffn->add_stats(*stats, n, s->layers().first, s->layers().last);
   }

@@ -61,6 +61,13 @@ TEST_P(GpuCpuLayersLogits, MatchesReferenceEngine) {
   auto gpu = vk::load_gpu_model(c.model, vk::test::shared_test_device(), &placement);
   const auto ours = teacher_forced_logits(*gpu, reference, c.kv_type, 2);
   expect_whole_gpu_thresholds(c, compare_logits(reference, ours), "first half on the CPU");
+  // The step's timeline: the CPU's run of the first layers, then the hop onto the GPU.
+  const vk::HybridTimeline& t = *vk::hybrid_timeline(*gpu);
+  ASSERT_EQ(t.stages.size(), 2u);
+  EXPECT_TRUE(t.stages[0].cpu_layers);
+  EXPECT_EQ(t.stages[0].first_layer, 0);
+  EXPECT_FALSE(t.stages[1].cpu_layers);
+  EXPECT_EQ(t.stages[1].first_layer, t.stages[0].last_layer);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllModels, GpuCpuLayersLogits, testing::ValuesIn(gpu_oracle_cases(false)),

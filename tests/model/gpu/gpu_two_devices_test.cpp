@@ -74,9 +74,13 @@ TEST_P(GpuTwoDevicesLogits, MatchesReferenceEngine) {
   ASSERT_EQ(memory.size(), 2u);
   EXPECT_NE(memory[0].device, memory[1].device);
   for (const Model::DeviceMemory& m : memory) EXPECT_GT(m.allocated_bytes, 0u) << m.device;
+  const auto* timeline = vk::hybrid_timeline(*gpu);
+  ASSERT_NE(timeline, nullptr);
+  // One hop: into the second device's layers.
+  ASSERT_EQ(timeline->stages.size(), 1u);
+  EXPECT_FALSE(timeline->stages[0].cpu_layers);
+  EXPECT_EQ(timeline->stages[0].first_layer, hp.n_layer / 2);
   if (hp.n_expert > 0) {
-    const auto* timeline = vk::hybrid_timeline(*gpu);
-    ASSERT_NE(timeline, nullptr);
     ASSERT_FALSE(timeline->layers.empty()) << "layer 0's experts were not computed by the CPU";
     EXPECT_EQ(timeline->layers.front().layer, 0);
   }
