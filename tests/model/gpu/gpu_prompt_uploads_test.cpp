@@ -83,6 +83,21 @@ TEST(GpuPromptUploads, PromptBatchHasTheWholeGpuBits) {
       EXPECT_EQ(u.experts, l == 0 ? hp.n_expert : hp.n_expert / 2);
       EXPECT_GT(u.bytes, 0u);
     }
+    // The same split across two logical devices (each stage stages its own layers): the same
+    // bits again.
+    {
+      plan::Placement two = split;
+      for (size_t l = static_cast<size_t>(hp.n_layer / 2); l < two.layers.size(); ++l) {
+        two.layers[l].attention_device = 2;
+        for (int& d : two.layers[l].expert_device) d = d == 0 ? 0 : 2;
+      }
+      two.output_device = 2;
+      ForcedPromptExperts forced("gpu");
+      auto split_two = vk::load_gpu_model(
+          path, {vk::test::shared_test_device(), vk::test::second_test_device()}, &two);
+      EXPECT_EQ(prompt_logits(*split_two, prompt), expected) << "two devices with uploads";
+      EXPECT_EQ(static_cast<int64_t>(vk::hybrid_timeline(*split_two)->uploads.size()), hp.n_layer);
+    }
     // The CPU path for the same batch: close, not bit-equal (its partial sum is added apart).
     auto on_cpu = load(path, &split, "cpu");
     const std::vector<float> cpu = prompt_logits(*on_cpu, prompt);
