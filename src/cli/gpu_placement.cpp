@@ -22,9 +22,11 @@ namespace {
 constexpr double kNominalGpuGbps = 300;
 constexpr double kNominalRamGbps = 20;
 
-plan::HardwareProfile nominal_gpus(uint64_t budget_bytes, size_t n_gpus) {
+// budgets: each GPU's memory (0: not limited).
+plan::HardwareProfile nominal_gpus(const std::vector<uint64_t>& budgets) {
   plan::HardwareOverrides overrides;
-  overrides.gpus.assign(n_gpus, fmt::format("{}:{}", budget_bytes, kNominalGpuGbps));
+  for (uint64_t b : budgets)
+    overrides.gpus.push_back(fmt::format("{}:{}", b ? b : uint64_t{1} << 50, kNominalGpuGbps));
   overrides.ram = fmt::format("{}:{}", plan::available_ram_bytes(), kNominalRamGbps);
   overrides.cores = physical_core_count();
   plan::ProbeOptions probe;
@@ -52,7 +54,10 @@ plan::Placement read_plan_file(const std::string& path, const plan::ModelInvento
 }  // namespace
 
 std::optional<plan::Placement> choose_gpu_placement(const ModelOptions& options,
-                                                    uint64_t budget_bytes, size_t n_gpus) {
+                                                    const std::vector<uint64_t>& budgets) {
+  STRATA_CHECK(!budgets.empty(), "choose_gpu_placement: no GPU");
+  const size_t n_gpus = budgets.size();
+  const uint64_t budget_bytes = *std::min_element(budgets.begin(), budgets.end());
   const PlacementRequest& r = options.placement;
   STRATA_CHECK(r.plan_file.empty() || !r.flags.any(),
                "--plan gives the whole placement: drop --n-cpu-moe, --cpu-moe, --gpu-layers and "
@@ -62,8 +67,7 @@ std::optional<plan::Placement> choose_gpu_placement(const ModelOptions& options,
   STRATA_CHECK(r.flags.gpu_layers != 0,
                "--gpu-layers 0 keeps every layer on the CPU: run with --device none");
   if (!r.plan_file.empty()) return read_plan_file(r.plan_file, inv, n_gpus);
-  const plan::HardwareProfile hw =
-      nominal_gpus(budget_bytes ? budget_bytes : uint64_t{1} << 50, n_gpus);
+  const plan::HardwareProfile hw = nominal_gpus(budgets);
   if (r.flags.any()) return plan::placement_from_flags(inv, hw, r.flags);
   const bool split = n_gpus > 1;
   if (!split && budget_bytes == 0) return std::nullopt;
@@ -74,7 +78,8 @@ std::optional<plan::Placement> choose_gpu_placement(const ModelOptions& options,
   plan::MemoryConstants memory;
   // The runtime margin is sized for a 30B model's compute buffers; a small model (or a small
   // --vram-budget in tests) needs far less.
-  memory.gpu_runtime_margin_bytes = std::min(memory.gpu_runtime_margin_bytes, budget_bytes / 8);
+  if (budget_bytes > 0)
+    memory.gpu_runtime_margin_bytes = std::min(memory.gpu_runtime_margin_bytes, budget_bytes / 8);
   const plan::Plan p = plan::plan_placement(inv, hw, goals, plan::default_cost_constants(), memory);
   STRATA_CHECK(p.fits, "{} does not fit this machine with {} GPU(s) of {}: {}", options.path,
                n_gpus, format_bytes(budget_bytes), p.fit_error);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "plan/cost_model.h"
 #include "plan/given_placement.h"
@@ -21,11 +22,11 @@ struct PlacementRequest {
   bool any_flag() const { return !plan_file.empty() || flags.any(); }
 };
 
-// The placement to run on n_gpus GPUs with `budget_bytes` of memory each (0: unknown), or
-// nullopt for every tensor on the one GPU. Several GPUs always get a placement: the layers split
-// in proportion to their memory, as llama.cpp splits them. Throws strata::Error for a plan or
-// flags this model cannot take, and for a model that fits nowhere.
+// The placement to run on GPUs with budgets[i] bytes of memory each (0: unknown), or nullopt for
+// every tensor on the one GPU. Several GPUs always get a placement: the layers split in
+// proportion to their memory, as llama.cpp splits them. Throws strata::Error for a plan or flags
+// this model cannot take, and for a model that fits nowhere.
 std::optional<plan::Placement> choose_gpu_placement(const ModelOptions& options,
-                                                    uint64_t budget_bytes, size_t n_gpus = 1);
+                                                    const std::vector<uint64_t>& budgets);
 
 }  // namespace strata::cli

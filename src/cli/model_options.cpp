@@ -110,11 +110,8 @@ std::unique_ptr<Model> load_model(const ModelOptions& options) {
                "--vram-budget: expected a size such as 8G, found '{}'", options.vram_budget);
   if (const std::vector<int> devices = chosen_devices(options); !devices.empty()) {
     try {
-      const vk::DeviceInfo& info =
-          vk::Instance::get().devices().at(static_cast<size_t>(devices[0]));
-      const uint64_t usable = budget ? budget : (info.is_cpu ? 0 : info.device_local_budget);
       const std::optional<plan::Placement> placement =
-          choose_gpu_placement(options, usable, devices.size());
+          choose_gpu_placement(options, vk::device_budgets(devices, budget));
       return vk::load_gpu_model(options.path, devices, budget, placement ? &*placement : nullptr);
     } catch (const Error& e) {
       if (options.device != "auto" || options.placement.any_flag()) throw;

@@ -83,6 +83,8 @@ Device::Device(const DeviceInfo& info, int opening) : info_(info), opening_(open
     }
   }
   STRATA_CHECK(found, "vk{} ({}) has no compute queue", info.index, info.name);
+  // Timestamps only where the queue used has them (the profile's GPU segments).
+  timestamp_bits_ = families[queue_family_].timestampValidBits;
 
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo queue_info{};
@@ -727,10 +729,13 @@ std::vector<CommandList::SegmentTime> CommandList::segment_times() {
       sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
   if (r != VK_SUCCESS) fail_result("vkGetQueryPoolResults", r);
   const double ms_per_tick = device_.info().timestamp_period_ns / 1e6;
-  for (uint32_t s = 0; s < n; ++s) {
-    out.push_back({static_cast<double>(ticks[2 * s] - ticks[0]) * ms_per_tick,
-                   static_cast<double>(ticks[2 * s + 1] - ticks[0]) * ms_per_tick});
-  }
+  const uint32_t bits = device_.timestamp_bits_;
+  const uint64_t mask = bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+  const auto since_start = [&](uint64_t t) {  // counters narrower than 64 bits wrap
+    return static_cast<double>((t - ticks[0]) & mask) * ms_per_tick;
+  };
+  for (uint32_t s = 0; s < n; ++s)
+    out.push_back({since_start(ticks[2 * s]), since_start(ticks[2 * s + 1])});
   return out;
 }
 

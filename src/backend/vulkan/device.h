@@ -191,7 +191,9 @@ class Device {
   std::string label() const;
   // Command lists encoded while on time their segments (CommandList::segment_times), on devices
   // with compute timestamps.
-  void set_timestamps(bool on) { timestamps_ = on && info_.timestamp_period_ns > 0; }
+  void set_timestamps(bool on) {
+    timestamps_ = on && info_.timestamp_period_ns > 0 && timestamp_bits_ > 0;
+  }
   bool timestamps() const { return timestamps_; }
   VkDevice handle() const { return device_; }
   VkQueue queue() const { return queue_; }
@@ -238,6 +240,7 @@ class Device {
   DeviceInfo info_;
   int opening_ = 0;
   bool timestamps_ = false;
+  uint32_t timestamp_bits_ = 0;  // of the queue family used
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;

@@ -85,6 +85,14 @@ GpuFfnWeights upload_ffn(DeviceWeights& w, const DenseFfnWeights& dense, const M
         if (l.in_ram[e]) ram_slots[e] = static_cast<int32_t>(l.ram_experts++);
       l.ram_slots = w.ints(ram_slots.data(), hp.n_expert, name("RAM expert slots"));
       const ops::WeightMatrix* stacks[3] = {&moe.gate_exps, &moe.up_exps, &moe.down_exps};
+      const int64_t rows[3] = {hp.n_ff_exp, hp.n_ff_exp, hp.n_embd};
+      for (int i = 0; i < 3; ++i) {  // uploads compute them on the GPU too
+        const GpuMatrix m{stacks[i]->type, 0, rows[i], stacks[i]->cols, stacks[i]->row_bytes};
+        check_gpu_matrix(m, name(i == 0   ? "ffn_gate_exps"
+                                 : i == 1 ? "ffn_up_exps"
+                                          : "ffn_down_exps")
+                                .c_str());
+      }
       for (int i = 0; i < 3; ++i) {
         l.ram_bytes[i] = aligned_bytes(static_cast<uint64_t>(stacks[i]->bytes() / hp.n_expert) *
                                        static_cast<uint64_t>(l.ram_experts));
@@ -171,6 +179,18 @@ void GpuFfn::release_retired() {
   retired_.clear();
 }
 
+void GpuFfn::give_up_uploads(const Error& e) {
+  log::warn("{}; prompt batches compute their experts in RAM on the CPU from now on", e.what());
+  for (Staging& s : staging_) {  // the recording may still name them: retired, not freed
+    retired_.push_back(std::move(s.host));
+    retired_.push_back(std::move(s.device));
+    s.capacity = 0;
+    s.layer = -1;
+  }
+  retired_.push_back(std::move(staged_down_));
+  upload_mode_ = UploadMode::cpu;
+}
+
 bool GpuFfn::stage(GpuOps& ops, const GpuFfnWeights& l, int64_t il) {
   Staging& s = staging_[il % 2];
   const uint64_t offsets[3] = {0, l.ram_bytes[0], l.ram_bytes[0] + l.ram_bytes[1]};
@@ -185,12 +205,20 @@ bool GpuFfn::stage(GpuOps& ops, const GpuFfnWeights& l, int64_t il) {
       s.host = device_.allocate(bytes, MemoryKind::host, what);
       s.device = device_.allocate(bytes, MemoryKind::device, what);
     } catch (const Error& e) {  // the plan filled the GPU: prompt batches stay on the CPU
-      log::warn("{}; prompt batches compute their experts in RAM on the CPU from now on", e.what());
-      retired_.push_back(std::move(s.host));
-      upload_mode_ = UploadMode::cpu;
+      give_up_uploads(e);
       return false;
     }
     s.capacity = bytes;
+  }
+  const uint64_t outputs = static_cast<uint64_t>(tokens_ * hp_.n_expert_used * hp_.n_embd) * 4;
+  if (staged_down_.size() < outputs) {
+    retired_.push_back(std::move(staged_down_));
+    try {
+      staged_down_ = device_.allocate(outputs, MemoryKind::device, "uploaded experts' outputs");
+    } catch (const Error& e) {
+      give_up_uploads(e);
+      return false;
+    }
   }
   s.task = cpu_.stage_experts(ops, il, *l.cpu, l.in_ram, s.host, offsets);
   s.layer = il;
@@ -271,7 +299,6 @@ void GpuFfn::record(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationI
   // RAM experts uploaded for this batch: the host copies them into a staging slot (a layer
   // ahead when it can) while the GPU works.
   const bool upload = uploads(l, n) && (staging_[il % 2].layer == il || stage(ops, l, il));
-  if (next && uploads(*next, n)) stage(ops, *next, il + 1);
 
   const RoundedRows xr = input.for_weights(l.router.type);
   ops.matmul(l.router, xr.address, xr.stride, router_.address(), hp.n_expert, n);
@@ -279,6 +306,8 @@ void GpuFfn::record(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationI
                 hp.expert_weights_norm);
   const bool cpu_computes = l.cpu && !upload;
   if (cpu_computes) cpu_.hand_over(ops, il, *l.cpu, l.in_ram, ids_all_, ids_offset, weights_, x, n);
+  // After the hand-over: the host computes this layer's experts before copying the next's.
+  if (next && uploads(*next, n)) stage(ops, *next, il + 1);
   if (l.held_experts > 0) {
     routed({l.gate_exps, l.up_exps, l.down_exps, l.expert_slots, l.held_experts}, down_.address());
   } else {  // every expert of the layer is in RAM
@@ -313,11 +342,6 @@ void GpuFfn::record(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationI
          m.down_exps.row_bytes},
         l.ram_slots,
         l.ram_experts};
-    if (!staged_down_ || staged_down_.size() < static_cast<uint64_t>(pairs * hp.n_embd) * 4) {
-      retired_.push_back(std::move(staged_down_));
-      staged_down_ = device_.allocate(static_cast<uint64_t>(tokens_ * k * hp.n_embd) * 4,
-                                      MemoryKind::device, "uploaded experts' outputs");
-    }
     routed(staged, staged_down_.address());
     ops.add(down_.address(), staged_down_.address(), pairs * hp.n_embd);
   }

@@ -16,6 +16,7 @@
 #include "model/blocks.h"
 #include "model/hparams.h"
 #include "model/model.h"
+#include "util/error.h"
 
 namespace strata::vk {
 
@@ -119,6 +120,7 @@ class GpuFfn {
   // Records the host's copy of layer il's RAM experts into its slot; false when the slot does
   // not fit in the GPU's memory (every later batch then keeps them on the CPU).
   bool stage(GpuOps& ops, const GpuFfnWeights& l, int64_t il);
+  void give_up_uploads(const Error& e);  // no room: every later batch uses the CPU
   void record_staged(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationInput& input,
                      int64_t n);
 };

@@ -118,16 +118,30 @@ std::string describe_placement(const plan::Placement& p, const ModelHParams& hp,
       p.embeddings_device == plan::kCpuDevice ? "in RAM" : "on the GPU", label(p.output_device));
 }
 
+std::vector<uint64_t> device_budgets(const std::vector<int>& devices, uint64_t memory_limit) {
+  std::vector<uint64_t> out;
+  for (int d : devices) {
+    const DeviceInfo& info = Instance::get().devices().at(static_cast<size_t>(d));
+    const auto openings = static_cast<uint64_t>(std::count(devices.begin(), devices.end(), d));
+    out.push_back(memory_limit ? memory_limit
+                               : (info.is_cpu ? 0 : info.device_local_budget / openings));
+  }
+  return out;
+}
+
 std::unique_ptr<Model> load_gpu_model(const std::string& path, const std::vector<int>& devices,
                                       uint64_t memory_limit, const plan::Placement* placement) {
   STRATA_CHECK(!devices.empty(), "load_gpu_model: no device given");
+  const std::vector<uint64_t> budgets = device_budgets(devices, memory_limit);
   std::vector<std::shared_ptr<Device>> opened;
   for (size_t i = 0; i < devices.size(); ++i) {
     const DeviceInfo& info = Instance::get().devices().at(static_cast<size_t>(devices[i]));
     const int opening =
         static_cast<int>(std::count(devices.begin(), devices.begin() + i, devices[i]));
     auto device = std::make_shared<Device>(info, opening);
-    device->set_memory_limit(memory_limit);
+    // One GPU opened twice shares its memory between the openings.
+    const bool shared = std::count(devices.begin(), devices.end(), devices[i]) > 1;
+    device->set_memory_limit(memory_limit || shared ? budgets[i] : 0);
     opened.push_back(std::move(device));
   }
   return load_gpu_model(path, std::move(opened), placement);

@@ -24,6 +24,10 @@ namespace strata::vk {
 std::unique_ptr<Model> load_gpu_model(const std::string& path, const std::vector<int>& devices,
                                       uint64_t memory_limit = 0,
                                       const plan::Placement* placement = nullptr);
+// What each of `devices` may hold: memory_limit (--vram-budget) when given, else the GPU's free
+// memory, shared equally by the openings of a GPU named more than once; 0 for a CPU-type device
+// (not limited).
+std::vector<uint64_t> device_budgets(const std::vector<int>& devices, uint64_t memory_limit);
 // The same on devices already open (their compiled kernels are reused).
 std::unique_ptr<Model> load_gpu_model(const std::string& path,
                                       std::vector<std::shared_ptr<Device>> devices,

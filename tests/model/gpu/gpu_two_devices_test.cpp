@@ -169,6 +169,20 @@ TEST(GpuTwoDevices, EachDeviceHoldsItsLayers) {
       << summary;
 }
 
+// What each device of --device may hold: --vram-budget for each; without one, a CPU-type device
+// (lavapipe) is not limited. (A real GPU named twice shares its free memory between the openings;
+// no such GPU here.)
+TEST(GpuTwoDevices, DeviceBudgets) {
+  const int d = vk::test::test_device_index();
+  EXPECT_EQ(vk::device_budgets({d, d}, 3 << 20), (std::vector<uint64_t>{3 << 20, 3 << 20}));
+  if (vk::test::shared_test_device()->info().is_cpu) {
+    EXPECT_EQ(vk::device_budgets({d, d}, 0), (std::vector<uint64_t>{0, 0}));
+  } else {
+    const uint64_t free = vk::test::shared_test_device()->info().device_local_budget;
+    EXPECT_EQ(vk::device_budgets({d, d}, 0), (std::vector<uint64_t>{free / 2, free / 2}));
+  }
+}
+
 // What a split cannot be is refused with the reason.
 TEST(GpuTwoDevices, UnsupportedSplitsAreClearErrors) {
   const std::string path = (oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string();
