@@ -639,7 +639,10 @@ void CommandList::submit_segments() {
     info.pCommandBuffers = &cmds_[s];
     info.signalSemaphoreCount = 1;
     info.pSignalSemaphores = &gpu_timeline_;
-    if (segment_wait_[s] != kNoTask) {
+    // In order, a segment goes to the queue only once its host task is done (and the submission
+    // makes the host's writes visible): it needs no semaphore wait, and lavapipe, which runs in
+    // order, then never sees one.
+    if (segment_wait_[s] != kNoTask && device_.submits_ahead()) {
       wait[i] = host_base_ + segment_wait_[s] + 1;
       v.waitSemaphoreValueCount = 1;
       v.pWaitSemaphoreValues = &wait[i];
@@ -685,12 +688,14 @@ void CommandList::wait_for_gpu(int task) {
 void CommandList::task_done(int task) {
   STRATA_CHECK(task == tasks_done_, "CommandList::task_done: task {} before task {}", task,
                tasks_done_);
-  VkSemaphoreSignalInfo info{};
-  info.sType = VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO;
-  info.semaphore = host_timeline_;
-  info.value = host_base_ + static_cast<uint64_t>(task) + 1;
-  if (const VkResult r = api().vkSignalSemaphore(device_.device_, &info); r != VK_SUCCESS)
-    fail_result("vkSignalSemaphore", r);
+  if (device_.submits_ahead()) {  // the GPU is waiting on the host's semaphore
+    VkSemaphoreSignalInfo info{};
+    info.sType = VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO;
+    info.semaphore = host_timeline_;
+    info.value = host_base_ + static_cast<uint64_t>(task) + 1;
+    if (const VkResult r = api().vkSignalSemaphore(device_.device_, &info); r != VK_SUCCESS)
+      fail_result("vkSignalSemaphore", r);
+  }
   ++tasks_done_;
   submit_segments();
 }
