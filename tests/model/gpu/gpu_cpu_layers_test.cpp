@@ -48,10 +48,6 @@ plan::Placement first_half_on_cpu(const ModelHParams& hp) {
   return placement_of(hp, devices, kCpu);
 }
 
-ModelHParams hparams_of(const std::string& path) {
-  return Model::load(path, LoadMode::mmap)->hparams();
-}
-
 class GpuCpuLayersLogits : public testing::TestWithParam<GpuOracleCase> {};
 
 TEST_P(GpuCpuLayersLogits, MatchesReferenceEngine) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "model/hparams.h"
+#include "model/model.h"
 #include "model/oracle_compare.h"
 #include "plan/cost_model.h"
 #include "support/test_support.h"
@@ -56,6 +57,11 @@ inline std::string gpu_case_name(const GpuOracleCase& c, const std::string& suff
   for (char& ch : n)
     if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
   return n;
+}
+
+// A model's hyperparameters (the file mapped, not read).
+inline ModelHParams hparams_of(const std::string& path) {
+  return Model::load(path, LoadMode::mmap)->hparams();
 }
 
 // Every layer, expert, the embeddings and the head on the plan's first GPU: the starting point

@@ -71,10 +71,6 @@ plan::Placement halves(const ModelHParams& hp) {
   return p;
 }
 
-ModelHParams hparams_of(const std::string& path) {
-  return Model::load(path, LoadMode::mmap)->hparams();
-}
-
 // ---- against the oracle -----------------------------------------------------------------
 
 struct SplitCase {

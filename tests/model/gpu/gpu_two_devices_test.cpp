@@ -55,10 +55,6 @@ plan::Placement one_device(const ModelHParams& hp, bool layer0_in_ram) {
   return p;
 }
 
-ModelHParams hparams_of(const std::string& path) {
-  return Model::load(path, LoadMode::mmap)->hparams();
-}
-
 class GpuTwoDevicesLogits : public testing::TestWithParam<GpuOracleCase> {};
 
 TEST_P(GpuTwoDevicesLogits, MatchesReferenceEngine) {
