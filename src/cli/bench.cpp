@@ -94,12 +94,7 @@ nlohmann::json hybrid_timeline_json(const vk::HybridTimeline& t) {
   }
   nlohmann::json uploads = nlohmann::json::array();
   for (const vk::ExpertUploadSpan& u : t.uploads) {
-    uploads.push_back({{"layer", u.layer},
-                       {"start_ms", u.start_ms},
-                       {"experts", u.experts},
-                       {"bytes", u.bytes},
-                       {"host_wait_ms", u.wait_ms},
-                       {"host_copy_ms", u.copy_ms}});
+    uploads.push_back({{"layer", u.layer}, {"experts", u.experts}, {"bytes", u.bytes}});
   }
   nlohmann::json segments = nlohmann::json::array();
   for (const vk::GpuSegmentSpan& g : t.segments) {
@@ -124,18 +119,16 @@ nlohmann::json hybrid_timeline_json(const vk::HybridTimeline& t) {
 // batch's pairs, or the RAM experts uploaded and computed by the GPU; the cost model chooses).
 void print_prompt_paths(const nlohmann::json& t) {
   uint64_t bytes = 0;
-  double copy = 0;
   std::vector<int64_t> uploaded, on_cpu;
   for (const auto& u : t["uploads"]) {
     uploaded.push_back(u["layer"].get<int64_t>());
     bytes += u["bytes"].get<uint64_t>();
-    copy += u["host_copy_ms"].get<double>();
   }
   for (const auto& l : t["layers"]) on_cpu.push_back(l["layer"].get<int64_t>());
   fmt::print(
-      "hybrid prompt batch {:.3f} ms: RAM experts of {} layers uploaded to the GPU ({}, {:.3f} ms "
-      "of host copies){}{}; {} layers' computed by the CPU{}{}\n",
-      t["step_ms"].get<double>(), uploaded.size(), format_bytes(bytes), copy,
+      "hybrid prompt batch {:.3f} ms: RAM experts of {} layers uploaded to the GPU ({}, copied "
+      "from host-visible memory){}{}; {} layers' computed by the CPU{}{}\n",
+      t["step_ms"].get<double>(), uploaded.size(), format_bytes(bytes),
       uploaded.empty() ? "" : ": layers ", fmt::join(uploaded, ","), on_cpu.size(),
       on_cpu.empty() ? "" : ": layers ", fmt::join(on_cpu, ","));
 }

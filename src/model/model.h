@@ -109,6 +109,7 @@ class Model {
     std::string device;
     uint64_t allocated_bytes = 0;
     uint64_t budget_bytes = 0;  // what it may use (0: not limited / unknown)
+    uint64_t pinned_bytes = 0;  // host memory its driver holds for it (RAM experts it copies)
   };
   virtual std::string placement_summary() const { return "every tensor on the CPU"; }
   virtual std::vector<DeviceMemory> device_memory() const { return {}; }

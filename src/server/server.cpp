@@ -18,7 +18,8 @@ nlohmann::json device_memory_json(const std::vector<Model::DeviceMemory>& device
   for (const auto& d : devices) {
     out.push_back({{"device", d.device},
                    {"allocated_bytes", d.allocated_bytes},
-                   {"budget_bytes", d.budget_bytes}});
+                   {"budget_bytes", d.budget_bytes},
+                   {"pinned_host_bytes", d.pinned_bytes}});
   }
   return out;
 }
@@ -204,19 +205,23 @@ void Server::routes() {
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     std::string text = metrics_.render(scheduler_.stats());
     const auto devices = model_.device_memory();
-    if (!devices.empty()) {
-      text +=
-          "# HELP strata_device_memory_bytes Device memory strata holds for the model\n"
-          "# TYPE strata_device_memory_bytes gauge\n";
+    const auto gauge = [&](const char* name, const char* help, uint64_t Model::DeviceMemory::*v) {
+      text += fmt::format("# HELP {} {}\n# TYPE {} gauge\n", name, help, name);
       for (const auto& d : devices) {
         std::string label;  // Prometheus label value: \\, \" and \n escaped
         for (char c : d.device) {
           if (c == '\\' || c == '"') label += '\\';
           label += c == '\n' ? std::string("\\n") : std::string(1, c);
         }
-        text += fmt::format("strata_device_memory_bytes{{device=\"{}\"}} {}\n", label,
-                            d.allocated_bytes);
+        text += fmt::format("{}{{device=\"{}\"}} {}\n", name, label, d.*v);
       }
+    };
+    if (!devices.empty()) {
+      gauge("strata_device_memory_bytes", "Device memory strata holds for the model",
+            &Model::DeviceMemory::allocated_bytes);
+      gauge("strata_pinned_host_bytes",
+            "Host memory the device's driver holds for the model (RAM experts the GPU copies)",
+            &Model::DeviceMemory::pinned_bytes);
     }
     res.set_content(text, "text/plain; version=0.0.4");
   });

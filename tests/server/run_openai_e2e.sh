@@ -44,6 +44,10 @@ if [[ -n $placement ]]; then  # /props and /metrics show the plan in force and d
   metrics=$(curl -sf -H "Authorization: Bearer e2e-key" "$base/metrics")
   grep -q "^strata_device_memory_bytes{device=\"$device " <<< "$metrics" ||
     { echo "/metrics: $metrics" >&2; exit 1; }
+  # The RAM experts sit in host-visible memory the GPU copies from (a positive gauge).
+  grep -q '"pinned_host_bytes":[1-9]' <<< "$props" || { echo "/props: $props" >&2; exit 1; }
+  grep -q "^strata_pinned_host_bytes{device=\"$device .*} [1-9]" <<< "$metrics" ||
+    { echo "/metrics: $metrics" >&2; exit 1; }
 fi
 kill -TERM $pid
 status=0

@@ -41,9 +41,9 @@ void CpuExperts::ensure(int64_t n) {
   tokens_ = cap;
 }
 
-void CpuExperts::hand_over(GpuOps& ops, int64_t il, const MoeFfnWeights& weights,
-                           const std::vector<bool>& in_ram, const Buffer& ids, uint64_t ids_offset,
-                           const Buffer& expert_weights, const Buffer& x, int64_t n) {
+void CpuExperts::hand_over(GpuOps& ops, int64_t il, const RamExperts& ram, const Buffer& ids,
+                           uint64_t ids_offset, const Buffer& expert_weights, const Buffer& x,
+                           int64_t n) {
   STRATA_CHECK(n == step_tokens_, "CpuExperts: {} tokens in a step of {}", n, step_tokens_);
   ensure(n);  // only models with experts in RAM hold these host buffers
   const auto pairs_bytes = static_cast<uint64_t>(n * hp_.n_expert_used) * 4;
@@ -53,8 +53,7 @@ void CpuExperts::hand_over(GpuOps& ops, int64_t il, const MoeFfnWeights& weights
   Task t;
   t.layer = il;
   t.n = n;
-  t.weights = &weights;
-  t.in_ram = &in_ram;
+  t.ram = &ram;
   t.task = ops.cmd.host_task();
   last_hand_over_ = static_cast<int>(tasks_.size());
   tasks_.push_back(t);
@@ -68,44 +67,26 @@ void CpuExperts::take_back(GpuOps& ops, uint64_t out, int64_t n) {
   ops.add(out, partial_.address(), n * hp_.n_embd);
 }
 
-int CpuExperts::stage_experts(GpuOps& ops, int64_t il, const MoeFfnWeights& weights,
-                              const std::vector<bool>& in_ram, const Buffer& staging,
-                              const uint64_t offsets[3]) {
-  Task t;
-  t.layer = il;
-  t.weights = &weights;
-  t.in_ram = &in_ram;
-  t.staging = staging.mapped();
-  std::copy(offsets, offsets + 3, t.offsets);
-  t.task = ops.cmd.host_task();
-  tasks_.push_back(t);
-  return t.task;
-}
-
-void CpuExperts::await_staged(GpuOps& ops, int task) {
-  for (Task& t : tasks_) {
-    if (t.task == task) t.gpu_segment = ops.cmd.after_host(task);
-  }
-}
-
 void CpuExperts::run_tasks(CommandList& cmd, ThreadPool& pool) {
   for (const Task& t : tasks_) {
-    if (t.staging) {
-      copy_experts(cmd, t, pool);
-    } else {
-      compute(cmd, t, pool);
-    }
+    compute(cmd, t, pool);
     cmd.task_done(t.task);
   }
 }
 
 void CpuExperts::compute(CommandList& cmd, const Task& t, ThreadPool& pool) {
   static profile::Slot slot("gpu: CPU experts");
+  const RamExperts& ram = *t.ram;
+  // The RAM stacks hold ram.count experts; the selections of the others go to one more place,
+  // which the CPU skips.
+  const int64_t skipped = static_cast<int64_t>(ram.slot.size());
   MoeParams p;
-  p.n_expert = hp_.n_expert;
+  p.n_expert = skipped + 1;
   p.n_expert_used = hp_.n_expert_used;
   p.n_ff_exp = hp_.n_ff_exp;
   p.renormalize = hp_.expert_weights_norm;
+  std::vector<bool> included(static_cast<size_t>(p.n_expert), true);
+  included.back() = false;
   const auto* ids = static_cast<const int32_t*>(ids_.mapped());
   const auto* w = static_cast<const float*>(weights_.mapped());
   const auto* x = static_cast<const float*>(x_.mapped());
@@ -120,49 +101,21 @@ void CpuExperts::compute(CommandList& cmd, const Task& t, ThreadPool& pool) {
   {
     profile::Scope scope(slot);
     const auto pairs = static_cast<size_t>(t.n * p.n_expert_used);
-    moe_experts_block(*t.weights, p, x, t.n, std::span(ids, pairs), std::span(w, pairs), t.in_ram,
-                      partial, pool);
-    for (size_t i = 0; i < pairs; ++i) span.pairs += (*t.in_ram)[static_cast<size_t>(ids[i])];
+    chosen_.resize(pairs);
+    for (size_t i = 0; i < pairs; ++i) {
+      STRATA_CHECK(ids[i] >= 0 && ids[i] < skipped, "CPU experts: expert id {} of {} experts",
+                   ids[i], skipped);
+      const int32_t place = ram.slot[static_cast<size_t>(ids[i])];
+      chosen_[i] = place >= 0 ? place : static_cast<int32_t>(skipped);
+      span.pairs += place >= 0;
+    }
+    moe_experts_block(ram.weights(), p, x, t.n, chosen_, std::span(w, pairs), &included, partial,
+                      pool);
   }
   span.gpu_busy_at_end = !cmd.segment_finished(t.gpu_segment);
   span.wait_ms = t1 - t0;
   span.cpu_ms = now_ms() - t1;
   timeline_.layers.push_back(span);
-}
-
-// The experts in RAM, each matrix's back to back in expert order, on the pool's threads.
-void CpuExperts::copy_experts(CommandList& cmd, const Task& t, ThreadPool& pool) {
-  static profile::Slot slot("gpu: staging RAM experts");
-  ExpertUploadSpan span;
-  span.layer = t.layer;
-  const double t0 = now_ms();
-  span.start_ms = t0 - step_start_ms_;
-  cmd.wait_for_gpu(t.task);
-  const double t1 = now_ms();
-  std::vector<int64_t> experts;
-  for (int64_t e = 0; e < hp_.n_expert; ++e)
-    if ((*t.in_ram)[static_cast<size_t>(e)]) experts.push_back(e);
-  const ops::WeightMatrix* stacks[3] = {&t.weights->gate_exps, &t.weights->up_exps,
-                                        &t.weights->down_exps};
-  {
-    profile::Scope scope(slot);
-    auto* staging = static_cast<uint8_t*>(t.staging);
-    const auto n = static_cast<int64_t>(experts.size());
-    if (n > 0)
-      pool.run(3 * n, [&](int64_t task, int) {
-        const ops::WeightMatrix& m = *stacks[task / n];
-        const auto slice = static_cast<size_t>(m.bytes() / hp_.n_expert);
-        const int64_t i = task % n;
-        std::memcpy(staging + t.offsets[task / n] + static_cast<size_t>(i) * slice,
-                    m.data + static_cast<size_t>(experts[static_cast<size_t>(i)]) * slice, slice);
-      });
-    for (const ops::WeightMatrix* m : stacks)
-      span.bytes += static_cast<uint64_t>(m->bytes() / hp_.n_expert) * experts.size();
-  }
-  span.experts = static_cast<int64_t>(experts.size());
-  span.wait_ms = t1 - t0;
-  span.copy_ms = now_ms() - t1;
-  timeline_.uploads.push_back(span);
 }
 
 void CpuExperts::run_step(CommandList& cmd, ThreadPool& pool) {

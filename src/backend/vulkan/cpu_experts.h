@@ -1,16 +1,16 @@
 #pragma once
 // Routed experts that live in RAM, computed by the CPU in the middle of a GPU step (hybrid
-// execution), or, for prompt batches, copied by the host into a staging slot the GPU uploads. For
-// such a layer the GPU routes the tokens, copies the selections and the FFN input to host-visible
-// memory and signals; the host computes the pairs whose expert is in RAM while the GPU computes the
-// ones it holds and the shared expert; the GPU then waits (on a timeline semaphore the host
-// signals, not on the host thread) and adds the CPU's partial sum.
+// execution). For such a layer the GPU routes the tokens, copies the selections and the FFN input
+// to host-visible memory and signals; the host computes the pairs whose expert is in RAM while the
+// GPU computes the ones it holds and the shared expert; the GPU then waits (on a timeline semaphore
+// the host signals, not on the host thread) and adds the CPU's partial sum.
 
 #include <cstdint>
 #include <vector>
 
 #include "backend/vulkan/device.h"
 #include "backend/vulkan/gpu_ops.h"
+#include "backend/vulkan/ram_experts.h"
 #include "model/blocks.h"
 #include "model/hparams.h"
 #include "util/thread_pool.h"
@@ -28,14 +28,12 @@ struct CpuExpertSpan {
   bool gpu_busy_at_end = false;    // started / when it finished
 };
 
-// A prompt batch's upload of one layer's RAM experts (instead of the CPU computing them).
+// A prompt batch's upload of one layer's RAM experts (instead of the CPU computing them): one
+// copy by the GPU from their host-visible memory into a device-local stack.
 struct ExpertUploadSpan {
   int64_t layer = 0;
-  double start_ms = 0;  // from the submission, on the host's clock
-  int64_t experts = 0;  // the layer's experts in RAM, all copied to the staging slot
+  int64_t experts = 0;  // the layer's experts in RAM, all copied
   uint64_t bytes = 0;
-  double wait_ms = 0;  // the host waited this long for the GPU to free the slot
-  double copy_ms = 0;  // the host's copy into the host-visible staging slot
 };
 
 // One command-buffer segment of a step on the GPU, from timestamp queries (bench --profile): ms
@@ -71,22 +69,12 @@ class CpuExperts {
   void begin_step(int64_t n);
   // Records the hand-over of layer il (n tokens): selections ([n][k] ids and weights, in device
   // buffers at byte offsets) and the FFN input x ([n][n_embd]) are copied to host memory, then the
-  // segment ends. The CPU will compute the pairs whose expert in_ram marks, with `weights`.
-  void hand_over(GpuOps& ops, int64_t il, const MoeFfnWeights& weights,
-                 const std::vector<bool>& in_ram, const Buffer& ids, uint64_t ids_offset,
-                 const Buffer& expert_weights, const Buffer& x, int64_t n);
+  // segment ends. The CPU will compute the pairs whose expert is in `ram`.
+  void hand_over(GpuOps& ops, int64_t il, const RamExperts& ram, const Buffer& ids,
+                 uint64_t ids_offset, const Buffer& expert_weights, const Buffer& x, int64_t n);
   // Ends the GPU's own part of the layer; what follows waits for the CPU and first adds its
   // partial sum to out ([n][n_embd]).
   void take_back(GpuOps& ops, uint64_t out, int64_t n);
-  // Prompt batches that upload a layer's RAM experts: records the host's copy of the experts
-  // in_ram marks (in expert order, each matrix's experts back to back) into `staging` (host-
-  // visible) at the three offsets, to start once the GPU has finished what was recorded so far.
-  // Returns the task for await_staged.
-  int stage_experts(GpuOps& ops, int64_t il, const MoeFfnWeights& weights,
-                    const std::vector<bool>& in_ram, const Buffer& staging,
-                    const uint64_t offsets[3]);
-  // Ends the segment; what is recorded next waits for that copy.
-  void await_staged(GpuOps& ops, int task);
   // After cmd.submit(): runs the step's CPU work in order, then waits for the GPU. On an error
   // the GPU is released (every task signalled) before it is rethrown.
   void run_step(CommandList& cmd, ThreadPool& pool);
@@ -95,15 +83,12 @@ class CpuExperts {
  private:
   struct Task {
     int64_t layer = 0, n = 0;
-    const MoeFfnWeights* weights = nullptr;
-    const std::vector<bool>* in_ram = nullptr;
+    const RamExperts* ram = nullptr;
     int task = -1, gpu_segment = -1;
-    void* staging = nullptr;  // an upload task: where the experts go (else the CPU computes them)
-    uint64_t offsets[3] = {0, 0, 0};
   };
   void run_tasks(CommandList& cmd, ThreadPool& pool);
   void compute(CommandList& cmd, const Task& t, ThreadPool& pool);
-  void copy_experts(CommandList& cmd, const Task& t, ThreadPool& pool);
+  std::vector<int32_t> chosen_;  // a layer's selections as places in its RAM stacks
   void ensure(int64_t n);
 
   Device& device_;

@@ -86,6 +86,32 @@ void DeviceWeights::report(bool final) {
   }
 }
 
+const Buffer* DeviceWeights::pinned(uint64_t bytes, const std::string& what) {
+  if (pinning_refused_) return nullptr;
+  const uint64_t limit = device_.info().max_allocation_bytes;
+  try {
+    STRATA_CHECK(!limit || bytes <= limit,
+                 "{} needs one allocation of {}, above the device's limit of {}", what,
+                 format_bytes(bytes), format_bytes(limit));
+    if (pinned_.empty()) {
+      log::info(
+          "RAM experts go to host-visible memory of {} (STRATA_PINNED_EXPERTS=off keeps "
+          "them in the model file's pages)",
+          device_.label());
+    }
+    pinned_.push_back(std::make_unique<Buffer>(device_.allocate(bytes, MemoryKind::host, what)));
+  } catch (const Error& e) {
+    log::warn(
+        "{}; RAM experts stay in the model file's pages from here on, and prompt batches "
+        "compute them on the CPU",
+        e.what());
+    pinning_refused_ = true;
+    return nullptr;
+  }
+  pinned_bytes_ += bytes;
+  return pinned_.back().get();
+}
+
 GpuMatrix DeviceWeights::matrix(const ops::WeightMatrix& w, const std::string& name) {
   GpuMatrix m{w.type, 0, w.rows, w.cols, w.row_bytes};
   check_gpu_matrix(m, name.c_str());

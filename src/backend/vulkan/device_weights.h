@@ -4,6 +4,7 @@
 // on stderr (bytes, GB/s).
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <utility>
@@ -36,6 +37,12 @@ class DeviceWeights {
 
   uint64_t bytes() const { return used_; }
 
+  // A host-visible buffer of `bytes` kept with the weights (a layer's RAM experts, which the CPU
+  // computes from and the GPU copies from); null when the driver refuses it. The first refusal is
+  // logged; later calls then return null without asking.
+  const Buffer* pinned(uint64_t bytes, const std::string& what);
+  uint64_t pinned_bytes() const { return pinned_bytes_; }
+
  private:
   uint64_t place(const void* data, uint64_t bytes, const std::string& name);
   // Room for `bytes` (aligned) in a chunk: the buffer and the offset there.
@@ -46,6 +53,9 @@ class DeviceWeights {
   Device& device_;
   uint64_t total_ = 0, used_ = 0;
   std::vector<Buffer> chunks_;
+  std::vector<std::unique_ptr<Buffer>> pinned_;  // stable addresses: layers point at them
+  uint64_t pinned_bytes_ = 0;
+  bool pinning_refused_ = false;
   uint64_t chunk_used_ = 0;
   uint64_t chunked_ = 0;  // bytes of all chunks allocated so far
   double start_ = 0, last_report_ = 0;

@@ -76,27 +76,21 @@ GpuFfnWeights upload_ffn(DeviceWeights& w, const DenseFfnWeights& dense, const M
       for (size_t i = 0; i < held.size(); ++i)
         slots[static_cast<size_t>(held[i])] = static_cast<int32_t>(i);
       l.expert_slots = w.ints(slots.data(), hp.n_expert, name("expert slots"));
-      l.cpu = &moe;
-      l.in_ram.assign(static_cast<size_t>(hp.n_expert), true);
-      for (int32_t e : held) l.in_ram[static_cast<size_t>(e)] = false;
-      // Where an upload puts each RAM expert: its place among them, in expert order.
-      std::vector<int32_t> ram_slots(static_cast<size_t>(hp.n_expert), -1);
-      for (size_t e = 0; e < ram_slots.size(); ++e)
-        if (l.in_ram[e]) ram_slots[e] = static_cast<int32_t>(l.ram_experts++);
-      l.ram_slots = w.ints(ram_slots.data(), hp.n_expert, name("RAM expert slots"));
+      std::vector<bool> in_ram(static_cast<size_t>(hp.n_expert), true);
+      for (int32_t e : held) in_ram[static_cast<size_t>(e)] = false;
       const ops::WeightMatrix* stacks[3] = {&moe.gate_exps, &moe.up_exps, &moe.down_exps};
       const int64_t rows[3] = {hp.n_ff_exp, hp.n_ff_exp, hp.n_embd};
+      const char* names[3] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
       for (int i = 0; i < 3; ++i) {  // uploads compute them on the GPU too
         const GpuMatrix m{stacks[i]->type, 0, rows[i], stacks[i]->cols, stacks[i]->row_bytes};
-        check_gpu_matrix(m, name(i == 0   ? "ffn_gate_exps"
-                                 : i == 1 ? "ffn_up_exps"
-                                          : "ffn_down_exps")
-                                .c_str());
+        check_gpu_matrix(m, name(names[i]).c_str());
       }
-      for (int i = 0; i < 3; ++i) {
-        l.ram_bytes[i] = aligned_bytes(static_cast<uint64_t>(stacks[i]->bytes() / hp.n_expert) *
-                                       static_cast<uint64_t>(l.ram_experts));
-      }
+      l.ram = place_ram_experts(w, moe, hp, std::move(in_ram), name("ffn_*_exps"));
+      // Where an upload puts each RAM expert: its place among them, in expert order.
+      std::vector<int32_t> ram_slots(static_cast<size_t>(hp.n_expert), -1);
+      for (size_t e = 0, next = 0; e < ram_slots.size(); ++e)
+        if (l.ram.in_ram[e]) ram_slots[e] = static_cast<int32_t>(next++);
+      l.ram_slots = w.ints(ram_slots.data(), hp.n_expert, name("RAM expert slots"));
     }
   }
   l.shared_gate_w = optional(moe.shared.gate, "ffn_gate_shexp");
@@ -127,7 +121,7 @@ GpuFfn::GpuFfn(Device& device, const ModelHParams& hp, int64_t shared_ff)
 }
 
 bool GpuFfn::uploads(const GpuFfnWeights& l, int64_t n) const {
-  if (!l.cpu || l.ram_experts == 0 || n <= kMaxDecodeTokens) return false;
+  if (!l.ram || !l.ram.pinned || n <= kMaxDecodeTokens) return false;
   if (upload_mode_ != UploadMode::automatic) return upload_mode_ == UploadMode::gpu;
   if (device_.info().is_cpu) return false;  // the "upload" would be the CPU copying to itself
   const ModelHParams& hp = hp_;
@@ -135,9 +129,8 @@ bool GpuFfn::uploads(const GpuFfnWeights& l, int64_t n) const {
   b.n_tokens = n;
   b.n_expert = hp.n_expert;
   b.n_expert_used = hp.n_expert_used;
-  b.ram_experts = l.ram_experts;
-  b.expert_bytes = static_cast<double>(l.ram_bytes[0] + l.ram_bytes[1] + l.ram_bytes[2]) /
-                   static_cast<double>(l.ram_experts);
+  b.ram_experts = l.ram.count;
+  b.expert_bytes = static_cast<double>(l.ram.total_bytes()) / static_cast<double>(l.ram.count);
   b.flops_per_pair = 2.0 * 3.0 * static_cast<double>(hp.n_embd * hp.n_ff_exp);
   plan::RamExpertsMachine m;
   m.cpu_cores = physical_core_count();
@@ -147,7 +140,7 @@ bool GpuFfn::uploads(const GpuFfnWeights& l, int64_t n) const {
 
 void GpuFfn::begin_step(int64_t n) {
   cpu_.begin_step(n);
-  for (Staging& s : staging_) s.layer = s.task = -1;  // nothing staged in this recording yet
+  uploads_.clear();
   if (n <= tokens_) return;
   const ModelHParams& hp = hp_;
   const int64_t cap = std::max(n, 2 * tokens_);
@@ -181,48 +174,30 @@ void GpuFfn::release_retired() {
 
 void GpuFfn::give_up_uploads(const Error& e) {
   log::warn("{}; prompt batches compute their experts in RAM on the CPU from now on", e.what());
-  for (Staging& s : staging_) {  // the recording may still name them: retired, not freed
-    retired_.push_back(std::move(s.host));
-    retired_.push_back(std::move(s.device));
-    s.capacity = 0;
-    s.layer = -1;
-  }
+  // The recording may still name them: retired, not freed.
+  retired_.push_back(std::move(uploaded_));
   retired_.push_back(std::move(staged_down_));
   upload_mode_ = UploadMode::cpu;
 }
 
-bool GpuFfn::stage(GpuOps& ops, const GpuFfnWeights& l, int64_t il) {
-  Staging& s = staging_[il % 2];
-  const uint64_t offsets[3] = {0, l.ram_bytes[0], l.ram_bytes[0] + l.ram_bytes[1]};
-  const uint64_t bytes = offsets[2] + l.ram_bytes[2];
-  if (bytes > s.capacity) {  // the recording may still name the old pair: retire it
-    retired_.push_back(std::move(s.host));
-    retired_.push_back(std::move(s.device));
-    s.capacity = 0;
-    const std::string what =
-        fmt::format("a staging slot for {} of a layer's experts in RAM", format_bytes(bytes));
+bool GpuFfn::make_room(const GpuFfnWeights& l) {
+  const auto grow = [&](Buffer& b, uint64_t bytes, const std::string& what) {
+    if (b.size() >= bytes) return true;
+    retired_.push_back(std::move(b));  // the recording may still name it
     try {
-      s.host = device_.allocate(bytes, MemoryKind::host, what);
-      s.device = device_.allocate(bytes, MemoryKind::device, what);
+      b = device_.allocate(bytes, MemoryKind::device, what);
     } catch (const Error& e) {  // the plan filled the GPU: prompt batches stay on the CPU
       give_up_uploads(e);
       return false;
     }
-    s.capacity = bytes;
-  }
-  const uint64_t outputs = static_cast<uint64_t>(tokens_ * hp_.n_expert_used * hp_.n_embd) * 4;
-  if (staged_down_.size() < outputs) {
-    retired_.push_back(std::move(staged_down_));
-    try {
-      staged_down_ = device_.allocate(outputs, MemoryKind::device, "uploaded experts' outputs");
-    } catch (const Error& e) {
-      give_up_uploads(e);
-      return false;
-    }
-  }
-  s.task = cpu_.stage_experts(ops, il, *l.cpu, l.in_ram, s.host, offsets);
-  s.layer = il;
-  return true;
+    return true;
+  };
+  const uint64_t bytes = l.ram.total_bytes();
+  return grow(uploaded_, bytes,
+              fmt::format("a device stack for {} of a layer's experts in RAM",
+                          format_bytes(bytes))) &&
+         grow(staged_down_, static_cast<uint64_t>(tokens_ * hp_.n_expert_used * hp_.n_embd) * 4,
+              "uploaded experts' outputs");
 }
 
 namespace {
@@ -238,7 +213,7 @@ struct ExpertStacks {
 }  // namespace
 
 void GpuFfn::record(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationInput& input,
-                    const Buffer& x, uint64_t out, int64_t n, const GpuFfnWeights* next) {
+                    const Buffer& x, uint64_t out, int64_t n) {
   const ModelHParams& hp = hp_;
   // Prompt batches multiply each expert's rows with all its tokens at once (grouped on the
   // device, the same bits as pair by pair); decode steps go pair by pair.
@@ -296,18 +271,20 @@ void GpuFfn::record(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationI
     const RoundedRows h = hidden.for_weights(e.down.type);
     product(e.down, nullptr, h, 1, y);
   };
-  // RAM experts uploaded for this batch: the host copies them into a staging slot (a layer
-  // ahead when it can) while the GPU works.
-  const bool upload = uploads(l, n) && (staging_[il % 2].layer == il || stage(ops, l, il));
+  // RAM experts uploaded for this batch: one DMA from their host-visible memory, in the queue's
+  // order (it waits for the previous layer's reads of the stack; the products wait for it).
+  const bool upload = uploads(l, n) && make_room(l);
+  if (upload) {
+    ops.cmd.copy(*l.ram.pinned, 0, uploaded_, 0, l.ram.total_bytes());
+    uploads_.push_back({il, l.ram.count, l.ram.total_bytes()});
+  }
 
   const RoundedRows xr = input.for_weights(l.router.type);
   ops.matmul(l.router, xr.address, xr.stride, router_.address(), hp.n_expert, n);
   ops.moe_route(router_.address(), ids, weights_.address(), n, hp.n_expert, k,
                 hp.expert_weights_norm);
-  const bool cpu_computes = l.cpu && !upload;
-  if (cpu_computes) cpu_.hand_over(ops, il, *l.cpu, l.in_ram, ids_all_, ids_offset, weights_, x, n);
-  // After the hand-over: the host computes this layer's experts before copying the next's.
-  if (next && uploads(*next, n)) stage(ops, *next, il + 1);
+  const bool cpu_computes = l.ram && !upload;
+  if (cpu_computes) cpu_.hand_over(ops, il, l.ram, ids_all_, ids_offset, weights_, x, n);
   if (l.held_experts > 0) {
     routed({l.gate_exps, l.up_exps, l.down_exps, l.expert_slots, l.held_experts}, down_.address());
   } else {  // every expert of the layer is in RAM
@@ -330,18 +307,16 @@ void GpuFfn::record(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationI
   if (upload) {
     // Each pair comes from exactly one side (zeros on the other): the sum has a whole-GPU run's
     // bits.
-    const Staging& s = staging_[il % 2];
-    cpu_.await_staged(ops, s.task);
-    ops.cmd.copy(s.host, 0, s.device, 0, l.ram_bytes[0] + l.ram_bytes[1] + l.ram_bytes[2]);
-    const MoeFfnWeights& m = *l.cpu;
-    const uint64_t base = s.device.address();
+    const MoeFfnWeights& m = *l.ram.model;
+    const uint64_t base = uploaded_.address();
+    const uint64_t* bytes = l.ram.bytes;
     const ExpertStacks staged{
         {m.gate_exps.type, base, ff, m.gate_exps.cols, m.gate_exps.row_bytes},
-        {m.up_exps.type, base + l.ram_bytes[0], ff, m.up_exps.cols, m.up_exps.row_bytes},
-        {m.down_exps.type, base + l.ram_bytes[0] + l.ram_bytes[1], hp.n_embd, m.down_exps.cols,
+        {m.up_exps.type, base + bytes[0], ff, m.up_exps.cols, m.up_exps.row_bytes},
+        {m.down_exps.type, base + bytes[0] + bytes[1], hp.n_embd, m.down_exps.cols,
          m.down_exps.row_bytes},
         l.ram_slots,
-        l.ram_experts};
+        l.ram.count};
     routed(staged, staged_down_.address());
     ops.add(down_.address(), staged_down_.address(), pairs * hp.n_embd);
   }
@@ -352,6 +327,8 @@ void GpuFfn::record(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationI
 void GpuFfn::run_step(CommandList& cmd, ThreadPool& pool) {
   cmd.submit();
   cpu_.run_step(cmd, pool);
+  timeline_ = cpu_.timeline();
+  timeline_.uploads = uploads_;
 }
 
 void GpuFfn::record_stats(GpuOps& ops, int64_t n) {

@@ -13,6 +13,7 @@
 #include "backend/vulkan/device.h"
 #include "backend/vulkan/device_weights.h"
 #include "backend/vulkan/gpu_ops.h"
+#include "backend/vulkan/ram_experts.h"
 #include "model/blocks.h"
 #include "model/hparams.h"
 #include "model/model.h"
@@ -32,13 +33,10 @@ struct GpuFfnWeights {
   // RAM. expert_slots 0: the stacks hold every expert.
   uint64_t expert_slots = 0;
   int64_t held_experts = 0;
-  const MoeFfnWeights* cpu = nullptr;  // the layer's weights in RAM when any expert lives there
-  std::vector<bool> in_ram;            // [n_expert] the experts the CPU computes
+  RamExperts ram;  // the experts the CPU computes (empty: none)
   // Prompt batches may upload the RAM experts instead (GpuFfn): ram_slots ([n_expert] int32 on
-  // the device) gives each one's slot in the staged stack, -1 for the held ones.
+  // the device) gives each one's slot in the uploaded stack, -1 for the held ones.
   uint64_t ram_slots = 0;
-  int64_t ram_experts = 0;
-  uint64_t ram_bytes[3] = {0, 0, 0};  // one staged stack's gate, up and down bytes
 };
 
 // Which of a layer's routed experts the device holds (empty: all of them), and that per layer
@@ -77,18 +75,17 @@ class GpuFfn {
   void begin_step(int64_t n);
   // out[n][n_embd] = FFN of layer il over x[n][n_embd] (`input`: x's rounded copies, shared with
   // whatever else reads x). Experts in RAM are handed to the CPU (run_step computes them).
-  // next: layer il + 1's weights when the same recording runs it (its RAM experts can then be
-  // staged a layer ahead).
   void record(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationInput& input,
-              const Buffer& x, uint64_t out, int64_t n, const GpuFfnWeights* next = nullptr);
+              const Buffer& x, uint64_t out, int64_t n);
   // Whether a batch of n tokens uploads layer l's RAM experts to compute them here, rather than
   // have the CPU compute them: STRATA_PROMPT_EXPERTS=gpu|cpu, else the cost model
-  // (plan::choose_ram_experts_path; never on a CPU-type device, never for decode steps).
+  // (plan::choose_ram_experts_path; never on a CPU-type device, never for decode steps, never
+  // for experts that are not in host-visible memory).
   bool uploads(const GpuFfnWeights& l, int64_t n) const;
   // Submits the ended recording, computes the experts in RAM on `pool` as the GPU hands them
   // over, and waits for the step.
   void run_step(CommandList& cmd, ThreadPool& pool);
-  const HybridTimeline& timeline() const { return cpu_.timeline(); }
+  const HybridTimeline& timeline() const { return timeline_; }
   // Call after the step ran: frees scratch replaced during it.
   void release_retired();
   // Records the copy of the step's expert selections (n tokens, every layer) to host memory;
@@ -105,24 +102,19 @@ class GpuFfn {
   Buffer order_, tiles_;  // prompt batches: pairs grouped by expert (GpuOps::moe_group)
   ActivationScratch hidden_in_, shared_in_;
   CpuExperts cpu_;
-  // Uploads of RAM experts (allocated by the first batch that uploads): two slots, layers
-  // alternating, so the host fills one a layer ahead while the GPU reads the other.
+  // Uploads of RAM experts: one device stack the layers take in turn (the copy of a layer's
+  // experts waits for the previous layer's reads, as every op on the queue does), allocated by
+  // the first batch that uploads and grown for the largest layer.
   enum class UploadMode { automatic, gpu, cpu } upload_mode_ = UploadMode::automatic;
-  struct Staging {
-    Buffer host, device;  // the same layout: gate, up, down stacks
-    uint64_t capacity = 0;
-    int task = -1;
-    int64_t layer = -1;
-  };
-  Staging staging_[2];
+  Buffer uploaded_;     // the layer's RAM experts: gate, up, down stacks (RamExperts' layout)
   Buffer staged_down_;  // [pairs][n_embd] the uploaded experts' outputs
+  std::vector<ExpertUploadSpan> uploads_;  // this recording's
+  HybridTimeline timeline_;
   std::vector<Buffer> retired_;
-  // Records the host's copy of layer il's RAM experts into its slot; false when the slot does
-  // not fit in the GPU's memory (every later batch then keeps them on the CPU).
-  bool stage(GpuOps& ops, const GpuFfnWeights& l, int64_t il);
+  // Room on the device for layer l's uploaded experts and their outputs; false when it does not
+  // fit in the GPU's memory (every later batch then keeps them on the CPU).
+  bool make_room(const GpuFfnWeights& l);
   void give_up_uploads(const Error& e);  // no room: every later batch uses the CPU
-  void record_staged(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationInput& input,
-                     int64_t n);
 };
 
 // ---- keys and values --------------------------------------------------------------------

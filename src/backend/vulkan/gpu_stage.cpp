@@ -218,9 +218,13 @@ std::vector<Model::DeviceMemory> stages_memory(
   std::vector<const Device*> seen;
   for (const auto& s : stages) {
     const Device& d = s->device();
-    if (std::find(seen.begin(), seen.end(), &d) != seen.end()) continue;
+    const uint64_t pinned = s->weights ? s->weights->pinned_bytes() : 0;
+    if (const auto it = std::find(seen.begin(), seen.end(), &d); it != seen.end()) {
+      out[static_cast<size_t>(it - seen.begin())].pinned_bytes += pinned;
+      continue;
+    }
     seen.push_back(&d);
-    out.push_back({d.label(), d.device_local_bytes(), d.memory_budget()});
+    out.push_back({d.label(), d.device_local_bytes(), d.memory_budget(), pinned});
   }
   return out;
 }
