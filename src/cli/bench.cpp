@@ -94,7 +94,10 @@ nlohmann::json hybrid_timeline_json(const vk::HybridTimeline& t) {
   }
   nlohmann::json uploads = nlohmann::json::array();
   for (const vk::ExpertUploadSpan& u : t.uploads) {
-    uploads.push_back({{"layer", u.layer}, {"experts", u.experts}, {"bytes", u.bytes}});
+    uploads.push_back({{"layer", u.layer},
+                       {"experts", u.experts},
+                       {"bytes", u.bytes},
+                       {"during_previous_layer", u.prefetched}});
   }
   nlohmann::json segments = nlohmann::json::array();
   for (const vk::GpuSegmentSpan& g : t.segments) {
@@ -119,16 +122,19 @@ nlohmann::json hybrid_timeline_json(const vk::HybridTimeline& t) {
 // batch's pairs, or the RAM experts uploaded and computed by the GPU; the cost model chooses).
 void print_prompt_paths(const nlohmann::json& t) {
   uint64_t bytes = 0;
+  int64_t prefetched = 0;
   std::vector<int64_t> uploaded, on_cpu;
   for (const auto& u : t["uploads"]) {
     uploaded.push_back(u["layer"].get<int64_t>());
     bytes += u["bytes"].get<uint64_t>();
+    prefetched += u["during_previous_layer"].get<bool>();
   }
   for (const auto& l : t["layers"]) on_cpu.push_back(l["layer"].get<int64_t>());
   fmt::print(
-      "hybrid prompt batch {:.3f} ms: RAM experts of {} layers uploaded to the GPU ({}, copied "
-      "from host-visible memory){}{}; {} layers' computed by the CPU{}{}\n",
-      t["step_ms"].get<double>(), uploaded.size(), format_bytes(bytes),
+      "hybrid prompt batch {:.3f} ms: RAM experts of {} layers uploaded to the GPU ({} from "
+      "host-visible memory on the transfer queue, {} of the copies during the previous "
+      "layer){}{}; {} layers' computed by the CPU{}{}\n",
+      t["step_ms"].get<double>(), uploaded.size(), format_bytes(bytes), prefetched,
       uploaded.empty() ? "" : ": layers ", fmt::join(uploaded, ","), on_cpu.size(),
       on_cpu.empty() ? "" : ": layers ", fmt::join(on_cpu, ","));
 }

@@ -29,11 +29,12 @@ struct CpuExpertSpan {
 };
 
 // A prompt batch's upload of one layer's RAM experts (instead of the CPU computing them): one
-// copy by the GPU from their host-visible memory into a device-local stack.
+// copy on the transfer queue from their host-visible memory into a device-local stack.
 struct ExpertUploadSpan {
   int64_t layer = 0;
   int64_t experts = 0;  // the layer's experts in RAM, all copied
   uint64_t bytes = 0;
+  bool prefetched = false;  // the copy started once the previous layer was done with the stack
 };
 
 // One command-buffer segment of a step on the GPU, from timestamp queries (bench --profile): ms

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <thread>
 
 #include "backend/vulkan/embedded_kernels.h"
@@ -86,12 +87,38 @@ Device::Device(const DeviceInfo& info, int opening) : info_(info), opening_(open
   // Timestamps only where the queue used has them (the profile's GPU segments).
   timestamp_bits_ = families[queue_family_].timestampValidBits;
 
-  const float priority = 1.0f;
-  VkDeviceQueueCreateInfo queue_info{};
-  queue_info.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO;
-  queue_info.queueFamilyIndex = queue_family_;
-  queue_info.queueCount = 1;
-  queue_info.pQueuePriorities = &priority;
+  // The transfer queue: copy engines (a family with transfer and without compute or graphics),
+  // else a second queue of the compute family, else none (the compute queue).
+  transfer_family_ = queue_family_;
+  uint32_t transfer_index = 0;
+  const char* transfer_mode = std::getenv("STRATA_VK_TRANSFER_QUEUE");
+  const bool own_transfer = !(transfer_mode && std::string_view(transfer_mode) == "compute");
+  STRATA_CHECK(!transfer_mode || !*transfer_mode || std::string_view(transfer_mode) == "compute" ||
+                   std::string_view(transfer_mode) == "auto",
+               "STRATA_VK_TRANSFER_QUEUE={}: expected auto or compute", transfer_mode);
+  if (own_transfer) {
+    bool dedicated = false;
+    for (uint32_t i = 0; i < n_queue && !dedicated; ++i) {
+      const VkQueueFlags f = families[i].queueFlags;
+      if ((f & VK_QUEUE_TRANSFER_BIT) && !(f & (VK_QUEUE_COMPUTE_BIT | VK_QUEUE_GRAPHICS_BIT)) &&
+          families[i].queueCount > 0) {
+        transfer_family_ = i;
+        dedicated = true;
+      }
+    }
+    if (!dedicated && families[queue_family_].queueCount > 1) transfer_index = 1;
+  }
+  const float priorities[2] = {1.0f, 1.0f};
+  VkDeviceQueueCreateInfo queue_infos[2]{};
+  for (VkDeviceQueueCreateInfo& q : queue_infos) {
+    q.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO;
+    q.pQueuePriorities = priorities;
+  }
+  queue_infos[0].queueFamilyIndex = queue_family_;
+  queue_infos[0].queueCount = transfer_index + 1;
+  queue_infos[1].queueFamilyIndex = transfer_family_;
+  queue_infos[1].queueCount = 1;
+  const uint32_t n_queue_infos = transfer_family_ != queue_family_ ? 2 : 1;
 
   VkPhysicalDeviceVulkan12Features f12{};
   f12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
@@ -115,8 +142,8 @@ Device::Device(const DeviceInfo& info, int opening) : info_(info), opening_(open
   VkDeviceCreateInfo create{};
   create.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
   create.pNext = &features;
-  create.queueCreateInfoCount = 1;
-  create.pQueueCreateInfos = &queue_info;
+  create.queueCreateInfoCount = n_queue_infos;
+  create.pQueueCreateInfos = queue_infos;
   create.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
   create.ppEnabledExtensionNames = extensions.data();
   STRATA_VK(a.vkCreateDevice(info.physical, &create, nullptr, &device_));
@@ -128,6 +155,13 @@ Device::Device(const DeviceInfo& info, int opening) : info_(info), opening_(open
   pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   pool_info.queueFamilyIndex = queue_family_;
   STRATA_VK(api().vkCreateCommandPool(device_, &pool_info, nullptr, &pool_));
+  api().vkGetDeviceQueue(device_, transfer_family_,
+                         transfer_family_ == queue_family_ ? transfer_index : 0, &transfer_queue_);
+  transfer_pool_ = pool_;
+  if (transfer_family_ != queue_family_) {
+    pool_info.queueFamilyIndex = transfer_family_;
+    STRATA_VK(api().vkCreateCommandPool(device_, &pool_info, nullptr, &transfer_pool_));
+  }
   api().vkGetPhysicalDeviceMemoryProperties(info.physical, &memory_);
 }
 
@@ -140,6 +174,8 @@ Device::~Device() {
     a.vkDestroyPipeline(device_, k.pipeline, nullptr);
     a.vkDestroyPipelineLayout(device_, k.layout, nullptr);
   }
+  if (transfer_pool_ && transfer_pool_ != pool_)
+    a.vkDestroyCommandPool(device_, transfer_pool_, nullptr);
   if (pool_) a.vkDestroyCommandPool(device_, pool_, nullptr);
   if (device_) a.vkDestroyDevice(device_, nullptr);
 }
@@ -197,7 +233,14 @@ Buffer Device::allocate(uint64_t bytes, MemoryKind kind, const std::string& what
   info.size = bytes;
   info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT |
                VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-  info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  // With copy engines of another family, every buffer may be used by both queues.
+  const uint32_t families[2] = {queue_family_, transfer_family_};
+  info.sharingMode =
+      transfer_family_ != queue_family_ ? VK_SHARING_MODE_CONCURRENT : VK_SHARING_MODE_EXCLUSIVE;
+  if (info.sharingMode == VK_SHARING_MODE_CONCURRENT) {
+    info.queueFamilyIndexCount = 2;
+    info.pQueueFamilyIndices = families;
+  }
   STRATA_VK(a.vkCreateBuffer(device_, &info, nullptr, &b.buffer_));
   VkMemoryRequirements req;
   a.vkGetBufferMemoryRequirements(device_, b.buffer_, &req);
@@ -352,7 +395,7 @@ CommandList::CommandList(Device& device) : device_(device) {
 void CommandList::create_timelines() {
   // Only lists with host tasks get them: a plain step submits as one command buffer.
   if (gpu_timeline_) return;
-  for (VkSemaphore* s : {&gpu_timeline_, &host_timeline_}) {
+  for (VkSemaphore* s : {&gpu_timeline_, &host_timeline_, &transfer_timeline_}) {
     VkSemaphoreTypeCreateInfo type{};
     type.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO;
     type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
@@ -367,6 +410,11 @@ CommandList::~CommandList() {
   const Api& a = api();
   if (gpu_timeline_) a.vkDestroySemaphore(device_.device_, gpu_timeline_, nullptr);
   if (host_timeline_) a.vkDestroySemaphore(device_.device_, host_timeline_, nullptr);
+  if (transfer_timeline_) a.vkDestroySemaphore(device_.device_, transfer_timeline_, nullptr);
+  if (!transfer_cmds_.empty()) {
+    a.vkFreeCommandBuffers(device_.device_, device_.transfer_pool_,
+                           static_cast<uint32_t>(transfer_cmds_.size()), transfer_cmds_.data());
+  }
   if (queries_) a.vkDestroyQueryPool(device_.device_, queries_, nullptr);
   a.vkDestroyFence(device_.device_, fence_, nullptr);
   if (!cmds_.empty()) {
@@ -380,13 +428,16 @@ bool CommandList::Op::operator==(const Op& o) const {
          std::memcmp(groups, o.groups, sizeof groups) == 0 &&
          std::memcmp(push, o.push, push_bytes) == 0 && src == o.src && dst == o.dst &&
          src_offset == o.src_offset && dst_offset == o.dst_offset && bytes == o.bytes &&
-         value == o.value;
+         value == o.value && transfer_wait == o.transfer_wait;
 }
 
 void CommandList::begin() {
   pending_.clear();
   segment_wait_.assign(1, kNoTask);
+  segment_transfer_.assign(1, kNoTask);
   task_segment_.clear();
+  transfer_segment_.clear();
+  transfer_awaited_.clear();
   recording_ = true;
   dispatches_ = 0;
 }
@@ -460,7 +511,40 @@ int CommandList::end_segment(uint32_t wait_task) {
   op.kind = Op::Kind::segment;
   op.value = wait_task;
   segment_wait_.push_back(wait_task);
+  segment_transfer_.push_back(kNoTask);
   return static_cast<int>(segment_wait_.size()) - 2;  // the segment just ended
+}
+
+int CommandList::transfer(const Buffer& src, uint64_t src_offset, const Buffer& dst,
+                          uint64_t dst_offset, uint64_t bytes) {
+  STRATA_CHECK(src_offset + bytes <= src.size() && dst_offset + bytes <= dst.size(),
+               "CommandList::transfer of {} bytes overflows its buffers", bytes);
+  transfer_segment_.push_back(end_segment(kNoTask));
+  transfer_awaited_.push_back(false);
+  Op& op = pending_.emplace_back();
+  op.kind = Op::Kind::transfer;
+  op.src = src.handle();
+  op.dst = dst.handle();
+  op.src_offset = src_offset;
+  op.dst_offset = dst_offset;
+  op.bytes = bytes;
+  op.value = static_cast<uint32_t>(transfer_segment_.size() - 1);
+  return static_cast<int>(op.value);
+}
+
+void CommandList::after_transfer(int transfer) {
+  STRATA_CHECK(transfer >= 0 && transfer < static_cast<int>(transfer_segment_.size()),
+               "CommandList::after_transfer: no transfer {}", transfer);
+  end_segment(kNoTask);
+  pending_.back().transfer_wait = static_cast<uint32_t>(transfer);
+  segment_transfer_.back() = static_cast<uint32_t>(transfer);
+  transfer_awaited_[static_cast<size_t>(transfer)] = true;
+}
+
+bool CommandList::transfers_signal() const {
+  // Another queue needs the semaphores; on the compute queue its order and barriers would do, but
+  // ahead submissions use them anyway (so lavapipe tests the signalling too).
+  return device_.has_transfer_queue() || device_.submits_ahead();
 }
 
 int CommandList::host_task() {
@@ -476,6 +560,8 @@ int CommandList::after_host(int task) {
 
 void CommandList::end() {
   STRATA_CHECK(recording_, "CommandList::end without begin");
+  for (size_t t = 0; t < transfer_awaited_.size(); ++t)
+    STRATA_CHECK(transfer_awaited_[t], "CommandList::end: nothing waits for transfer {}", t);
   recording_ = false;
   // The same work over buffers that all still exist: replay what cmds_ hold.
   if (has_encoding_ && encoded_frees_ == device_.frees_ && encoded_timed_ == device_.timestamps_ &&
@@ -501,6 +587,38 @@ void CommandList::encode() {
     info.commandBufferCount = static_cast<uint32_t>(cmds_.size() - have);
     STRATA_VK(a.vkAllocateCommandBuffers(device_.device_, &info, cmds_.data() + have));
   }
+  if (transfer_cmds_.size() < transfer_segment_.size()) {
+    const size_t have = transfer_cmds_.size();
+    transfer_cmds_.resize(transfer_segment_.size());
+    VkCommandBufferAllocateInfo info{};
+    info.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
+    info.commandPool = device_.transfer_pool_;
+    info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    info.commandBufferCount = static_cast<uint32_t>(transfer_cmds_.size() - have);
+    STRATA_VK(a.vkAllocateCommandBuffers(device_.device_, &info, transfer_cmds_.data() + have));
+  }
+  const auto encode_transfer = [&](const Op& op) {
+    VkCommandBuffer cmd = transfer_cmds_[op.value];
+    STRATA_VK(a.vkResetCommandBuffer(cmd, 0));
+    VkCommandBufferBeginInfo info{};
+    info.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+    STRATA_VK(a.vkBeginCommandBuffer(cmd, &info));
+    if (!device_.has_transfer_queue()) {
+      // On the compute queue: after what was submitted before (its reads of dst among them);
+      // the next segment's first barrier orders its reads after the copy. On another queue the
+      // semaphores do both.
+      VkMemoryBarrier b{};
+      b.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+      b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+      b.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+      a.vkCmdPipelineBarrier(cmd,
+                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                             VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &b, 0, nullptr, 0, nullptr);
+    }
+    const VkBufferCopy region{op.src_offset, op.dst_offset, op.bytes};
+    a.vkCmdCopyBuffer(cmd, op.src, op.dst, 1, &region);
+    STRATA_VK(a.vkEndCommandBuffer(cmd));
+  };
   const auto queries = static_cast<uint32_t>(2 * segment_wait_.size());
   if (encoded_timed_ && queries > query_capacity_) {
     if (queries_) a.vkDestroyQueryPool(device_.device_, queries_, nullptr);
@@ -559,6 +677,10 @@ void CommandList::encode() {
       cmd = open();
       continue;
     }
+    if (op.kind == Op::Kind::transfer) {
+      encode_transfer(op);
+      continue;
+    }
     barrier(cmd);
     switch (op.kind) {
       case Op::Kind::dispatch:
@@ -578,6 +700,7 @@ void CommandList::encode() {
         a.vkCmdFillBuffer(cmd, op.dst, op.dst_offset, op.bytes, op.value);
         break;
       case Op::Kind::segment:
+      case Op::Kind::transfer:
         break;
     }
     needs_barrier_ = true;
@@ -589,8 +712,10 @@ void CommandList::submit() {
   STRATA_CHECK(!recording_, "CommandList::submit before end()");
   gpu_base_ = next_gpu_base_;
   host_base_ = next_host_base_;
+  transfer_base_ = next_transfer_base_;
   if (segment_wait_.size() > 1) next_gpu_base_ += segment_wait_.size();  // plain steps signal none
   next_host_base_ += task_segment_.size();
+  if (transfers_signal()) next_transfer_base_ += transfer_segment_.size();
   tasks_done_ = 0;
   submitted_ = 0;
   submit_segments();
@@ -619,41 +744,90 @@ void CommandList::submit_segments() {
     return;
   }
   create_timelines();
-  const size_t count = end - submitted_;
+  const bool signal_transfers = transfers_signal();
+  const bool same_queue = !device_.has_transfer_queue();
+  // Room for every submission of this call: its arrays must not move.
+  size_t transfers = 0;
+  for (int seg : transfer_segment_)
+    transfers += static_cast<size_t>(seg) >= submitted_ && static_cast<size_t>(seg) < end;
+  const size_t count = end - submitted_ + transfers;
   std::vector<VkSubmitInfo> infos(count);
   std::vector<VkTimelineSemaphoreSubmitInfo> values(count);
-  std::vector<uint64_t> signal(count), wait(count);
-  const VkPipelineStageFlags wait_stage =
-      VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-  for (size_t i = 0; i < count; ++i) {
-    const size_t s = submitted_ + i;
-    signal[i] = gpu_base_ + s + 1;
+  std::vector<uint64_t> signal(count), wait(2 * count);
+  std::vector<VkSemaphore> wait_on(2 * count);
+  std::vector<VkPipelineStageFlags> wait_stage(
+      2 * count, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT);
+  size_t used = 0, batch = 0;  // infos filled; the first not yet handed to the compute queue
+  const auto add = [&](const VkCommandBuffer* cmd, VkSemaphore signals, uint64_t value) {
+    const size_t i = used++;
+    signal[i] = value;
     VkTimelineSemaphoreSubmitInfo& v = values[i];
     v.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO;
-    v.signalSemaphoreValueCount = 1;
-    v.pSignalSemaphoreValues = &signal[i];
     VkSubmitInfo& info = infos[i];
     info.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
     info.pNext = &v;
     info.commandBufferCount = 1;
-    info.pCommandBuffers = &cmds_[s];
-    info.signalSemaphoreCount = 1;
-    info.pSignalSemaphores = &gpu_timeline_;
+    info.pCommandBuffers = cmd;
+    info.pWaitSemaphores = &wait_on[2 * i];
+    info.pWaitDstStageMask = &wait_stage[2 * i];
+    v.pWaitSemaphoreValues = &wait[2 * i];
+    if (signals) {
+      v.signalSemaphoreValueCount = 1;
+      v.pSignalSemaphoreValues = &signal[i];
+      info.signalSemaphoreCount = 1;
+      info.pSignalSemaphores = signals == gpu_timeline_ ? &gpu_timeline_ : &transfer_timeline_;
+    }
+    return i;
+  };
+  const auto add_wait = [&](size_t i, VkSemaphore semaphore, uint64_t value,
+                            VkPipelineStageFlags stage) {
+    VkSubmitInfo& info = infos[i];
+    const uint32_t k = info.waitSemaphoreCount++;
+    wait_on[2 * i + k] = semaphore;
+    wait[2 * i + k] = value;
+    wait_stage[2 * i + k] = stage;
+    values[i].waitSemaphoreValueCount = info.waitSemaphoreCount;
+  };
+  const auto flush = [&](size_t upto, VkFence fence) {  // infos [batch, upto) to the compute queue
+    if (upto == batch && fence == VK_NULL_HANDLE) return;
+    const VkResult r = api().vkQueueSubmit(device_.queue_, static_cast<uint32_t>(upto - batch),
+                                           upto > batch ? &infos[batch] : nullptr, fence);
+    if (r != VK_SUCCESS) fail_result("vkQueueSubmit", r);
+    batch = upto;
+  };
+  const VkPipelineStageFlags compute_stages =
+      VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+  size_t next_transfer = 0;
+  while (next_transfer < transfer_segment_.size() &&
+         static_cast<size_t>(transfer_segment_[next_transfer]) < submitted_)
+    ++next_transfer;
+  for (size_t s = submitted_; s < end; ++s) {
+    const size_t i = add(&cmds_[s], gpu_timeline_, gpu_base_ + s + 1);
     // In order, a segment goes to the queue only once its host task is done (and the submission
     // makes the host's writes visible): it needs no semaphore wait, and lavapipe, which runs in
     // order, then never sees one.
-    if (segment_wait_[s] != kNoTask && device_.submits_ahead()) {
-      wait[i] = host_base_ + segment_wait_[s] + 1;
-      v.waitSemaphoreValueCount = 1;
-      v.pWaitSemaphoreValues = &wait[i];
-      info.waitSemaphoreCount = 1;
-      info.pWaitSemaphores = &host_timeline_;
-      info.pWaitDstStageMask = &wait_stage;
+    if (segment_wait_[s] != kNoTask && device_.submits_ahead())
+      add_wait(i, host_timeline_, host_base_ + segment_wait_[s] + 1, compute_stages);
+    if (segment_transfer_[s] != kNoTask && signal_transfers)
+      add_wait(i, transfer_timeline_, transfer_base_ + segment_transfer_[s] + 1, compute_stages);
+    // The transfers that start after this segment.
+    for (; next_transfer < transfer_segment_.size() &&
+           static_cast<size_t>(transfer_segment_[next_transfer]) == s;
+         ++next_transfer) {
+      const size_t t = next_transfer;
+      const size_t j =
+          add(&transfer_cmds_[t], signal_transfers ? transfer_timeline_ : VK_NULL_HANDLE,
+              transfer_base_ + t + 1);
+      if (signal_transfers)
+        add_wait(j, gpu_timeline_, gpu_base_ + s + 1, VK_PIPELINE_STAGE_TRANSFER_BIT);
+      if (same_queue) continue;  // in the compute queue's batch, in order
+      flush(j, VK_NULL_HANDLE);  // what it waits for is submitted first
+      const VkResult r = api().vkQueueSubmit(device_.transfer_queue_, 1, &infos[j], VK_NULL_HANDLE);
+      if (r != VK_SUCCESS) fail_result("vkQueueSubmit (transfer queue)", r);
+      batch = used;
     }
   }
-  const VkResult r = api().vkQueueSubmit(device_.queue_, static_cast<uint32_t>(count), infos.data(),
-                                         end == n ? fence_ : VK_NULL_HANDLE);
-  if (r != VK_SUCCESS) fail_result("vkQueueSubmit", r);
+  flush(used, end == n ? fence_ : VK_NULL_HANDLE);
   submitted_ = end;
 }
 

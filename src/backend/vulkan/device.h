@@ -100,6 +100,13 @@ class CommandList {
   // host signals, never on the host thread; the segments are submitted together.
   int host_task();
   int after_host(int task);  // returns the segment it ended
+  // A copy on the device's transfer queue (Device::has_transfer_queue): it ends the current
+  // segment and starts once the GPU has finished everything recorded so far; after_transfer(t)
+  // ends the current segment and makes what is recorded next wait for copy t. Every transfer
+  // must be waited for so before end(). The compute queue keeps working in between.
+  int transfer(const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset,
+               uint64_t bytes);
+  void after_transfer(int transfer);
   // Host side of a submitted step (tasks in the order they were recorded). Throws
   // strata::Error when the device is lost.
   void wait_for_gpu(int task);
@@ -135,14 +142,17 @@ class CommandList {
 
  private:
   struct Op {
-    // segment: ends a command buffer; the next waits for host task `value` (kNoTask: none).
-    enum class Kind : uint8_t { dispatch, copy, fill, segment } kind = Kind::dispatch;
+    // segment: ends a command buffer; the next waits for host task `value` (kNoTask: none) or
+    // for transfer `transfer_wait`. transfer: a copy on the transfer queue (its own command
+    // buffer), after the segment just ended.
+    enum class Kind : uint8_t { dispatch, copy, fill, segment, transfer } kind = Kind::dispatch;
     const Kernel* kernel = nullptr;
     uint32_t push_bytes = 0, groups[3] = {0, 0, 0};
     uint8_t push[kMaxPushConstantBytes] = {};
     VkBuffer src = VK_NULL_HANDLE, dst = VK_NULL_HANDLE;
     uint64_t src_offset = 0, dst_offset = 0, bytes = 0;
     uint32_t value = 0;
+    uint32_t transfer_wait = 0xffffffffu;
     bool operator==(const Op& o) const;
   };
   static constexpr uint32_t kNoTask = ~0u;
@@ -153,12 +163,21 @@ class CommandList {
   int end_segment(uint32_t wait_task);
   void submit_segments();
   void create_timelines();
+  bool transfers_signal() const;       // whether transfers and their waits use transfer_timeline_
   size_t submitted_ = 0;               // segments of the submitted step handed to the queue so far
   std::vector<Op> pending_, encoded_;  // this recording's ops; those in cmds_
   // Per segment of the pending recording: the host task it waits for (kNoTask: none); per host
   // task: the segment whose completion lets it start.
   std::vector<uint32_t> segment_wait_;
   std::vector<int> task_segment_;
+  // Per segment: the transfer it waits for (kNoTask: none); per transfer: the segment it follows.
+  std::vector<uint32_t> segment_transfer_;
+  std::vector<int> transfer_segment_;
+  std::vector<bool> transfer_awaited_;
+  std::vector<VkCommandBuffer> transfer_cmds_;  // one per transfer, from the transfer pool
+  // Transfer t of the submitted step signals transfer_base_ + t + 1 (when transfers_signal()).
+  VkSemaphore transfer_timeline_ = VK_NULL_HANDLE;
+  uint64_t transfer_base_ = 0, next_transfer_base_ = 0;
   // Timeline values: segment s of the submitted step signals gpu_base_ + s + 1 on gpu_timeline_;
   // task t signals host_base_ + t + 1 on host_timeline_. tasks_done_: tasks signalled so far.
   VkSemaphore gpu_timeline_ = VK_NULL_HANDLE, host_timeline_ = VK_NULL_HANDLE;
@@ -230,6 +249,11 @@ class Device {
   // and then when a submission waits on a semaphore the host signals later. STRATA_VK_SUBMIT=
   // ahead|in-order overrides.
   bool submits_ahead() const { return submits_ahead_; }
+  // Copies recorded with CommandList::transfer run on this queue: a queue family of copy engines
+  // without compute where the GPU has one (they then overlap the compute queue's work), else a
+  // second queue of the compute family, else the compute queue itself (in its order).
+  // STRATA_VK_TRANSFER_QUEUE=compute keeps them on the compute queue.
+  bool has_transfer_queue() const { return transfer_queue_ != queue_; }
 
  private:
   friend class Buffer;
@@ -245,6 +269,9 @@ class Device {
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;
   VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkQueue transfer_queue_ = VK_NULL_HANDLE;  // queue_ when there is no other
+  uint32_t transfer_family_ = 0;
+  VkCommandPool transfer_pool_ = VK_NULL_HANDLE;  // pool_ for the compute family
   VkPhysicalDeviceMemoryProperties memory_{};
   // Read by other threads (/metrics) while the model's thread allocates.
   std::atomic<uint64_t> allocated_{0}, allocated_device_{0};

@@ -141,6 +141,7 @@ bool GpuFfn::uploads(const GpuFfnWeights& l, int64_t n) const {
 void GpuFfn::begin_step(int64_t n) {
   cpu_.begin_step(n);
   uploads_.clear();
+  prefetched_layer_ = prefetched_transfer_ = -1;
   if (n <= tokens_) return;
   const ModelHParams& hp = hp_;
   const int64_t cap = std::max(n, 2 * tokens_);
@@ -200,6 +201,11 @@ bool GpuFfn::make_room(const GpuFfnWeights& l) {
               "uploaded experts' outputs");
 }
 
+int GpuFfn::record_upload(GpuOps& ops, const GpuFfnWeights& l, int64_t il, bool prefetch) {
+  uploads_.push_back({il, l.ram.count, l.ram.total_bytes(), prefetch});
+  return ops.cmd.transfer(*l.ram.pinned, 0, uploaded_, 0, l.ram.total_bytes());
+}
+
 namespace {
 
 // One kind of expert product for a layer: the stacks it reads, where each expert sits in them
@@ -213,7 +219,7 @@ struct ExpertStacks {
 }  // namespace
 
 void GpuFfn::record(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationInput& input,
-                    const Buffer& x, uint64_t out, int64_t n) {
+                    const Buffer& x, uint64_t out, int64_t n, const GpuFfnWeights* next) {
   const ModelHParams& hp = hp_;
   // Prompt batches multiply each expert's rows with all its tokens at once (grouped on the
   // device, the same bits as pair by pair); decode steps go pair by pair.
@@ -271,13 +277,13 @@ void GpuFfn::record(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationI
     const RoundedRows h = hidden.for_weights(e.down.type);
     product(e.down, nullptr, h, 1, y);
   };
-  // RAM experts uploaded for this batch: one DMA from their host-visible memory, in the queue's
-  // order (it waits for the previous layer's reads of the stack; the products wait for it).
-  const bool upload = uploads(l, n) && make_room(l);
-  if (upload) {
-    ops.cmd.copy(*l.ram.pinned, 0, uploaded_, 0, l.ram.total_bytes());
-    uploads_.push_back({il, l.ram.count, l.ram.total_bytes()});
-  }
+  // RAM experts uploaded for this batch: one DMA from their host-visible memory on the transfer
+  // queue, recorded by the previous layer where it could.
+  const bool prefetched = prefetched_layer_ == il;
+  const bool upload = prefetched || (uploads(l, n) && make_room(l));
+  const int transfer = prefetched ? prefetched_transfer_
+                       : upload   ? record_upload(ops, l, il, false)
+                                  : -1;
 
   const RoundedRows xr = input.for_weights(l.router.type);
   ops.matmul(l.router, xr.address, xr.stride, router_.address(), hp.n_expert, n);
@@ -307,6 +313,7 @@ void GpuFfn::record(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationI
   if (upload) {
     // Each pair comes from exactly one side (zeros on the other): the sum has a whole-GPU run's
     // bits.
+    ops.cmd.after_transfer(transfer);
     const MoeFfnWeights& m = *l.ram.model;
     const uint64_t base = uploaded_.address();
     const uint64_t* bytes = l.ram.bytes;
@@ -319,6 +326,11 @@ void GpuFfn::record(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationI
         l.ram.count};
     routed(staged, staged_down_.address());
     ops.add(down_.address(), staged_down_.address(), pairs * hp.n_embd);
+  }
+  // This layer is done with the stack: the next one's copy may start.
+  if (next && uploads(*next, n) && make_room(*next)) {
+    prefetched_layer_ = il + 1;
+    prefetched_transfer_ = record_upload(ops, *next, il + 1, true);
   }
   ops.moe_combine(down_.address(), weights_.address(), out, shared, shared_logit, n, hp.n_embd, k);
   if (cpu_computes) cpu_.take_back(ops, out, n);

@@ -75,8 +75,10 @@ class GpuFfn {
   void begin_step(int64_t n);
   // out[n][n_embd] = FFN of layer il over x[n][n_embd] (`input`: x's rounded copies, shared with
   // whatever else reads x). Experts in RAM are handed to the CPU (run_step computes them).
+  // next: layer il + 1's weights when the same recording runs it (its RAM experts' upload then
+  // starts once this layer is done reading the stack).
   void record(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationInput& input,
-              const Buffer& x, uint64_t out, int64_t n);
+              const Buffer& x, uint64_t out, int64_t n, const GpuFfnWeights* next = nullptr);
   // Whether a batch of n tokens uploads layer l's RAM experts to compute them here, rather than
   // have the CPU compute them: STRATA_PROMPT_EXPERTS=gpu|cpu, else the cost model
   // (plan::choose_ram_experts_path; never on a CPU-type device, never for decode steps, never
@@ -102,13 +104,18 @@ class GpuFfn {
   Buffer order_, tiles_;  // prompt batches: pairs grouped by expert (GpuOps::moe_group)
   ActivationScratch hidden_in_, shared_in_;
   CpuExperts cpu_;
-  // Uploads of RAM experts: one device stack the layers take in turn (the copy of a layer's
-  // experts waits for the previous layer's reads, as every op on the queue does), allocated by
-  // the first batch that uploads and grown for the largest layer.
+  // Uploads of RAM experts: one device stack the layers take in turn, allocated by the first
+  // batch that uploads and grown for the largest layer. A layer's copy runs on the transfer queue
+  // from the end of the previous layer's reads of the stack (while the GPU computes the rest of
+  // that layer and this one's attention, router and held experts) to its own expert products.
   enum class UploadMode { automatic, gpu, cpu } upload_mode_ = UploadMode::automatic;
   Buffer uploaded_;     // the layer's RAM experts: gate, up, down stacks (RamExperts' layout)
   Buffer staged_down_;  // [pairs][n_embd] the uploaded experts' outputs
   std::vector<ExpertUploadSpan> uploads_;  // this recording's
+  int64_t prefetched_layer_ = -1;          // the layer whose copy is recorded, and its transfer
+  int prefetched_transfer_ = -1;
+  // Records layer il's copy (prefetch: from the previous layer): returns its transfer.
+  int record_upload(GpuOps& ops, const GpuFfnWeights& l, int64_t il, bool prefetch);
   HybridTimeline timeline_;
   std::vector<Buffer> retired_;
   // Room on the device for layer l's uploaded experts and their outputs; false when it does not

@@ -261,7 +261,9 @@ void GpuHybridDecoder::record_stage(size_t si, int64_t n, bool first_run, bool l
     ops.add(x, delta, n * hp.n_embd);
     ops.rms_norm(x, hp.n_embd, l.post_norm, normed, hp.n_embd, n, hp.n_embd, hp.rms_eps);
     ActivationInput post(ops, s.normed_in, normed, hp.n_embd, n, hp.n_embd);
-    s.ffn->record(ops, l.ffn, il, post, s.normed, delta, n);
+    const GpuFfnWeights* next =
+        il + 1 < s.layers().last ? &layers_[static_cast<size_t>(il + 1)].ffn : nullptr;
+    s.ffn->record(ops, l.ffn, il, post, s.normed, delta, n, next);
     ops.add(x, delta, n * hp.n_embd);
   }
   s.end(ops, n, last_run ? head_.get() : nullptr, ordered_.logit_rows, with_stats);

@@ -92,7 +92,9 @@ void GpuStandardDecoder::record_stage(GpuStage& s, const ForwardBatch& batch, in
     ops.add(x, delta, n * hp.n_embd);
     ops.rms_norm(x, hp.n_embd, l.ffn_norm, normed, hp.n_embd, n, hp.n_embd, hp.rms_eps);
     ActivationInput ffn_input(ops, s.normed_in, normed, hp.n_embd, n, hp.n_embd);
-    s.ffn->record(ops, l.ffn, il, ffn_input, s.normed, delta, n);
+    const GpuFfnWeights* next =
+        il + 1 < s.layers().last ? &layers_[static_cast<size_t>(il + 1)].ffn : nullptr;
+    s.ffn->record(ops, l.ffn, il, ffn_input, s.normed, delta, n, next);
     ops.add(x, delta, n * hp.n_embd);
   }
   s.end(ops, n, last_run ? head_.get() : nullptr, layout_.logit_rows, with_stats);

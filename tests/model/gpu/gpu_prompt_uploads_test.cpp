@@ -118,6 +118,8 @@ TEST(GpuPromptUploads, PromptBatchHasTheWholeGpuBits) {
       EXPECT_EQ(u.layer, static_cast<int64_t>(l));
       EXPECT_EQ(u.experts, l == 0 ? hp.n_expert : hp.n_expert / 2);
       EXPECT_GT(u.bytes, 0u);
+      // Each copy after the first starts while the previous layer computes.
+      EXPECT_EQ(u.prefetched, l > 0) << "layer " << l;
     }
     // The same split across two logical devices (each stage stages its own layers): the same
     // bits again.
@@ -133,7 +135,11 @@ TEST(GpuPromptUploads, PromptBatchHasTheWholeGpuBits) {
           path, {vk::test::shared_test_device(), vk::test::second_test_device()}, &two);
       EXPECT_EQ(prompt_logits(*split_two, prompt), expected) << "two devices with uploads";
       EXPECT_EQ(pinned_bytes(*split_two), ram_expert_bytes(*split_two, two));
-      EXPECT_EQ(static_cast<int64_t>(vk::hybrid_timeline(*split_two)->uploads.size()), hp.n_layer);
+      const vk::HybridTimeline& t2 = *vk::hybrid_timeline(*split_two);
+      ASSERT_EQ(static_cast<int64_t>(t2.uploads.size()), hp.n_layer);
+      // Each stage's first layer has no previous layer on its device to overlap.
+      for (const vk::ExpertUploadSpan& u : t2.uploads)
+        EXPECT_EQ(u.prefetched, u.layer != 0 && u.layer != hp.n_layer / 2) << u.layer;
     }
     // The CPU path for the same batch: close, not bit-equal (its partial sum is added apart).
     auto on_cpu = load(path, &split, "cpu");

@@ -292,6 +292,7 @@ TEST(HybridPlan, BenchProfileShowsTheHandOvers) {
   EXPECT_EQ(uploads[0]["layer"], 0);
   EXPECT_EQ(uploads[0]["experts"], 8);
   EXPECT_GT(uploads[0]["bytes"].get<uint64_t>(), 0u);
+  EXPECT_FALSE(uploads[0]["during_previous_layer"].get<bool>());  // layer 0 has none before it
 }
 
 TEST(HybridPlan, BadPlacementFlagsAreClearErrors) {

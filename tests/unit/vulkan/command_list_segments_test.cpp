@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <thread>
@@ -127,6 +128,69 @@ TEST(CommandListSegments, AbandonedTasksLetTheStepFinish) {
   EXPECT_THROW(cmd.task_done(1), Error);
   cmd.abandon_tasks();
   cmd.wait();
+}
+
+// Copies on the transfer queue (uploads of RAM experts): what the GPU read before the transfer
+// sees the old contents, what follows after_transfer the new ones, and the host may work in
+// between; in both submission modes (ahead, the transfers and their waits on timeline
+// semaphores; in order, on lavapipe's one queue by its order alone), over replayed steps.
+TEST(CommandListSegments, TransferBetweenGpuSegments) {
+  for (const char* mode : {"in-order", "ahead"}) {
+    SCOPED_TRACE(mode);
+    setenv("STRATA_VK_SUBMIT", mode, 1);
+    auto dev_ptr = std::make_shared<Device>(test_device().info());
+    unsetenv("STRATA_VK_SUBMIT");
+    Device& dev = *dev_ptr;
+    const int64_t n = 4096;
+    std::vector<float> x0(n);
+    for (int64_t i = 0; i < n; ++i) x0[i] = static_cast<float>(i % 251);
+    Buffer x = upload(dev, x0);
+    Buffer stack = upload(dev, std::vector<float>(n, 0.0f));
+    Buffer pinned = dev.allocate(n * 4, MemoryKind::host, "pinned");
+    Buffer answer = dev.allocate(n * 4, MemoryKind::host, "answer");
+    CommandList cmd(dev);
+    std::vector<float> old(n, 0.0f);  // the stack before the step
+    for (int step = 1; step <= 3; ++step) {
+      auto* p = static_cast<float*>(pinned.mapped());
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(step * 1000 + i % 7);
+      dev.upload(x, 0, x0.data(), n * 4);
+      cmd.begin();
+      GpuOps ops{dev, cmd};
+      ops.add(x.address(), stack.address(), n);  // x + old
+      const int t = cmd.transfer(pinned, 0, stack, 0, n * 4);
+      ops.add(x.address(), x.address(), n);  // 2 (x + old), while copying
+      const int task = cmd.host_task();
+      cmd.after_host(task);
+      ops.add(x.address(), answer.address(), n);  // + 5 from the host
+      cmd.after_transfer(t);
+      ops.add(x.address(), stack.address(), n);  // + new
+      cmd.end();
+      cmd.submit();
+      cmd.wait_for_gpu(task);
+      auto* a = static_cast<float*>(answer.mapped());
+      for (int64_t i = 0; i < n; ++i) a[i] = 5.0f;
+      cmd.task_done(task);
+      cmd.wait();
+      const std::vector<float> got = download<float>(dev, x, n);
+      for (int64_t i = 0; i < n; i += 61) {
+        ASSERT_EQ(got[i], 2.0f * (x0[i] + old[i]) + 5.0f + p[i]) << "step " << step << " at " << i;
+      }
+      for (int64_t i = 0; i < n; ++i) old[i] = p[i];
+    }
+    EXPECT_EQ(cmd.encodings(), 1) << "equal steps replay their transfers";
+  }
+}
+
+TEST(CommandListSegments, TransferNobodyWaitsForIsAnError) {
+  Device& dev = test_device();
+  Buffer a = dev.allocate(64, MemoryKind::host, "a");
+  Buffer b = upload(dev, std::vector<float>(16, 0.0f));
+  CommandList cmd(dev);
+  cmd.begin();
+  cmd.transfer(a, 0, b, 0, 64);
+  EXPECT_THROW(cmd.end(), Error);
+  cmd.begin();
+  EXPECT_THROW(cmd.transfer(a, 0, b, 32, 64), Error);  // past the end of b
 }
 
 }  // namespace
