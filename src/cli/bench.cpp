@@ -152,7 +152,7 @@ void print_gpu_segments(const nlohmann::json& t) {
   if (t["gpu_segments"].empty()) return;
   fmt::print(
       "  GPU segments (timestamp queries; ms from the stage's first segment; gaps are the "
-      "GPU waiting for the host):\n");
+      "GPU waiting for the host or an upload):\n");
   std::string line;
   int stage = -1;
   for (const auto& g : t["gpu_segments"]) {

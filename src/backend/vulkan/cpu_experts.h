@@ -39,7 +39,7 @@ struct ExpertUploadSpan {
 
 // One command-buffer segment of a step on the GPU, from timestamp queries (bench --profile): ms
 // from the start of its stage's first segment, on the GPU's clock. A gap between segments is the
-// GPU waiting for the host.
+// GPU waiting for the host (or for an upload on the transfer queue).
 struct GpuSegmentSpan {
   int stage = 0;  // the part of the model (a device's run of layers) it belongs to
   int segment = 0;

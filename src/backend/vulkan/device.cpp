@@ -100,8 +100,9 @@ Device::Device(const DeviceInfo& info, int opening) : info_(info), opening_(open
     bool dedicated = false;
     for (uint32_t i = 0; i < n_queue && !dedicated; ++i) {
       const VkQueueFlags f = families[i].queueFlags;
-      if ((f & VK_QUEUE_TRANSFER_BIT) && !(f & (VK_QUEUE_COMPUTE_BIT | VK_QUEUE_GRAPHICS_BIT)) &&
-          families[i].queueCount > 0) {
+      const VkQueueFlags others =
+          ~(VK_QUEUE_TRANSFER_BIT | VK_QUEUE_SPARSE_BINDING_BIT | VK_QUEUE_PROTECTED_BIT);
+      if ((f & VK_QUEUE_TRANSFER_BIT) && !(f & others) && families[i].queueCount > 0) {
         transfer_family_ = i;
         dedicated = true;
       }
@@ -190,20 +191,29 @@ uint32_t Device::memory_type(uint32_t type_bits, MemoryKind kind) const {
       kind == MemoryKind::device
           ? VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
           : VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-  const VkMemoryPropertyFlags nice =
-      kind == MemoryKind::host ? VK_MEMORY_PROPERTY_HOST_CACHED_BIT : 0;
-  int best = -1;
+  // Host buffers: cached system RAM first (a discrete GPU's host-visible VRAM, the BAR, is
+  // uncached for the CPU and outside the VRAM budget), then any cached type, then any.
+  int best = -1, cached = -1;
   for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i) {
     if (!(type_bits & (1u << i))) continue;
     const VkMemoryPropertyFlags f = memory_.memoryTypes[i].propertyFlags;
     if ((f & want) != want) continue;
-    if ((f & nice) == nice) return i;
+    if (kind == MemoryKind::device) return i;
+    const bool is_cached = f & VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
+    if (is_cached && !(f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)) return i;
+    if (is_cached && cached < 0) cached = static_cast<int>(i);
     if (best < 0) best = static_cast<int>(i);
   }
+  if (cached >= 0) return static_cast<uint32_t>(cached);
   if (best < 0 && kind == MemoryKind::device) return memory_type(type_bits, MemoryKind::host);
   STRATA_CHECK(best >= 0, "{}: no memory type for {} buffers", label(),
                kind == MemoryKind::device ? "device" : "host-visible");
   return static_cast<uint32_t>(best);
+}
+
+bool Device::host_memory_cached() const {
+  const uint32_t type = memory_type(~0u, MemoryKind::host);
+  return memory_.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
 }
 
 Buffer Device::allocate(uint64_t bytes, MemoryKind kind, const std::string& what) {
@@ -485,13 +495,19 @@ void CommandList::copy(const Buffer& src, uint64_t src_offset, const Buffer& dst
                        uint64_t dst_offset, uint64_t bytes) {
   STRATA_CHECK(recording_, "CommandList::copy outside begin/end");
   if (bytes == 0) return;
+  add_copy(Op::Kind::copy, src, src_offset, dst, dst_offset, bytes);
+}
+
+CommandList::Op& CommandList::add_copy(Op::Kind kind, const Buffer& src, uint64_t src_offset,
+                                       const Buffer& dst, uint64_t dst_offset, uint64_t bytes) {
   Op& op = pending_.emplace_back();
-  op.kind = Op::Kind::copy;
+  op.kind = kind;
   op.src = src.handle();
   op.dst = dst.handle();
   op.src_offset = src_offset;
   op.dst_offset = dst_offset;
   op.bytes = bytes;
+  return op;
 }
 
 void CommandList::fill(const Buffer& dst, uint64_t offset, uint64_t bytes, uint32_t value) {
@@ -521,13 +537,7 @@ int CommandList::transfer(const Buffer& src, uint64_t src_offset, const Buffer& 
                "CommandList::transfer of {} bytes overflows its buffers", bytes);
   transfer_segment_.push_back(end_segment(kNoTask));
   transfer_awaited_.push_back(false);
-  Op& op = pending_.emplace_back();
-  op.kind = Op::Kind::transfer;
-  op.src = src.handle();
-  op.dst = dst.handle();
-  op.src_offset = src_offset;
-  op.dst_offset = dst_offset;
-  op.bytes = bytes;
+  Op& op = add_copy(Op::Kind::transfer, src, src_offset, dst, dst_offset, bytes);
   op.value = static_cast<uint32_t>(transfer_segment_.size() - 1);
   return static_cast<int>(op.value);
 }
@@ -543,7 +553,8 @@ void CommandList::after_transfer(int transfer) {
 
 bool CommandList::transfers_signal() const {
   // Another queue needs the semaphores; on the compute queue its order and barriers would do, but
-  // ahead submissions use them anyway (so lavapipe tests the signalling too).
+  // ahead submissions use them anyway (so lavapipe tests the signalling under
+  // STRATA_VK_SUBMIT=ahead).
   return device_.has_transfer_queue() || device_.submits_ahead();
 }
 
@@ -577,26 +588,20 @@ void CommandList::end() {
 
 void CommandList::encode() {
   const Api& a = api();
-  if (cmds_.size() < segment_wait_.size()) {
-    const size_t have = cmds_.size();
-    cmds_.resize(segment_wait_.size());
+  // Command buffers from `pool` until `buffers` holds `count`.
+  const auto grow = [&](std::vector<VkCommandBuffer>& buffers, size_t count, VkCommandPool pool) {
+    if (buffers.size() >= count) return;
+    const size_t have = buffers.size();
+    buffers.resize(count);
     VkCommandBufferAllocateInfo info{};
     info.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
-    info.commandPool = device_.pool_;
+    info.commandPool = pool;
     info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    info.commandBufferCount = static_cast<uint32_t>(cmds_.size() - have);
-    STRATA_VK(a.vkAllocateCommandBuffers(device_.device_, &info, cmds_.data() + have));
-  }
-  if (transfer_cmds_.size() < transfer_segment_.size()) {
-    const size_t have = transfer_cmds_.size();
-    transfer_cmds_.resize(transfer_segment_.size());
-    VkCommandBufferAllocateInfo info{};
-    info.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
-    info.commandPool = device_.transfer_pool_;
-    info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    info.commandBufferCount = static_cast<uint32_t>(transfer_cmds_.size() - have);
-    STRATA_VK(a.vkAllocateCommandBuffers(device_.device_, &info, transfer_cmds_.data() + have));
-  }
+    info.commandBufferCount = static_cast<uint32_t>(count - have);
+    STRATA_VK(a.vkAllocateCommandBuffers(device_.device_, &info, buffers.data() + have));
+  };
+  grow(cmds_, segment_wait_.size(), device_.pool_);
+  grow(transfer_cmds_, transfer_segment_.size(), device_.transfer_pool_);
   const auto encode_transfer = [&](const Op& op) {
     VkCommandBuffer cmd = transfer_cmds_[op.value];
     STRATA_VK(a.vkResetCommandBuffer(cmd, 0));
@@ -758,6 +763,7 @@ void CommandList::submit_segments() {
   std::vector<VkPipelineStageFlags> wait_stage(
       2 * count, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT);
   size_t used = 0, batch = 0;  // infos filled; the first not yet handed to the compute queue
+  std::vector<size_t> segment_after(count, 0);  // per info: segments submitted with it
   const auto add = [&](const VkCommandBuffer* cmd, VkSemaphore signals, uint64_t value) {
     const size_t i = used++;
     signal[i] = value;
@@ -793,6 +799,8 @@ void CommandList::submit_segments() {
     const VkResult r = api().vkQueueSubmit(device_.queue_, static_cast<uint32_t>(upto - batch),
                                            upto > batch ? &infos[batch] : nullptr, fence);
     if (r != VK_SUCCESS) fail_result("vkQueueSubmit", r);
+    // What went to the queue is never submitted again (abandon_tasks after an error).
+    for (size_t i = batch; i < upto; ++i) submitted_ = std::max(submitted_, segment_after[i]);
     batch = upto;
   };
   const VkPipelineStageFlags compute_stages =
@@ -803,6 +811,7 @@ void CommandList::submit_segments() {
     ++next_transfer;
   for (size_t s = submitted_; s < end; ++s) {
     const size_t i = add(&cmds_[s], gpu_timeline_, gpu_base_ + s + 1);
+    segment_after[i] = s + 1;
     // In order, a segment goes to the queue only once its host task is done (and the submission
     // makes the host's writes visible): it needs no semaphore wait, and lavapipe, which runs in
     // order, then never sees one.

@@ -161,6 +161,8 @@ class CommandList {
   void host_barrier(VkCommandBuffer cmd);
   void wait_semaphore(VkSemaphore semaphore, uint64_t value, const char* what);
   int end_segment(uint32_t wait_task);
+  Op& add_copy(Op::Kind kind, const Buffer& src, uint64_t src_offset, const Buffer& dst,
+               uint64_t dst_offset, uint64_t bytes);
   void submit_segments();
   void create_timelines();
   bool transfers_signal() const;       // whether transfers and their waits use transfer_timeline_
@@ -222,6 +224,8 @@ class Device {
   // how much was needed and how much was free.
   Buffer allocate(uint64_t bytes, MemoryKind kind, const std::string& what);
   uint64_t allocated_bytes() const { return allocated_; }
+  // Whether MemoryKind::host buffers are cached for the CPU (not write-combined or in VRAM).
+  bool host_memory_cached() const;
   uint64_t device_local_bytes() const { return allocated_device_; }  // of allocated_bytes()
   // Caps device-local allocations at `bytes` (--vram-budget: an 8 GB card on a bigger GPU, or on
   // lavapipe); 0 lifts the cap.

@@ -88,25 +88,36 @@ void DeviceWeights::report(bool final) {
 
 const Buffer* DeviceWeights::pinned(uint64_t bytes, const std::string& what) {
   if (pinning_refused_) return nullptr;
-  const uint64_t limit = device_.info().max_allocation_bytes;
-  try {
-    STRATA_CHECK(!limit || bytes <= limit,
-                 "{} needs one allocation of {}, above the device's limit of {}", what,
-                 format_bytes(bytes), format_bytes(limit));
-    if (pinned_.empty()) {
-      log::info(
-          "RAM experts go to host-visible memory of {} (STRATA_PINNED_EXPERTS=off keeps "
-          "them in the model file's pages)",
-          device_.label());
-    }
-    pinned_.push_back(std::make_unique<Buffer>(device_.allocate(bytes, MemoryKind::host, what)));
-  } catch (const Error& e) {
+  const auto refuse = [&](const std::string& why) {
     log::warn(
         "{}; RAM experts stay in the model file's pages from here on, and prompt batches "
         "compute them on the CPU",
-        e.what());
+        why);
     pinning_refused_ = true;
     return nullptr;
+  };
+  // CPU reads of uncached (write-combined) memory are many times slower than of RAM.
+  if (!device_.host_memory_cached()) {
+    return refuse(
+        fmt::format("{} has no cached host-visible memory for RAM experts", device_.label()));
+  }
+  if (const uint64_t limit = device_.info().max_allocation_bytes; limit && bytes > limit) {
+    log::warn(
+        "{} needs one allocation of {}, above the device's limit of {}: this layer's RAM "
+        "experts stay in the model file's pages (its prompt batches on the CPU)",
+        what, format_bytes(bytes), format_bytes(limit));
+    return nullptr;
+  }
+  if (pinned_.empty()) {
+    log::info(
+        "RAM experts go to host-visible memory of {} (STRATA_PINNED_EXPERTS=off keeps "
+        "them in the model file's pages)",
+        device_.label());
+  }
+  try {
+    pinned_.push_back(std::make_unique<Buffer>(device_.allocate(bytes, MemoryKind::host, what)));
+  } catch (const Error& e) {
+    return refuse(e.what());
   }
   pinned_bytes_ += bytes;
   return pinned_.back().get();

@@ -193,9 +193,9 @@ bool GpuFfn::make_room(const GpuFfnWeights& l) {
     }
     return true;
   };
-  const uint64_t bytes = l.ram.total_bytes();
+  const uint64_t bytes = std::max(l.ram.total_bytes(), largest_upload_);
   return grow(uploaded_, bytes,
-              fmt::format("a device stack for {} of a layer's experts in RAM",
+              fmt::format("a device stack for {} of a layer's experts in RAM (the largest)",
                           format_bytes(bytes))) &&
          grow(staged_down_, static_cast<uint64_t>(tokens_ * hp_.n_expert_used * hp_.n_embd) * 4,
               "uploaded experts' outputs");
@@ -337,7 +337,15 @@ void GpuFfn::record(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationI
 }
 
 void GpuFfn::run_step(CommandList& cmd, ThreadPool& pool) {
-  cmd.submit();
+  try {
+    cmd.submit();
+  } catch (...) {  // what did go to the queue must not wait for the host forever
+    try {
+      cmd.abandon_tasks();
+    } catch (const Error&) {
+    }
+    throw;
+  }
   cpu_.run_step(cmd, pool);
   timeline_ = cpu_.timeline();
   timeline_.uploads = uploads_;

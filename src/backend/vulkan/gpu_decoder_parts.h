@@ -84,6 +84,11 @@ class GpuFfn {
   // (plan::choose_ram_experts_path; never on a CPU-type device, never for decode steps, never
   // for experts that are not in host-visible memory).
   bool uploads(const GpuFfnWeights& l, int64_t n) const;
+  // The largest upload of the layers this FFN records (RamExperts::total_bytes): the stack is
+  // allocated at that size once, not grown layer by layer.
+  void expect_uploads(const GpuFfnWeights& l) {
+    largest_upload_ = std::max(largest_upload_, l.ram.pinned ? l.ram.total_bytes() : 0);
+  }
   // Submits the ended recording, computes the experts in RAM on `pool` as the GPU hands them
   // over, and waits for the step.
   void run_step(CommandList& cmd, ThreadPool& pool);
@@ -112,7 +117,8 @@ class GpuFfn {
   Buffer uploaded_;     // the layer's RAM experts: gate, up, down stacks (RamExperts' layout)
   Buffer staged_down_;  // [pairs][n_embd] the uploaded experts' outputs
   std::vector<ExpertUploadSpan> uploads_;  // this recording's
-  int64_t prefetched_layer_ = -1;          // the layer whose copy is recorded, and its transfer
+  uint64_t largest_upload_ = 0;
+  int64_t prefetched_layer_ = -1;  // the layer whose copy is recorded, and its transfer
   int prefetched_transfer_ = -1;
   // Records layer il's copy (prefetch: from the previous layer): returns its transfer.
   int record_upload(GpuOps& ops, const GpuFfnWeights& l, int64_t il, bool prefetch);

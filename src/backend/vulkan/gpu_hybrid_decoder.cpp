@@ -134,6 +134,7 @@ void GpuHybridDecoder::upload_weights(const std::vector<std::shared_ptr<Device>>
         gdn->recurrent_layers.push_back(il);
       }
       l.ffn = upload_ffn(w, {}, src.moe, hp, il, layer_experts(placement_plan_.experts, il));
+      stage->ffn->expect_uploads(l.ffn);
     }
     stages_.push_back(std::move(stage));
     gdn_.push_back(std::move(gdn));

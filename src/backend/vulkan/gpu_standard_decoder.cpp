@@ -59,6 +59,7 @@ void GpuStandardDecoder::upload_weights(const std::vector<std::shared_ptr<Device
       l.ffn_norm = w.floats(src.ffn_norm, hp.n_embd, layer_tensor(il, "ffn_norm"));
       l.attn = upload_attention(w, src.attn, hp, il, /*gated_q=*/false);
       l.ffn = upload_ffn(w, src.dense, src.moe, hp, il, layer_experts(placement_plan_.experts, il));
+      stage->ffn->expect_uploads(l.ffn);
     }
     stages_.push_back(std::move(stage));
   }
