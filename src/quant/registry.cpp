@@ -3,7 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <mutex>
+#include <string>
 
 #include "quant/kernel_table.h"
 #include "util/cpu_features.h"
@@ -48,6 +51,14 @@ struct Registry {
     if (cpu.has_avx512_level() && cpu.avx512bf16) fill_float_avx512bf16(levels[2]);
     if (cpu.has_avx2_level()) best = Isa::avx2;
     if (cpu.has_avx512_level()) best = Isa::avx512;
+    // STRATA_ISA=scalar|avx2 caps the level (A/B runs of the kernels on one machine).
+    if (const char* cap = std::getenv("STRATA_ISA"); cap && *cap) {
+      const std::string c = cap;
+      STRATA_CHECK(c == "scalar" || c == "avx2" || c == "avx512",
+                   "STRATA_ISA={}: expected scalar, avx2 or avx512", c);
+      const Isa limit = c == "scalar" ? Isa::scalar : c == "avx2" ? Isa::avx2 : Isa::avx512;
+      best = std::min(best, limit);
+    }
 
     traits.resize(kMaxTypeId);
     for (const Partner& p : kSupported) {

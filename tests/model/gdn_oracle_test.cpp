@@ -44,9 +44,10 @@ TEST_P(GdnOracleLogits, MatchesReferenceEngine) {
       r.max_abs_error, r.argmax_agree, r.clear_rows);
   EXPECT_LT(r.first_row_nmse, 1e-5);
   EXPECT_LT(r.nmse_unflipped, 1e-3);
-  EXPECT_LT(r.nmse, 3e-3);
-  EXPECT_LE(r.rows_over_1e2, 2);
-  EXPECT_GE(r.argmax_agree, r.clear_rows - 1) << "argmax disagrees on clear rows";
+  const bool drift = cpu_kernels_drift();  // AVX2 kernels (see test_support.h)
+  EXPECT_LT(r.nmse, drift ? 4e-3 : 3e-3);
+  EXPECT_LE(r.rows_over_1e2, drift ? 6 : 2);
+  EXPECT_GE(r.argmax_agree, r.clear_rows - (drift ? 3 : 1)) << "argmax disagrees on clear rows";
 }
 
 INSTANTIATE_TEST_SUITE_P(Qwen35Moe, GdnOracleLogits, testing::ValuesIn(gdn_cases()),

@@ -69,8 +69,10 @@ TEST_P(OracleLogits, MatchesReferenceEngine) {
   const bool q8_cache = c.kv_type == "q8_0";
   const bool f16_weights = c.model.find("-F16") != std::string::npos;
   const bool moe = c.model.find("moe") != std::string::npos;
-  EXPECT_LT(r.first_row_nmse, q8_cache ? 2e-3 : (moe || f16_weights ? 1e-6 : 2e-4));
-  EXPECT_LT(r.nmse, f16_weights ? 1e-5 : (q8_cache ? 5e-3 : 2e-3));
+  const bool drift = cpu_kernels_drift();  // AVX2 kernels (see test_support.h)
+  EXPECT_LT(r.first_row_nmse,
+            q8_cache ? 2e-3 : (moe || f16_weights ? (drift ? 1e-5 : 1e-6) : 2e-4));
+  EXPECT_LT(r.nmse, f16_weights ? 1e-5 : (q8_cache ? 5e-3 : (drift ? 3e-3 : 2e-3)));
   EXPECT_LE(r.rows_over_1e2, f16_weights ? 0 : 2);
   EXPECT_GE(r.argmax_agree, r.clear_rows - 1) << "argmax disagrees on clear rows";
 }

@@ -7,6 +7,8 @@
 #include <mutex>
 #include <system_error>
 
+#include "quant/quant.h"
+
 namespace strata::test {
 
 std::filesystem::path oracle_dir() {
@@ -61,6 +63,10 @@ double nmse(const float* a, const float* b, size_t n) {
     ref += static_cast<double>(b[i]) * b[i];
   }
   return ref > 0 ? err / ref : err;
+}
+
+bool cpu_kernels_drift() {
+  return quant::best_isa() == quant::Isa::avx2;
 }
 
 }  // namespace strata::test

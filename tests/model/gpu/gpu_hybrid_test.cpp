@@ -74,7 +74,9 @@ TEST_P(GpuGdnOracleLogits, MatchesReferenceEngineAndCpu) {
   EXPECT_LT(r.nmse, 3e-3);
   EXPECT_LE(r.rows_over_1e2, 2);
   EXPECT_GE(r.argmax_agree, r.clear_rows - 1) << "argmax disagrees on clear rows";
-  EXPECT_LT(vs_cpu, kVsCpuNmse) << "the GPU strays from the CPU path";
+  // The CPU's AVX2 kernels flip a few more router near-ties (test_support.h).
+  EXPECT_LT(vs_cpu, cpu_kernels_drift() ? 4 * kVsCpuNmse : kVsCpuNmse)
+      << "the GPU strays from the CPU path";
 }
 
 INSTANTIATE_TEST_SUITE_P(Qwen35Moe, GpuGdnOracleLogits, testing::ValuesIn(gdn_cases()),

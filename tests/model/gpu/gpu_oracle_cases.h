@@ -84,17 +84,19 @@ inline void expect_whole_gpu_thresholds(const GpuOracleCase& c, const LogitsComp
               std::filesystem::path(c.logits).filename().c_str(), what.c_str(), r.nmse,
               r.first_row_nmse, r.worst_row_nmse, r.argmax_agree, r.clear_rows);
   const bool f16_weights = c.model.find("-F16") != std::string::npos;
+  // Every caller runs part of the model on the CPU: its AVX2 kernels drift (test_support.h).
+  const bool drift = cpu_kernels_drift();
   if (c.gdn) {  // gpu_hybrid_test.cpp's thresholds
     EXPECT_LT(r.first_row_nmse, 1e-5);
     EXPECT_LT(r.nmse_unflipped, 1e-3);
-    EXPECT_LT(r.nmse, 3e-3);
+    EXPECT_LT(r.nmse, drift ? 4e-3 : 3e-3);
   } else {  // gpu_oracle_logits_test.cpp's
     const bool q8_cache = c.kv_type == "q8_0";
     EXPECT_LT(r.first_row_nmse, f16_weights ? 1e-5 : (q8_cache ? 5e-3 : 2e-3));
     EXPECT_LT(r.nmse, f16_weights ? 1e-5 : (q8_cache ? 5e-3 : 2e-3));
   }
-  EXPECT_LE(r.rows_over_1e2, f16_weights ? 0 : 2);
-  EXPECT_GE(r.argmax_agree, r.clear_rows - 1) << "argmax disagrees on clear rows";
+  EXPECT_LE(r.rows_over_1e2, f16_weights ? 0 : (drift ? 6 : 2));
+  EXPECT_GE(r.argmax_agree, r.clear_rows - (drift ? 3 : 1)) << "argmax disagrees on clear rows";
 }
 
 }  // namespace strata::test
