@@ -426,6 +426,7 @@ CommandList::~CommandList() {
                            static_cast<uint32_t>(transfer_cmds_.size()), transfer_cmds_.data());
   }
   if (queries_) a.vkDestroyQueryPool(device_.device_, queries_, nullptr);
+  for (VkFence f : segment_fences_) a.vkDestroyFence(device_.device_, f, nullptr);
   a.vkDestroyFence(device_.device_, fence_, nullptr);
   if (!cmds_.empty()) {
     a.vkFreeCommandBuffers(device_.device_, device_.pool_, static_cast<uint32_t>(cmds_.size()),
@@ -556,6 +557,14 @@ bool CommandList::transfers_signal() const {
   // ahead submissions use them anyway (so lavapipe tests the signalling under
   // STRATA_VK_SUBMIT=ahead).
   return device_.has_transfer_queue() || device_.submits_ahead();
+}
+
+bool CommandList::fences_segments() const {
+  return !device_.submits_ahead() && !device_.has_transfer_queue();
+}
+
+VkFence CommandList::segment_fence(size_t segment) const {
+  return segment + 1 == segment_wait_.size() ? fence_ : segment_fences_[segment];
 }
 
 int CommandList::host_task() {
@@ -723,6 +732,7 @@ void CommandList::submit() {
   if (transfers_signal()) next_transfer_base_ += transfer_segment_.size();
   tasks_done_ = 0;
   submitted_ = 0;
+  step_done_ = false;
   submit_segments();
 }
 
@@ -746,6 +756,10 @@ void CommandList::submit_segments() {
     const VkResult r = api().vkQueueSubmit(device_.queue_, 1, &info, fence_);
     if (r != VK_SUCCESS) fail_result("vkQueueSubmit", r);
     submitted_ = 1;
+    return;
+  }
+  if (fences_segments()) {
+    submit_fenced(end);
     return;
   }
   create_timelines();
@@ -840,6 +854,38 @@ void CommandList::submit_segments() {
   submitted_ = end;
 }
 
+void CommandList::submit_fenced(size_t end) {
+  const Api& a = api();
+  const size_t n = segment_wait_.size();
+  while (segment_fences_.size() + 1 < n) {
+    VkFenceCreateInfo info{};
+    info.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
+    VkFence f = VK_NULL_HANDLE;
+    STRATA_VK(a.vkCreateFence(device_.device_, &info, nullptr, &f));
+    segment_fences_.push_back(f);
+  }
+  // One submission per command buffer (a fence per submission): the queue's order does the rest,
+  // the transfers after the segment they follow.
+  const auto submit_one = [&](const VkCommandBuffer* cmd, VkFence fence, const char* what) {
+    VkSubmitInfo info{};
+    info.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
+    info.commandBufferCount = 1;
+    info.pCommandBuffers = cmd;
+    const VkResult r = a.vkQueueSubmit(device_.queue_, 1, &info, fence);
+    if (r != VK_SUCCESS) fail_result(what, r);
+  };
+  size_t t = 0;
+  while (t < transfer_segment_.size() && static_cast<size_t>(transfer_segment_[t]) < submitted_)
+    ++t;
+  for (size_t s = submitted_; s < end; ++s) {
+    submit_one(&cmds_[s], segment_fence(s), "vkQueueSubmit");
+    submitted_ = s + 1;  // never submitted again (abandon_tasks after an error)
+    if (s + 1 < n) fences_pending_ = s + 1;
+    for (; t < transfer_segment_.size() && static_cast<size_t>(transfer_segment_[t]) == s; ++t)
+      submit_one(&transfer_cmds_[t], VK_NULL_HANDLE, "vkQueueSubmit (transfer)");
+  }
+}
+
 void CommandList::wait_semaphore(VkSemaphore semaphore, uint64_t value, const char* what) {
   if (!device_.submits_ahead()) {
     // lavapipe (Mesa 22.3): vkWaitSemaphores on a timeline its queue thread is signalling
@@ -864,6 +910,15 @@ void CommandList::wait_semaphore(VkSemaphore semaphore, uint64_t value, const ch
 void CommandList::wait_for_gpu(int task) {
   STRATA_CHECK(task >= 0 && task < static_cast<int>(task_segment_.size()),
                "CommandList::wait_for_gpu: no host task {}", task);
+  if (fences_segments()) {
+    const auto segment = static_cast<size_t>(task_segment_[task]);
+    STRATA_CHECK(segment < submitted_, "CommandList::wait_for_gpu: segment {} not submitted",
+                 segment);
+    const VkFence f = segment_fence(segment);
+    const VkResult r = api().vkWaitForFences(device_.device_, 1, &f, VK_TRUE, UINT64_MAX);
+    if (r != VK_SUCCESS) fail_result("vkWaitForFences", r);
+    return;
+  }
   wait_semaphore(gpu_timeline_, gpu_base_ + static_cast<uint64_t>(task_segment_[task]) + 1,
                  "vkWaitSemaphores");
 }
@@ -888,6 +943,13 @@ void CommandList::abandon_tasks() {
 }
 
 bool CommandList::segment_finished(int segment) {
+  if (step_done_) return true;
+  if (fences_segments()) {
+    if (static_cast<size_t>(segment) >= submitted_) return false;
+    const VkResult r = api().vkGetFenceStatus(device_.device_, segment_fence(segment));
+    if (r != VK_SUCCESS && r != VK_NOT_READY) fail_result("vkGetFenceStatus", r);
+    return r == VK_SUCCESS;
+  }
   if (!gpu_timeline_) return true;  // nothing submitted with segments yet
   uint64_t value = 0;
   if (const VkResult r = api().vkGetSemaphoreCounterValue(device_.device_, gpu_timeline_, &value);
@@ -936,6 +998,14 @@ void CommandList::wait() {
   if (r == VK_SUCCESS && model_step_ && injected_device_loss()) r = VK_ERROR_DEVICE_LOST;
   if (r != VK_SUCCESS) fail_result("vkWaitForFences", r);
   STRATA_VK(a.vkResetFences(device_.device_, 1, &fence_));
+  if (fences_pending_ > 0) {  // done before the last one, on the same queue
+    const auto count = static_cast<uint32_t>(fences_pending_);
+    r = a.vkWaitForFences(device_.device_, count, segment_fences_.data(), VK_TRUE, UINT64_MAX);
+    if (r != VK_SUCCESS) fail_result("vkWaitForFences", r);
+    STRATA_VK(a.vkResetFences(device_.device_, count, segment_fences_.data()));
+    fences_pending_ = 0;
+  }
+  step_done_ = true;
 }
 
 }  // namespace strata::vk

@@ -115,6 +115,8 @@ class CommandList {
   void abandon_tasks();
   // Whether the GPU has finished segment `segment` of the submitted step (without waiting).
   bool segment_finished(int segment);
+  // Whether steps synchronise through timeline semaphores (else fences: fences_segments()).
+  bool uses_timelines() const { return gpu_timeline_ != VK_NULL_HANDLE; }
   int host_tasks() const { return static_cast<int>(task_segment_.size()); }
   // Ends the recording; it can then be submitted any number of times.
   void end();
@@ -164,7 +166,13 @@ class CommandList {
   Op& add_copy(Op::Kind kind, const Buffer& src, uint64_t src_offset, const Buffer& dst,
                uint64_t dst_offset, uint64_t bytes);
   void submit_segments();
+  void submit_fenced(size_t end);
   void create_timelines();
+  // In order on one queue (lavapipe), segments signal fences rather than timeline semaphores:
+  // Mesa 22.3 emulates timelines with a submit thread and bookkeeping the host races with (seen
+  // as hangs in vkWaitSemaphores and as heap corruption under load); fences are plain.
+  bool fences_segments() const;
+  VkFence segment_fence(size_t segment) const;  // the fence segment `segment` signals (fenced)
   bool transfers_signal() const;       // whether transfers and their waits use transfer_timeline_
   size_t submitted_ = 0;               // segments of the submitted step handed to the queue so far
   std::vector<Op> pending_, encoded_;  // this recording's ops; those in cmds_
@@ -192,7 +200,12 @@ class CommandList {
   int64_t encodings_ = 0;
   Device& device_;
   std::vector<VkCommandBuffer> cmds_;  // one per segment
-  VkFence fence_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;     // the submitted step's last segment
+  // Fenced: segment s < last signals segment_fences_[s]; the first fences_pending_ of them were
+  // submitted since the last wait(). step_done_: wait() returned for the submitted step.
+  std::vector<VkFence> segment_fences_;
+  size_t fences_pending_ = 0;
+  bool step_done_ = false;
   bool recording_ = false, needs_barrier_ = false, model_step_ = false;
   int64_t dispatches_ = 0;
 };

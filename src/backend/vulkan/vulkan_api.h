@@ -64,6 +64,7 @@ namespace strata::vk {
   X(vkDestroyFence)                   \
   X(vkWaitForFences)                  \
   X(vkResetFences)                    \
+  X(vkGetFenceStatus)                 \
   X(vkCreateQueryPool)                \
   X(vkDestroyQueryPool)               \
   X(vkCmdResetQueryPool)              \
