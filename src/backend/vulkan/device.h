@@ -96,8 +96,9 @@ class CommandList {
   // Hybrid steps: the host works in the middle of a recording. host_task() ends the current
   // segment and returns a task the host may start once the GPU has finished everything recorded
   // so far (wait_for_gpu); after_host(task) ends the current segment and makes what is recorded
-  // next wait until the host called task_done(task). The GPU waits on a timeline semaphore the
-  // host signals, never on the host thread; the segments are submitted together.
+  // next wait until the host called task_done(task). Submitting ahead, the GPU waits on a
+  // timeline semaphore the host signals, never on the host thread, and the segments are
+  // submitted together; in order, a segment is submitted once its task is done (fences_segments).
   int host_task();
   int after_host(int task);  // returns the segment it ended
   // A copy on the device's transfer queue (Device::has_transfer_queue): it ends the current
