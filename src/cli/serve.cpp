@@ -50,6 +50,7 @@ void add_serve_command(CLI::App& app) {
     int64_t prefill_chunk = 128;
     int64_t max_queue = 64;
     int shutdown_grace = 10;
+    int64_t max_tokens = 0;
     std::string expert_profile;
     server::SamplingOverrides sampling;
   };
@@ -85,6 +86,10 @@ void add_serve_command(CLI::App& app) {
                   "Seconds running generations may finish after SIGINT/SIGTERM")
       ->capture_default_str()
       ->check(CLI::Range(0, 3600));
+  cmd->add_option("--max-tokens", o->max_tokens,
+                  "Completion tokens for requests that send no max_tokens (default: the rest of "
+                  "the context); longer requests are lowered to what the context has left")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 32));
   cmd->add_option("--expert-profile", o->expert_profile,
                   "Record expert selections of all requests; written to this file at exit "
                   "(strata plan --profile reads it)");
@@ -128,6 +133,7 @@ void add_serve_command(CLI::App& app) {
     opts.model_id =
         o->alias.empty() ? std::filesystem::path(o->model.path).stem().string() : o->alias;
     opts.sampling = o->sampling;
+    opts.default_max_tokens = o->max_tokens;
     server::Server server(*model, *tokenizer, scheduler, opts);
     server.bind();
 

@@ -3,6 +3,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "server/api_error.h"
@@ -97,27 +98,27 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
   }
   if (prompt.empty()) bad_request(chat ? "messages" : "prompt", "the prompt is empty");
 
-  // The context: never truncate silently.
+  // The context: a prompt is never truncated; a completion longer than what the prompt leaves is
+  // lowered to fit and ends with finish_reason "length" (as llama-server does: agents ask for
+  // 32000 tokens whatever the context).
   const int64_t n_ctx = scheduler_.options().n_ctx;
   const int64_t n_prompt = static_cast<int64_t>(prompt.size());
-  if (n_prompt >= n_ctx || (r.max_tokens && n_prompt + *r.max_tokens > n_ctx)) {
-    throw ApiError(
-        400, "invalid_request_error",
-        r.max_tokens
-            ? fmt::format("This model's maximum context length is {} tokens. However, you "
-                          "requested {} tokens ({} in the prompt, {} for the completion). Please "
-                          "reduce the length of the messages or the completion.",
-                          n_ctx, n_prompt + *r.max_tokens, n_prompt, *r.max_tokens)
-            : fmt::format("This model's maximum context length is {} tokens. However, your "
-                          "prompt is {} tokens, which leaves no room for a completion. Please "
-                          "reduce the length of the messages.",
-                          n_ctx, n_prompt),
-        chat ? "messages" : "prompt", "context_length_exceeded");
+  if (n_prompt >= n_ctx) {
+    throw ApiError(400, "invalid_request_error",
+                   fmt::format("This model's maximum context length is {} tokens. However, your "
+                               "prompt is {} tokens, which leaves no room for a completion. "
+                               "Please reduce the length of the messages.",
+                               n_ctx, n_prompt),
+                   chat ? "messages" : "prompt", "context_length_exceeded");
   }
+  const int64_t room = n_ctx - n_prompt;
+  const int64_t wanted = r.max_tokens                      ? *r.max_tokens
+                         : options_.default_max_tokens > 0 ? options_.default_max_tokens
+                                                           : room;
 
   GenerationJob job;
   job.prompt = std::move(prompt);
-  job.max_tokens = r.max_tokens.value_or(n_ctx - n_prompt);
+  job.max_tokens = std::min(wanted, room);
   job.sampling = default_sampling_;
   r.sampling.apply_to(job.sampling);
   job.sampling.logit_bias = r.logit_bias;

@@ -251,6 +251,10 @@ void Server::routes() {
                  {"repeat_last_n", s.penalty_last_n},
                  {"presence_penalty", s.presence_penalty},
                  {"frequency_penalty", s.frequency_penalty},
+                 // for requests without max_tokens (null: the rest of the context)
+                 {"max_tokens", options_.default_max_tokens > 0
+                                    ? nlohmann::ordered_json(options_.default_max_tokens)
+                                    : nlohmann::ordered_json(nullptr)},
                  {"model_defaults_source", model_defaults_.source}}},
                {"chat_template", chat_template_source_}});
   });

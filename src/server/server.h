@@ -31,6 +31,7 @@ struct ServerOptions {
   size_t max_body_bytes = 32 << 20;  // larger request bodies get 413
   int http_threads = 32;             // concurrent connections served
   SamplingOverrides sampling{};      // from the command line, over the model's defaults
+  int64_t default_max_tokens = 0;    // for requests that send none (0: the rest of the context)
 };
 
 class Server {

@@ -1,13 +1,14 @@
 // The official OpenAI client library (npm `openai`) against a running `strata serve`.
-//   node openai_e2e.mjs NODE_PREFIX BASE_URL API_KEY N_CTX
+//   node openai_e2e.mjs NODE_PREFIX BASE_URL API_KEY N_CTX DEFAULT_MAX_TOKENS
 // Exits non-zero with a message on the first failed check.
 import { createRequire } from 'node:module';
 import assert from 'node:assert/strict';
 
-const [prefix, baseURL, apiKey, nCtxText] = process.argv.slice(2);
+const [prefix, baseURL, apiKey, nCtxText, defaultMaxText] = process.argv.slice(2);
 const require = createRequire(prefix + '/');
 const OpenAI = require('openai');
 const nCtx = Number(nCtxText);
+const defaultMaxTokens = Number(defaultMaxText);  // strata serve --max-tokens
 const client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 120_000 });
 const messages = [{ role: 'user', content: 'Say hello.' }];
 const checks = [];
@@ -83,12 +84,28 @@ check('tools round trip: tools offered, a tool result sent back', async () => {
   assert.equal(second.choices[0].message.role, 'assistant');
 });
 
-check('context overflow is a 400 that names both numbers', async () => {
-  const e = await client.chat.completions.create({ model: 'strata-test', messages, max_tokens: nCtx }).catch((e) => e);
+check('max_tokens beyond the context is lowered to fit and ends with length', async () => {
+  const prompt = Array(nCtx - 4).fill(9707);
+  const r = await client.completions.create({ model: 'strata-test', prompt, max_tokens: 32000, ignore_eos: true });
+  assert.equal(r.usage.prompt_tokens, nCtx - 4);
+  assert.equal(r.usage.completion_tokens, 4);
+  assert.equal(r.choices[0].finish_reason, 'length');
+});
+
+check('a request without max_tokens gets the server default', async () => {
+  const r = await client.completions.create({ model: 'strata-test', prompt: [9707, 11, 1879], ignore_eos: true });
+  assert.equal(r.usage.completion_tokens, defaultMaxTokens);
+  assert.equal(r.choices[0].finish_reason, 'length');
+});
+
+check('a prompt that does not fit by itself is a 400 that names both numbers', async () => {
+  const prompt = Array(nCtx + 3).fill(9707);
+  const e = await client.completions.create({ model: 'strata-test', prompt, max_tokens: 8 }).catch((e) => e);
   assert.ok(e instanceof OpenAI.BadRequestError, String(e));
   assert.equal(e.status, 400);
   assert.equal(e.code, 'context_length_exceeded');
   assert.match(e.message, new RegExp(`${nCtx} tokens`));
+  assert.match(e.message, new RegExp(`prompt is ${nCtx + 3} tokens`));
 });
 
 check('bad values and unknown models are 4xx errors', async () => {

@@ -14,11 +14,12 @@ model=$work/e2e-chat-model.gguf
   --vocab-from "$vocab" -o "$model" 2>/dev/null
 log=$work/serve${device:+-$device}${placement:+-hybrid}.log
 n_ctx=512
+default_max_tokens=5  # --max-tokens: what a request without max_tokens gets
 device_args=()
 [[ -n $device ]] && device_args=(--device "$device")
 read -ra placement_args <<< "$placement"
 STRATA_API_KEY=e2e-key "$strata" serve -m "$model" --port 0 --ctx $n_ctx --parallel 2 \
-  --alias strata-test -t 2 "${device_args[@]}" "${placement_args[@]}" 2> "$log" &
+  --max-tokens $default_max_tokens --alias strata-test -t 2 "${device_args[@]}" "${placement_args[@]}" 2> "$log" &
 pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
 url=""
@@ -35,7 +36,7 @@ fi
 if [[ -n $placement ]] && ! grep -q "in RAM computed by the CPU" "$log"; then
   cat "$log"; echo "no experts in RAM with $placement" >&2; exit 1
 fi
-node "$here/openai_e2e.mjs" "$node_prefix" "$url" e2e-key $n_ctx
+node "$here/openai_e2e.mjs" "$node_prefix" "$url" e2e-key $n_ctx $default_max_tokens
 if [[ -n $placement ]]; then  # /props and /metrics show the plan in force and device memory
   base=${url%/v1}
   props=$(curl -sf -H "Authorization: Bearer e2e-key" "$base/props")

@@ -53,6 +53,8 @@ TEST(Server, InfoEndpoints) {
   // A qwen3moe model without general.sampling.* keys gets the Qwen3 model-card defaults.
   EXPECT_FLOAT_EQ(p["default_generation_settings"]["temperature"].get<float>(), 0.6f);
   EXPECT_EQ(p["default_generation_settings"]["top_k"], 20);
+  EXPECT_TRUE(p["default_generation_settings"]["max_tokens"].is_null())
+      << "the rest of the context";
 
   auto metrics = c.Get("/metrics");
   ASSERT_TRUE(metrics);
@@ -217,20 +219,71 @@ TEST(Server, ErrorsAreOpenAiErrorObjects) {
   expect_error("/v1/chat/completions",
                R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})", 400, "");
 
-  // Context overflow: 400 naming both numbers, never a silent truncation.
-  auto r = c.Post("/v1/chat/completions", chat_body({{"max_tokens", 60}}), "application/json");
+  // A prompt that does not fit by itself: 400 naming both numbers, never a silent truncation.
+  auto r = c.Post("/v1/completions",
+                  Json({{"prompt", std::vector<int>(64, 9707)}, {"max_tokens", 1}}).dump(),
+                  "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400);
   const Json j = Json::parse(r->body);
   EXPECT_EQ(j["error"]["code"], "context_length_exceeded");
+  EXPECT_EQ(j["error"]["param"], "prompt");
   const std::string message = j["error"]["message"];
   EXPECT_NE(message.find("64 tokens"), std::string::npos) << message;
-  EXPECT_NE(message.find("60 for the completion"), std::string::npos) << message;
+  EXPECT_NE(message.find("prompt is 64 tokens"), std::string::npos) << message;
 
   // The server still works after all that.
   auto ok = c.Post("/v1/chat/completions", chat_body({{"max_tokens", 2}}), "application/json");
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200) << ok->body;
+}
+
+// A completion longer than what the prompt leaves is lowered to fit and ends with "length" when
+// the context is full (agents ask for 32000 tokens whatever the context); without max_tokens the
+// server's default applies, else the rest of the context.
+TEST(Server, MaxTokensAreLoweredToTheContextLeft) {
+  ServerStack s({.n_slots = 1, .n_ctx = 64}, {.default_max_tokens = 3});
+  auto c = s.client();
+  const auto complete = [&](Json body) {
+    body["prompt"] = std::vector<int>(60, 9707);
+    body["ignore_eos"] = true;
+    auto r = c.Post("/v1/completions", body.dump(), "application/json");
+    EXPECT_TRUE(r);
+    if (!r) return Json();
+    EXPECT_EQ(r->status, 200) << r->body;
+    return Json::parse(r->body);
+  };
+  for (const char* field : {"max_tokens", "max_completion_tokens"}) {
+    SCOPED_TRACE(field);
+    const Json clamped = complete({{field, 32000}});
+    EXPECT_EQ(clamped["usage"]["prompt_tokens"], 60);
+    EXPECT_EQ(clamped["usage"]["completion_tokens"], 4);
+    EXPECT_EQ(clamped["choices"][0]["finish_reason"], "length");
+  }
+  const Json by_default = complete(Json::object());
+  EXPECT_EQ(by_default["usage"]["completion_tokens"], 3);
+  EXPECT_EQ(by_default["choices"][0]["finish_reason"], "length");
+  // A chat request is lowered the same way, streamed too.
+  auto r = c.Post("/v1/chat/completions",
+                  chat_body({{"max_tokens", 32000},
+                             {"ignore_eos", true},
+                             {"stream", true},
+                             {"stream_options", {{"include_usage", true}}}}),
+                  "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  std::string finish;
+  int64_t total = 0;
+  bool done = false;
+  for (const Json& chunk : sse_payloads(r->body, done)) {
+    if (!chunk["choices"].empty() && chunk["choices"][0]["finish_reason"].is_string())
+      finish = chunk["choices"][0]["finish_reason"];
+    if (chunk.contains("usage") && chunk["usage"].is_object())
+      total = chunk["usage"]["total_tokens"];
+  }
+  EXPECT_TRUE(done);
+  EXPECT_EQ(finish, "length");
+  EXPECT_EQ(total, 64) << "the context is full";
 }
 
 TEST(Server, ApiKeyIsRequiredWhenSet) {
