@@ -43,7 +43,7 @@ void add_serve_command(CLI::App& app) {
     std::string host = "127.0.0.1";
     int port = 8080;
     std::string api_key;
-    std::string alias;
+    std::vector<std::string> aliases;
     int parallel = 4;
     int64_t kv_size = 0;
     int64_t batch = 512;
@@ -65,7 +65,11 @@ void add_serve_command(CLI::App& app) {
       ->check(CLI::Range(0, 65535));
   cmd->add_option("--api-key", o->api_key,
                   "Require 'Authorization: Bearer KEY' (default: $STRATA_API_KEY, else none)");
-  cmd->add_option("--alias", o->alias, "Model id clients use (default: the file name)");
+  cmd->add_option("--alias", o->aliases,
+                  "A model id clients may use, listed in /v1/models (repeatable; the first one "
+                  "names the model in responses; the file name is always accepted)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--parallel", o->parallel, "Sequences generated at once (continuous batching)")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
@@ -130,8 +134,11 @@ void add_serve_command(CLI::App& app) {
     opts.host = o->host;
     opts.port = o->port;
     opts.api_key = o->api_key;
-    opts.model_id =
-        o->alias.empty() ? std::filesystem::path(o->model.path).stem().string() : o->alias;
+    // The first alias names the model; the file name stays accepted.
+    const std::string stem = std::filesystem::path(o->model.path).stem().string();
+    opts.model_id = o->aliases.empty() ? stem : o->aliases.front();
+    opts.aliases.assign(o->aliases.begin() + (o->aliases.empty() ? 0 : 1), o->aliases.end());
+    opts.aliases.push_back(stem);
     opts.sampling = o->sampling;
     opts.default_max_tokens = o->max_tokens;
     server::Server server(*model, *tokenizer, scheduler, opts);

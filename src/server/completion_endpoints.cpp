@@ -74,10 +74,11 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
   if (body.is_discarded())
     throw ApiError(400, "invalid_request_error", "the request body is not valid JSON");
   GenerationRequest r = chat ? parse_chat_request(body) : parse_completion_request(body);
-  if (!r.model.empty() && r.model != options_.model_id) {
+  const std::vector<std::string> ids = model_ids();
+  if (!r.model.empty() && std::find(ids.begin(), ids.end(), r.model) == ids.end()) {
     throw ApiError(404, "invalid_request_error",
                    fmt::format("the model '{}' does not exist; this server serves '{}'", r.model,
-                               options_.model_id),
+                               fmt::join(ids, "', '")),
                    "model", "model_not_found");
   }
 
@@ -136,7 +137,7 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
 
   const std::string id = response_id(chat ? "chatcmpl-" : "cmpl-");
   const int64_t created = now_seconds();
-  const std::string model_id = options_.model_id;
+  const std::string model_id = r.model.empty() ? options_.model_id : r.model;  // as sent
   const std::string object = chat ? "chat.completion.chunk" : "text_completion";
 
   if (r.stream) {

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 
@@ -86,6 +87,13 @@ void Server::listen() {
 
 void Server::stop() {
   http_->stop();
+}
+
+std::vector<std::string> Server::model_ids() const {
+  std::vector<std::string> ids = {options_.model_id};
+  for (const std::string& a : options_.aliases)
+    if (std::find(ids.begin(), ids.end(), a) == ids.end()) ids.push_back(a);
+  return ids;
 }
 
 void Server::routes() {
@@ -176,7 +184,7 @@ void Server::routes() {
     std::map<std::string, int64_t> types;
     for (const auto& t : model_.file().tensors()) types[std::string(ggml_type_name(t.type))]++;
     const int64_t n_ctx = scheduler_.options().n_ctx;
-    nlohmann::ordered_json m = {{"id", options_.model_id},
+    nlohmann::ordered_json m = {{"id", ""},
                                 {"object", "model"},
                                 {"created", created_},
                                 {"owned_by", "strata"},
@@ -189,7 +197,12 @@ void Server::routes() {
                                   {"n_vocab", hp.n_vocab},
                                   {"architecture", hp.arch},
                                   {"quant_types", types}}}};
-    send_json(res, 200, {{"object", "list"}, {"data", {m}}});
+    nlohmann::ordered_json data = nlohmann::ordered_json::array();
+    for (const std::string& id : model_ids()) {  // one entry per accepted id, the same model
+      m["id"] = id;
+      data.push_back(m);
+    }
+    send_json(res, 200, {{"object", "list"}, {"data", data}});
   };
   http.Get("/v1/models", models);
   http.Get("/models", models);

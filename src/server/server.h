@@ -7,6 +7,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "model/model.h"
 #include "runtime/scheduler.h"
@@ -25,13 +26,14 @@ namespace strata::server {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;                   // 0: any free port (see Server::port)
-  std::string api_key{};             // empty: no authentication
-  std::string model_id{};            // the id clients send and /v1/models lists
-  size_t max_body_bytes = 32 << 20;  // larger request bodies get 413
-  int http_threads = 32;             // concurrent connections served
-  SamplingOverrides sampling{};      // from the command line, over the model's defaults
-  int64_t default_max_tokens = 0;    // for requests that send none (0: the rest of the context)
+  int port = 8080;         // 0: any free port (see Server::port)
+  std::string api_key{};   // empty: no authentication
+  std::string model_id{};  // the id clients send and /v1/models lists, and responses name
+  std::vector<std::string> aliases{};  // more ids clients may send (also listed)
+  size_t max_body_bytes = 32 << 20;    // larger request bodies get 413
+  int http_threads = 32;               // concurrent connections served
+  SamplingOverrides sampling{};        // from the command line, over the model's defaults
+  int64_t default_max_tokens = 0;      // for requests that send none (0: the rest of the context)
 };
 
 class Server {
@@ -48,6 +50,9 @@ class Server {
 
   // The sampling settings a request starts from (model defaults, then the command line).
   const SamplingParams& default_sampling() const { return default_sampling_; }
+
+  // The ids requests may name: model_id, then the aliases (each once).
+  std::vector<std::string> model_ids() const;
 
  private:
   void routes();

@@ -14,9 +14,10 @@ const messages = [{ role: 'user', content: 'Say hello.' }];
 const checks = [];
 const check = (name, fn) => checks.push([name, fn]);
 
-check('models list the id and the context size', async () => {
+check('models list the ids and the context size', async () => {
   const list = await client.models.list();
-  assert.equal(list.data.length, 1);
+  // --alias strata-test --alias strata-coder, then the file name (always accepted).
+  assert.deepEqual(list.data.map((m) => m.id), ['strata-test', 'strata-coder', 'e2e-chat-model']);
   const m = list.data[0];
   assert.equal(m.object, 'model');
   assert.equal(m.context_length, nCtx);
@@ -114,6 +115,15 @@ check('bad values and unknown models are 4xx errors', async () => {
   assert.equal(bad.param, 'temperature');
   const unknown = await client.chat.completions.create({ model: 'no-such-model', messages }).catch((e) => e);
   assert.ok(unknown instanceof OpenAI.NotFoundError, String(unknown));
+  assert.equal(unknown.code, 'model_not_found');
+  assert.match(unknown.message, /strata-test', 'strata-coder', 'e2e-chat-model/);
+});
+
+check('every alias is accepted and named back', async () => {
+  for (const model of ['strata-coder', 'e2e-chat-model']) {
+    const r = await client.chat.completions.create({ model, messages, max_tokens: 2 });
+    assert.equal(r.model, model);
+  }
 });
 
 check('the API key is enforced', async () => {

@@ -19,7 +19,8 @@ device_args=()
 [[ -n $device ]] && device_args=(--device "$device")
 read -ra placement_args <<< "$placement"
 STRATA_API_KEY=e2e-key "$strata" serve -m "$model" --port 0 --ctx $n_ctx --parallel 2 \
-  --max-tokens $default_max_tokens --alias strata-test -t 2 "${device_args[@]}" "${placement_args[@]}" 2> "$log" &
+  --max-tokens $default_max_tokens --alias strata-test --alias strata-coder -t 2 \
+  "${device_args[@]}" "${placement_args[@]}" 2> "$log" &
 pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
 url=""

@@ -286,6 +286,35 @@ TEST(Server, MaxTokensAreLoweredToTheContextLeft) {
   EXPECT_EQ(total, 64) << "the context is full";
 }
 
+// Every id the server accepts is listed, a response names the id its request sent, and an
+// unknown id is a 404 naming the accepted ones.
+TEST(Server, AliasesAreAcceptedAndListed) {
+  ServerStack s({.n_slots = 1, .n_ctx = 128}, {.model_id = "coder", .aliases = {"chat", "coder"}});
+  auto c = s.client();
+  const Json models = Json::parse(c.Get("/v1/models")->body);
+  ASSERT_EQ(models["data"].size(), 2u) << models.dump();
+  EXPECT_EQ(models["data"][0]["id"], "coder");
+  EXPECT_EQ(models["data"][1]["id"], "chat");
+  for (const char* id : {"coder", "chat"}) {
+    auto r = c.Post("/v1/chat/completions", chat_body({{"model", id}, {"max_tokens", 2}}),
+                    "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    EXPECT_EQ(Json::parse(r->body)["model"], id);
+  }
+  auto nameless = c.Post("/v1/completions", Json({{"prompt", "hi"}, {"max_tokens", 1}}).dump(),
+                         "application/json");
+  ASSERT_TRUE(nameless);
+  EXPECT_EQ(Json::parse(nameless->body)["model"], "coder") << "the first id names the model";
+  auto unknown =
+      c.Post("/v1/chat/completions", chat_body({{"model", "gpt-9"}}), "application/json");
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->status, 404);
+  const Json e = Json::parse(unknown->body)["error"];
+  EXPECT_EQ(e["code"], "model_not_found");
+  EXPECT_NE(e["message"].get<std::string>().find("'coder', 'chat'"), std::string::npos) << e.dump();
+}
+
 TEST(Server, ApiKeyIsRequiredWhenSet) {
   ServerStack s({.n_slots = 1, .n_ctx = 128}, {.api_key = "sekret"});
   auto c = s.client();
