@@ -67,9 +67,7 @@ void add_serve_command(CLI::App& app) {
                   "Require 'Authorization: Bearer KEY' (default: $STRATA_API_KEY, else none)");
   cmd->add_option("--alias", o->aliases,
                   "A model id clients may use, listed in /v1/models (repeatable; the first one "
-                  "names the model in responses; the file name is always accepted)")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+                  "names the model in responses; the file name is always accepted)");
   cmd->add_option("--parallel", o->parallel, "Sequences generated at once (continuous batching)")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));

@@ -74,7 +74,7 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
   if (body.is_discarded())
     throw ApiError(400, "invalid_request_error", "the request body is not valid JSON");
   GenerationRequest r = chat ? parse_chat_request(body) : parse_completion_request(body);
-  const std::vector<std::string> ids = model_ids();
+  const std::vector<std::string>& ids = model_ids_;
   if (!r.model.empty() && std::find(ids.begin(), ids.end(), r.model) == ids.end()) {
     throw ApiError(404, "invalid_request_error",
                    fmt::format("the model '{}' does not exist; this server serves '{}'", r.model,

@@ -53,6 +53,10 @@ Server::Server(Model& model, const Tokenizer& tokenizer, Scheduler& scheduler,
       options_(std::move(options)),
       model_defaults_(model_sampling_defaults(model.file())),
       http_(std::make_unique<httplib::Server>()) {
+  model_ids_ = {options_.model_id};
+  for (const std::string& a : options_.aliases)
+    if (std::find(model_ids_.begin(), model_ids_.end(), a) == model_ids_.end())
+      model_ids_.push_back(a);
   default_sampling_ = model_defaults_.params;
   options_.sampling.apply_to(default_sampling_);
   Sampler check(default_sampling_);  // invalid command-line values fail at start-up
@@ -87,13 +91,6 @@ void Server::listen() {
 
 void Server::stop() {
   http_->stop();
-}
-
-std::vector<std::string> Server::model_ids() const {
-  std::vector<std::string> ids = {options_.model_id};
-  for (const std::string& a : options_.aliases)
-    if (std::find(ids.begin(), ids.end(), a) == ids.end()) ids.push_back(a);
-  return ids;
 }
 
 void Server::routes() {
@@ -198,7 +195,7 @@ void Server::routes() {
                                   {"architecture", hp.arch},
                                   {"quant_types", types}}}};
     nlohmann::ordered_json data = nlohmann::ordered_json::array();
-    for (const std::string& id : model_ids()) {  // one entry per accepted id, the same model
+    for (const std::string& id : model_ids_) {  // one entry per accepted id, the same model
       m["id"] = id;
       data.push_back(m);
     }

@@ -51,9 +51,6 @@ class Server {
   // The sampling settings a request starts from (model defaults, then the command line).
   const SamplingParams& default_sampling() const { return default_sampling_; }
 
-  // The ids requests may name: model_id, then the aliases (each once).
-  std::vector<std::string> model_ids() const;
-
  private:
   void routes();
   // POST /v1/chat/completions (chat) and /v1/completions (defined in completion_endpoints.cpp).
@@ -66,6 +63,7 @@ class Server {
   const Tokenizer& tokenizer_;
   Scheduler& scheduler_;
   ServerOptions options_;
+  std::vector<std::string> model_ids_;  // ids requests may name: model_id, then new aliases
   ModelSamplingDefaults model_defaults_;
   SamplingParams default_sampling_;
   std::unique_ptr<ChatTemplate> chat_template_;

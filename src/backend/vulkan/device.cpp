@@ -395,11 +395,14 @@ const Kernel& Device::kernel(const std::string& name) {
 
 // ---- CommandList --------------------------------------------------------------------------
 
-CommandList::CommandList(Device& device) : device_(device) {
-  const Api& a = api();
-  VkFenceCreateInfo fence{};
-  fence.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
-  STRATA_VK(a.vkCreateFence(device.device_, &fence, nullptr, &fence_));
+CommandList::CommandList(Device& device) : device_(device), fence_(create_fence()) {}
+
+VkFence CommandList::create_fence() {
+  VkFenceCreateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
+  VkFence f = VK_NULL_HANDLE;
+  STRATA_VK(api().vkCreateFence(device_.device_, &info, nullptr, &f));
+  return f;
 }
 
 void CommandList::create_timelines() {
@@ -857,13 +860,7 @@ void CommandList::submit_segments() {
 void CommandList::submit_fenced(size_t end) {
   const Api& a = api();
   const size_t n = segment_wait_.size();
-  while (segment_fences_.size() + 1 < n) {
-    VkFenceCreateInfo info{};
-    info.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
-    VkFence f = VK_NULL_HANDLE;
-    STRATA_VK(a.vkCreateFence(device_.device_, &info, nullptr, &f));
-    segment_fences_.push_back(f);
-  }
+  while (segment_fences_.size() + 1 < n) segment_fences_.push_back(create_fence());
   // One submission per command buffer (a fence per submission): the queue's order does the rest,
   // the transfers after the segment they follow.
   const auto submit_one = [&](const VkCommandBuffer* cmd, VkFence fence, const char* what) {
@@ -880,7 +877,6 @@ void CommandList::submit_fenced(size_t end) {
   for (size_t s = submitted_; s < end; ++s) {
     submit_one(&cmds_[s], segment_fence(s), "vkQueueSubmit");
     submitted_ = s + 1;  // never submitted again (abandon_tasks after an error)
-    if (s + 1 < n) fences_pending_ = s + 1;
     for (; t < transfer_segment_.size() && static_cast<size_t>(transfer_segment_[t]) == s; ++t)
       submit_one(&transfer_cmds_[t], VK_NULL_HANDLE, "vkQueueSubmit (transfer)");
   }
@@ -998,12 +994,11 @@ void CommandList::wait() {
   if (r == VK_SUCCESS && model_step_ && injected_device_loss()) r = VK_ERROR_DEVICE_LOST;
   if (r != VK_SUCCESS) fail_result("vkWaitForFences", r);
   STRATA_VK(a.vkResetFences(device_.device_, 1, &fence_));
-  if (fences_pending_ > 0) {  // done before the last one, on the same queue
-    const auto count = static_cast<uint32_t>(fences_pending_);
+  if (fences_segments() && segment_wait_.size() > 1) {  // the others, done before the last one
+    const auto count = static_cast<uint32_t>(segment_wait_.size() - 1);
     r = a.vkWaitForFences(device_.device_, count, segment_fences_.data(), VK_TRUE, UINT64_MAX);
     if (r != VK_SUCCESS) fail_result("vkWaitForFences", r);
     STRATA_VK(a.vkResetFences(device_.device_, count, segment_fences_.data()));
-    fences_pending_ = 0;
   }
   step_done_ = true;
 }

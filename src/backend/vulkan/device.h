@@ -168,6 +168,7 @@ class CommandList {
                uint64_t dst_offset, uint64_t bytes);
   void submit_segments();
   void submit_fenced(size_t end);
+  VkFence create_fence();
   void create_timelines();
   // In order on one queue (lavapipe), segments signal fences rather than timeline semaphores:
   // Mesa 22.3 emulates timelines with a submit thread and bookkeeping the host races with (seen
@@ -202,10 +203,9 @@ class CommandList {
   Device& device_;
   std::vector<VkCommandBuffer> cmds_;  // one per segment
   VkFence fence_ = VK_NULL_HANDLE;     // the submitted step's last segment
-  // Fenced: segment s < last signals segment_fences_[s]; the first fences_pending_ of them were
-  // submitted since the last wait(). step_done_: wait() returned for the submitted step.
+  // Fenced: segment s < last signals segment_fences_[s]. step_done_: wait() returned for the
+  // submitted step.
   std::vector<VkFence> segment_fences_;
-  size_t fences_pending_ = 0;
   bool step_done_ = false;
   bool recording_ = false, needs_barrier_ = false, model_step_ = false;
   int64_t dispatches_ = 0;
