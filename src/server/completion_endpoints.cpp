@@ -35,7 +35,7 @@ std::vector<int32_t> Server::chat_prompt(const GenerationRequest& r, bool& start
   ChatTemplateInputs in;
   in.messages = normalize_messages(r.messages);
   in.tools = r.tools;
-  in.add_generation_prompt = true;
+  in.add_generation_prompt = !r.continue_final_message;
   in.enable_thinking = r.enable_thinking;
   in.extra = r.template_kwargs;
   const Vocab& v = tokenizer_.vocab();
@@ -49,10 +49,41 @@ std::vector<int32_t> Server::chat_prompt(const GenerationRequest& r, bool& start
                    fmt::format("the chat template rejected the messages: {}", e.what()),
                    "messages");
   }
-  // Thinking templates open the block in the prompt; the model's output then starts inside it.
+  if (r.continue_final_message) {
+    // The template closes the turn after the message: cut the text right after its content (the
+    // last place it appears), so that the model goes on writing it. Templates may move a
+    // reasoning block out of the content or strip leading newlines: then its rest is looked for.
+    const std::string& content = in.messages.back()["content"].get_ref<const std::string&>();
+    const auto lstrip = [](std::string_view s) {
+      return s.substr(std::min(s.find_first_not_of('\n'), s.size()));
+    };
+    const size_t think_end = content.rfind("</think>");
+    size_t end = std::string::npos;
+    for (const std::string_view tail :
+         {std::string_view(content), lstrip(content),
+          think_end == std::string::npos
+              ? std::string_view()
+              : lstrip(std::string_view(content).substr(think_end + 8))}) {
+      if (tail.empty()) continue;
+      if (const size_t at = text.rfind(tail); at != std::string::npos) {
+        end = at + tail.size();
+        break;
+      }
+    }
+    if (end == std::string::npos)
+      bad_request("messages",
+                  "the last (assistant) message cannot be continued: the chat template does not "
+                  "write its content as sent");
+    text.resize(end);
+  }
+  // Thinking templates open the block in the prompt (or a continued message opened it): the
+  // model's output then starts inside it.
   const std::string_view trimmed =
       std::string_view(text).substr(0, text.find_last_not_of("\n ") + 1);
-  starts_in_reasoning = trimmed.ends_with("<think>");
+  const size_t open = text.rfind("<think>"), close = text.rfind("</think>");
+  starts_in_reasoning =
+      trimmed.ends_with("<think>") || (r.continue_final_message && open != std::string::npos &&
+                                       (close == std::string::npos || close < open));
   const bool has_bos = !in.bos_token.empty() && text.starts_with(in.bos_token);
   return tokenizer_.encode(text, /*parse_special=*/true, /*add_bos=*/!has_bos);
 }
@@ -131,7 +162,8 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
     parse = OutputParserOptions{.parse_reasoning = true,
                                 .starts_in_reasoning = starts_in_reasoning,
                                 .parse_tool_calls = !r.tools.is_null(),
-                                .tools = r.tools};
+                                .tools = r.tools,
+                                .max_tool_calls = r.parallel_tool_calls ? 0 : 1};
   }
   auto run = std::make_shared<GenerationRun>(scheduler_, tokenizer_, std::move(job), r.stop, parse);
 

@@ -50,10 +50,11 @@ void GenerationRun::cancel() {
 }
 
 void GenerationRun::add_text(const std::string& text, TextEvents& ev) {
-  if (stopped_on_string_ || text.empty()) return;
+  if (stopped_early_ || text.empty()) return;
   StopMatcher::Result r = stop_.push(text);
-  stopped_on_string_ = r.stopped;
+  stopped_early_ = r.stopped;
   emit(r.text, ev);
+  if (parser_ && parser_->closed()) stopped_early_ = true;
 }
 
 void GenerationRun::emit(const std::string& text, TextEvents& ev) {
@@ -77,11 +78,11 @@ TextEvents GenerationRun::next(std::chrono::milliseconds wait) {
     done = channel_->done;
   }
   for (int32_t t : tokens) {
-    if (stopped_on_string_) break;
+    if (stopped_early_) break;
     ++tokens_used_;
     add_text(detok_.push(t), ev);
   }
-  if (stopped_on_string_) {
+  if (stopped_early_) {
     // The rest is not wanted: the job ends at its next token (tokens after this are dropped).
     std::lock_guard lock(channel_->mutex);
     channel_->stop_requested = true;
@@ -90,13 +91,13 @@ TextEvents GenerationRun::next(std::chrono::milliseconds wait) {
 
   // Finished: release what the detokenizer, the stop matcher and the parser still hold.
   add_text(detok_.flush(), ev);
-  if (!stopped_on_string_) emit(stop_.flush(), ev);
+  if (!stopped_early_) emit(stop_.flush(), ev);
   if (parser_) ev.delta.append(parser_->finish());
   ev.finished = true;
   finished_ = true;
   ev.result = *done;
   ev.result.generated_tokens = tokens_used_;
-  if (stopped_on_string_) {
+  if (stopped_early_) {
     ev.finish_reason = "stop";
   } else if (done->reason == FinishReason::length) {
     ev.finish_reason = "length";

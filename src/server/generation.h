@@ -62,8 +62,8 @@ class GenerationRun {
   StopMatcher stop_;
   std::optional<OutputParser> parser_;
   uint64_t id_ = 0;
-  int64_t tokens_used_ = 0;  // generated tokens that made it into the text
-  bool stopped_on_string_ = false;
+  int64_t tokens_used_ = 0;     // generated tokens that made it into the text
+  bool stopped_early_ = false;  // on a stop string, or after the last tool call allowed
   bool finished_ = false;
 };
 

@@ -32,6 +32,7 @@ void OutputParser::emit(ParsedDelta& out, std::string_view text) const {
 
 ParsedDelta OutputParser::push(std::string_view text) {
   ParsedDelta out;
+  if (closed_) return out;
   buffer_.append(text);
   run(out, false);
   return out;
@@ -39,6 +40,7 @@ ParsedDelta OutputParser::push(std::string_view text) {
 
 ParsedDelta OutputParser::finish() {
   ParsedDelta out;
+  if (closed_) return out;
   run(out, true);
   if (mode_ == Mode::tool_call) {
     // Never closed: give the text back as content rather than lose it.
@@ -97,7 +99,12 @@ void OutputParser::run(ParsedDelta& out, bool at_end) {
       tool_body_.append(before);
       if (auto call = parse_tool_call(tool_body_, options_.tools)) {
         out.tool_calls.push_back(std::move(*call));
-        ++tool_calls_seen_;
+        if (++tool_calls_seen_ == options_.max_tool_calls) {
+          closed_ = true;
+          buffer_.clear();
+          tool_body_.clear();
+          return;
+        }
       } else {
         out.content.append(kToolOpen).append(tool_body_).append(kToolClose);
       }

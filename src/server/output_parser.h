@@ -18,6 +18,7 @@ struct OutputParserOptions {
   bool starts_in_reasoning = false;  // the prompt already opened <think> (thinking templates)
   bool parse_tool_calls = false;     // only when the request offered tools
   nlohmann::json tools{};            // the request's tools, for parameter types
+  int max_tool_calls = 0;            // > 0: the output ends after that many calls
 };
 
 struct ParsedDelta {
@@ -42,6 +43,8 @@ class OutputParser {
   ParsedDelta finish();
 
   int tool_calls_seen() const { return tool_calls_seen_; }
+  // max_tool_calls were made: the rest of the output is dropped (the generation can end).
+  bool closed() const { return closed_; }
 
  private:
   enum class Mode { content, reasoning, tool_call };
@@ -54,6 +57,7 @@ class OutputParser {
   std::string tool_body_;   // inside <tool_call>
   bool trim_next_ = false;  // drop whitespace that opens a reasoning or content section
   int tool_calls_seen_ = 0;
+  bool closed_ = false;
 };
 
 }  // namespace strata::server

@@ -1,5 +1,8 @@
 #include "server/request.h"
 
+#include <fmt/ranges.h>
+
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -162,6 +165,77 @@ void check_message(const Json& m, size_t i) {
     bad_request("messages", "{}.tool_calls must be an array", where);
 }
 
+// tool_choice: auto, none, required or {"type": "function", "function": {"name": ...}} naming one
+// of the tools; parallel_tool_calls.
+void parse_tool_choice(const Json& body, GenerationRequest& r) {
+  if (const auto choice = body.find("tool_choice"); choice != body.end() && !choice->is_null()) {
+    if (choice->is_string()) {
+      r.tool_choice = choice->get<std::string>();
+      if (r.tool_choice != "auto" && r.tool_choice != "none" && r.tool_choice != "required")
+        bad_request("tool_choice", "'tool_choice' must be auto, none, required or a function");
+    } else if (choice->is_object() && choice->contains("function") &&
+               (*choice)["function"].is_object() && (*choice)["function"].contains("name") &&
+               (*choice)["function"]["name"].is_string()) {
+      r.tool_choice = "required";
+      r.tool_choice_name = (*choice)["function"]["name"].get<std::string>();
+    } else {
+      bad_request("tool_choice", "'tool_choice' must be auto, none, required or a function");
+    }
+  }
+  if (r.tool_choice == "required" && r.tools.is_null())
+    bad_request("tool_choice", "'tool_choice' {} needs 'tools'",
+                r.tool_choice_name.empty() ? "required" : "naming a function");
+  if (!r.tool_choice_name.empty()) {
+    std::vector<std::string> names;
+    for (const auto& t : r.tools) names.push_back(t["function"]["name"].get<std::string>());
+    if (std::find(names.begin(), names.end(), r.tool_choice_name) == names.end())
+      bad_request("tool_choice",
+                  "'tool_choice' names the function '{}', which is not among the "
+                  "tools ('{}')",
+                  r.tool_choice_name, fmt::join(names, "', '"));
+  }
+  if (r.tool_choice == "none") r.tools = nullptr;
+  r.parallel_tool_calls = boolean(body, "parallel_tool_calls").value_or(true);
+}
+
+// Thinking switches, strongest first: chat_template_kwargs.enable_thinking, top-level
+// enable_thinking (vLLM, DashScope), reasoning_effort "none". reasoning_effort (OpenAI) and
+// reasoning.effort (OpenRouter) are also passed to the template, which may read them (gpt-oss).
+void parse_thinking(const Json& body, GenerationRequest& r) {
+  if (const auto kw = body.find("chat_template_kwargs"); kw != body.end() && !kw->is_null()) {
+    if (!kw->is_object())
+      bad_request("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+    r.template_kwargs = *kw;
+    r.enable_thinking = boolean(*kw, "enable_thinking");
+  }
+  if (!r.enable_thinking) r.enable_thinking = boolean(body, "enable_thinking");
+
+  std::optional<std::string> effort;
+  const char* effort_field = "reasoning_effort";
+  if (const auto it = body.find("reasoning_effort"); it != body.end() && !it->is_null()) {
+    if (!it->is_string())
+      bad_request(effort_field, "'reasoning_effort' must be a string, got {}", kind_of(*it));
+    effort = it->get<std::string>();
+  } else if (const auto re = body.find("reasoning"); re != body.end() && re->is_object() &&
+                                                     re->contains("effort") &&
+                                                     !(*re)["effort"].is_null()) {
+    effort_field = "reasoning";
+    if (!(*re)["effort"].is_string())
+      bad_request(effort_field, "'reasoning.effort' must be a string");
+    effort = (*re)["effort"].get<std::string>();
+  }
+  if (!effort) return;
+  static const char* const kEfforts[] = {"none", "minimal", "low", "medium", "high", "xhigh"};
+  if (std::find(std::begin(kEfforts), std::end(kEfforts), *effort) == std::end(kEfforts))
+    bad_request(effort_field,
+                "reasoning effort must be none, minimal, low, medium, high or xhigh, got '{}'",
+                *effort);
+  if (r.template_kwargs.is_null()) r.template_kwargs = Json::object();
+  if (!r.template_kwargs.contains("reasoning_effort"))
+    r.template_kwargs["reasoning_effort"] = *effort;
+  if (*effort == "none" && !r.enable_thinking) r.enable_thinking = false;
+}
+
 }  // namespace
 
 GenerationRequest parse_chat_request(const Json& body) {
@@ -187,26 +261,30 @@ GenerationRequest parse_chat_request(const Json& body) {
     }
     if (!tools->empty()) r.tools = *tools;
   }
-  if (const auto choice = body.find("tool_choice"); choice != body.end() && !choice->is_null()) {
-    if (choice->is_string()) {
-      r.tool_choice = choice->get<std::string>();
-      if (r.tool_choice != "auto" && r.tool_choice != "none" && r.tool_choice != "required")
-        bad_request("tool_choice", "'tool_choice' must be auto, none, required or a function");
-    } else if (choice->is_object() && choice->contains("function") &&
-               (*choice)["function"].is_object() && (*choice)["function"].contains("name")) {
-      r.tool_choice = "required";  // the template is told about the tools; the model picks
-    } else {
-      bad_request("tool_choice", "'tool_choice' must be auto, none, required or a function");
-    }
-  }
-  if (r.tool_choice == "none") r.tools = nullptr;
+  parse_tool_choice(body, r);
+  parse_thinking(body, r);
 
-  if (const auto kw = body.find("chat_template_kwargs"); kw != body.end() && !kw->is_null()) {
-    if (!kw->is_object())
-      bad_request("chat_template_kwargs", "'chat_template_kwargs' must be an object");
-    r.template_kwargs = *kw;
-    if (auto t = boolean(*kw, "enable_thinking")) r.enable_thinking = t;
+  // Prefill: a final assistant message (without tool calls) is continued, as llama-server and
+  // vLLM's continue_final_message do. continue_final_message: false opens a new turn instead.
+  const Json& last = r.messages.back();
+  const bool last_is_assistant =
+      last["role"] == "assistant" &&
+      (!last.contains("tool_calls") || last["tool_calls"].is_null() || last["tool_calls"].empty());
+  // An empty final assistant message continues as a new turn does.
+  const auto content = last.find("content");
+  if (last_is_assistant && r.messages.size() > 1 &&
+      (content == last.end() || content->is_null() || content->empty() ||
+       (content->is_string() && content->get_ref<const std::string&>().empty()))) {
+    r.messages.erase(r.messages.size() - 1);
+    r.continue_final_message = false;
+    return r;
   }
+  r.continue_final_message = boolean(body, "continue_final_message").value_or(last_is_assistant);
+  if (r.continue_final_message && !last_is_assistant)
+    bad_request("continue_final_message",
+                "'continue_final_message' needs a last message from the assistant without tool "
+                "calls");
+  return r;
   return r;
 }
 

@@ -19,8 +19,14 @@ struct GenerationRequest {
   nlohmann::ordered_json messages;
   nlohmann::ordered_json tools;  // null when none
   std::string tool_choice = "auto";
-  std::optional<bool> enable_thinking;     // chat_template_kwargs.enable_thinking
-  nlohmann::ordered_json template_kwargs;  // other chat_template_kwargs (object or null)
+  std::string tool_choice_name;     // the function a named tool_choice asks for ("" if none)
+  bool parallel_tool_calls = true;  // false: at most one tool call per response
+  // Thinking: chat_template_kwargs.enable_thinking, else top-level enable_thinking, else false
+  // for reasoning_effort "none"; unset leaves the template's default.
+  std::optional<bool> enable_thinking;
+  nlohmann::ordered_json template_kwargs;  // chat_template_kwargs (+ reasoning_effort), or null
+  // The last message is the assistant's and is continued (prefill) rather than answered.
+  bool continue_final_message = false;
   // Completions: the prompt as text or token ids.
   std::string prompt_text;
   std::vector<int32_t> prompt_tokens;

@@ -126,6 +126,44 @@ check('every alias is accepted and named back', async () => {
   }
 });
 
+check('tool_choice must name an offered tool', async () => {
+  const tools = [{ type: 'function', function: { name: 'read_file', parameters: { type: 'object', properties: {} } } }];
+  const e = await client.chat.completions.create({
+    model: 'strata-test', messages, tools, tool_choice: { type: 'function', function: { name: 'rm_rf' } },
+  }).catch((e) => e);
+  assert.ok(e instanceof OpenAI.BadRequestError, String(e));
+  assert.equal(e.param, 'tool_choice');
+  assert.match(e.message, /rm_rf/);
+  const none = await client.chat.completions.create({ model: 'strata-test', messages, tool_choice: 'required' }).catch((e) => e);
+  assert.ok(none instanceof OpenAI.BadRequestError, String(none));
+  const one = await client.chat.completions.create({
+    model: 'strata-test', messages, tools, tool_choice: { type: 'function', function: { name: 'read_file' } },
+    parallel_tool_calls: false, max_tokens: 3,
+  });
+  assert.equal(one.choices[0].message.role, 'assistant');
+});
+
+check('reasoning_effort none turns thinking off', async () => {
+  const ask = (extra) => client.chat.completions.create({ model: 'strata-test', messages, max_tokens: 1, ...extra });
+  const thinking = await ask({});
+  const off = await ask({ reasoning_effort: 'none' });
+  // Qwen3's template then writes an empty <think></think> block (4 tokens) into the prompt.
+  assert.equal(off.usage.prompt_tokens, thinking.usage.prompt_tokens + 4);
+  const same = await ask({ enable_thinking: false });
+  assert.equal(same.usage.prompt_tokens, off.usage.prompt_tokens);
+  const bad = await ask({ reasoning_effort: 'extreme' }).catch((e) => e);
+  assert.ok(bad instanceof OpenAI.BadRequestError, String(bad));
+});
+
+check('a final assistant message is continued, not answered', async () => {
+  const prefill = [...messages, { role: 'assistant', content: 'Hello! I am' }];
+  const ask = (extra) => client.chat.completions.create({ model: 'strata-test', messages: prefill, max_tokens: 3, temperature: 0, ignore_eos: true, ...extra });
+  const continued = await ask({});
+  const newTurn = await ask({ continue_final_message: false });
+  assert.ok(newTurn.usage.prompt_tokens > continued.usage.prompt_tokens);
+  assert.ok(!continued.choices[0].message.content.startsWith('Hello! I am'), 'only the continuation comes back');
+});
+
 check('the API key is enforced', async () => {
   const anonymous = new OpenAI({ baseURL, apiKey: 'wrong-key', maxRetries: 0 });
   const e = await anonymous.models.list().catch((e) => e);

@@ -315,6 +315,88 @@ TEST(Server, AliasesAreAcceptedAndListed) {
   EXPECT_NE(e["message"].get<std::string>().find("'coder', 'chat'"), std::string::npos) << e.dump();
 }
 
+// Thinking off by any of its switches renders the Qwen3 template's empty think block into the
+// prompt; other efforts leave the prompt as it was.
+TEST(Server, ReasoningControlsReachTheTemplate) {
+  ServerStack s({.n_slots = 1, .n_ctx = 256});
+  auto c = s.client();
+  const auto prompt_tokens = [&](Json extra) {
+    extra["max_tokens"] = 1;
+    auto r = c.Post("/v1/chat/completions", chat_body(extra), "application/json");
+    EXPECT_TRUE(r);
+    if (!r) return int64_t{-1};
+    EXPECT_EQ(r->status, 200) << r->body;
+    return Json::parse(r->body)["usage"]["prompt_tokens"].get<int64_t>();
+  };
+  const int64_t thinking = prompt_tokens(Json::object());
+  // "<think>\n\n</think>\n\n" is 4 Qwen3 tokens.
+  for (const Json& off : {Json({{"reasoning_effort", "none"}}), Json({{"enable_thinking", false}}),
+                          Json({{"chat_template_kwargs", {{"enable_thinking", false}}}}),
+                          Json({{"reasoning", {{"effort", "none"}}}})})
+    EXPECT_EQ(prompt_tokens(off), thinking + 4) << off.dump();
+  EXPECT_EQ(prompt_tokens({{"reasoning_effort", "high"}}), thinking);
+  EXPECT_EQ(prompt_tokens({{"reasoning_effort", "none"},
+                           {"chat_template_kwargs", {{"enable_thinking", true}}}}),
+            thinking);
+  auto bad =
+      c.Post("/v1/chat/completions", chat_body({{"reasoning_effort", "max"}}), "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_EQ(Json::parse(bad->body)["error"]["param"], "reasoning_effort");
+}
+
+// A final assistant message is continued: the prompt is the template's text cut after that
+// message's content, written out here by hand in Qwen3's format, and the response holds only the
+// continuation (greedy, so the same tokens as the completion of the hand-written prompt).
+TEST(Server, FinalAssistantMessageIsContinued) {
+  ServerStack s({.n_slots = 1, .n_ctx = 256});
+  auto c = s.client();
+  const auto post = [&](const char* path, const Json& body) {
+    auto r = c.Post(path, body.dump(), "application/json");
+    EXPECT_TRUE(r);
+    if (!r) return Json();
+    EXPECT_EQ(r->status, 200) << r->body;
+    return Json::parse(r->body);
+  };
+  for (const char* prefill : {"Memory fades like", "<think>\nA haiku needs"}) {
+    SCOPED_TRACE(prefill);
+    const Json messages = {{{"role", "user"}, {"content", "Write a haiku about memory."}},
+                           {{"role", "assistant"}, {"content", prefill}}};
+    const Json chat =
+        post("/v1/chat/completions",
+             {{"messages", messages}, {"max_tokens", 6}, {"temperature", 0}, {"ignore_eos", true}});
+    const Json completion =
+        post("/v1/completions",
+             {{"prompt", std::string("<|im_start|>user\nWrite a haiku about memory.<|im_end|>\n"
+                                     "<|im_start|>assistant\n<think>\n\n</think>\n\n") +
+                             prefill},
+              {"max_tokens", 6},
+              {"temperature", 0},
+              {"ignore_eos", true}});
+    EXPECT_EQ(chat["usage"]["prompt_tokens"], completion["usage"]["prompt_tokens"]);
+    const Json& message = chat["choices"][0]["message"];
+    const std::string text = completion["choices"][0]["text"];
+    if (std::string(prefill).starts_with("<think>")) {
+      // The continued message opened a think block: the continuation is reasoning.
+      EXPECT_EQ(message["content"], "");
+      EXPECT_FALSE(text.empty());
+      EXPECT_NE(text.find(message.value("reasoning_content", "?")), std::string::npos)
+          << text << " vs " << message.dump();
+    } else {
+      EXPECT_EQ(message["content"], text);
+    }
+  }
+  // continue_final_message: false answers it in a new turn instead: a longer prompt.
+  const Json messages = {{{"role", "user"}, {"content", "hi"}},
+                         {{"role", "assistant"}, {"content", "Hello"}}};
+  const Json continued = post("/v1/chat/completions", {{"messages", messages}, {"max_tokens", 1}});
+  const Json new_turn =
+      post("/v1/chat/completions",
+           {{"messages", messages}, {"max_tokens", 1}, {"continue_final_message", false}});
+  EXPECT_GT(new_turn["usage"]["prompt_tokens"].get<int64_t>(),
+            continued["usage"]["prompt_tokens"].get<int64_t>());
+}
+
 TEST(Server, ApiKeyIsRequiredWhenSet) {
   ServerStack s({.n_slots = 1, .n_ctx = 128}, {.api_key = "sekret"});
   auto c = s.client();

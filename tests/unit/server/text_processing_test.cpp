@@ -97,6 +97,29 @@ TEST(OutputParser, ParsesQwen3JsonToolCalls) {
   }
 }
 
+// parallel_tool_calls: false: the first call closes the output; what follows is dropped.
+TEST(OutputParser, AtMostMaxToolCalls) {
+  const std::string text =
+      "<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n</tool_call>\n"
+      "<tool_call>\n{\"name\": \"b\", \"arguments\": {}}\n</tool_call>trailing";
+  for (size_t piece : {1, 3, 1000}) {
+    OutputParser p({.parse_tool_calls = true, .max_tool_calls = 1});
+    ParsedDelta all;
+    bool closed_early = false;
+    for (size_t i = 0; i < text.size(); i += piece) {
+      all.append(p.push(text.substr(i, piece)));
+      closed_early = closed_early || (p.closed() && i + piece < text.size());
+    }
+    all.append(p.finish());
+    ASSERT_EQ(all.tool_calls.size(), 1u) << piece;
+    EXPECT_EQ(all.tool_calls[0].name, "a");
+    EXPECT_EQ(all.content, "") << piece;
+    EXPECT_TRUE(closed_early || piece >= text.size()) << "closed before the second call arrived";
+  }
+  const ParsedDelta unlimited = parse_in_pieces(text, 4, {.parse_tool_calls = true});
+  EXPECT_EQ(unlimited.tool_calls.size(), 2u);
+}
+
 TEST(OutputParser, ParsesQwen3CoderXmlToolCallsWithSchemaTypes) {
   const nlohmann::json tools = nlohmann::json::parse(R"([{"type": "function", "function": {
       "name": "write_file", "parameters": {"type": "object", "properties": {
