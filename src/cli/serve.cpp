@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <thread>
 
 #include "cli/commands.h"
@@ -51,6 +52,7 @@ void add_serve_command(CLI::App& app) {
     int64_t max_queue = 64;
     int shutdown_grace = 10;
     int64_t max_tokens = 0;
+    server::LogFormat log_format = server::LogFormat::text;
     std::string expert_profile;
     server::SamplingOverrides sampling;
   };
@@ -92,6 +94,14 @@ void add_serve_command(CLI::App& app) {
                   "Completion tokens for requests that send no max_tokens (default: the rest of "
                   "the context); longer requests are lowered to what the context has left")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 32));
+  cmd->add_option("--log-format", o->log_format,
+                  "One line per request on stderr: text (default), json (one object per line) "
+                  "or off")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, server::LogFormat>{{"text", server::LogFormat::text},
+                                                   {"json", server::LogFormat::json},
+                                                   {"off", server::LogFormat::off}},
+          CLI::ignore_case));
   cmd->add_option("--expert-profile", o->expert_profile,
                   "Record expert selections of all requests; written to this file at exit "
                   "(strata plan --profile reads it)");
@@ -139,6 +149,7 @@ void add_serve_command(CLI::App& app) {
     opts.aliases.push_back(stem);
     opts.sampling = o->sampling;
     opts.default_max_tokens = o->max_tokens;
+    opts.log_format = o->log_format;
     server::Server server(*model, *tokenizer, scheduler, opts);
     server.bind();
 

@@ -176,9 +176,18 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
     const bool include_usage = r.include_usage;
+    // The request's log line is written when the stream is over (the provider is destroyed).
+    current_request_log().written_later = true;
+    auto log_line = std::shared_ptr<RequestLogEntry>(
+        new RequestLogEntry(current_request_log()),
+        [format = options_.log_format, sink = options_.log_sink](RequestLogEntry* e) {
+          write_request_log(*e, format, sink);
+          delete e;
+        });
+    log_line->status = 200;
     res.set_chunked_content_provider("text/event-stream", [run, chat, id, created, model_id, object,
-                                                           include_usage](size_t,
-                                                                          httplib::DataSink& sink) {
+                                                           include_usage, log_line](
+                                                              size_t, httplib::DataSink& sink) {
       auto chunk = [&](Json choice) {
         Json c = {{"id", id}, {"object", object}, {"created", created}, {"model", model_id}};
         c["choices"] = Json::array({std::move(choice)});
@@ -188,6 +197,7 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
                                                 {"delta", {{"role", "assistant"}, {"content", ""}}},
                                                 {"logprobs", nullptr},
                                                 {"finish_reason", nullptr}})))) {
+        log_line->error = "the client went away";
         run->cancel();
         return false;
       }
@@ -221,7 +231,9 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
                                {"finish_reason", nullptr}}));
         }
         if (ev.finished) {
+          log_line->generation = ev.result;
           if (ev.error) {
+            log_line->error = *ev.error;
             // Headers are gone already: the error travels as an event, as OpenAI does.
             out.push_back(error_body(ev.device_lost ? device_unavailable(*ev.error)
                                                     : ApiError(500, "server_error", *ev.error)));
@@ -244,6 +256,7 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
         }
         for (const Json& j : out) {
           if (!write(sink, sse_event(j))) {
+            log_line->error = "the client went away";
             run->cancel();  // the client went away: free the slot
             return false;
           }
@@ -254,6 +267,7 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
           return true;
         }
         if (out.empty() && !sink.is_writable()) {
+          log_line->error = "the client went away";
           run->cancel();
           return false;
         }
@@ -301,6 +315,7 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
                    {"model", model_id}};
   response["choices"] = Json::array({choice});
   response["usage"] = usage_json(ev.result);
+  current_request_log().generation = ev.result;
   res.status = 200;
   res.set_content(response.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                   "application/json");

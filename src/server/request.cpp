@@ -285,7 +285,6 @@ GenerationRequest parse_chat_request(const Json& body) {
                 "'continue_final_message' needs a last message from the assistant without tool "
                 "calls");
   return r;
-  return r;
 }
 
 GenerationRequest parse_completion_request(const Json& body) {

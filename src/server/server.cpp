@@ -33,6 +33,7 @@ void send_json(httplib::Response& res, int status, const nlohmann::ordered_json&
 
 void send_error(httplib::Response& res, const ApiError& e) {
   send_json(res, e.status(), error_body(e));
+  current_request_log().error = e.what();  // (the body may go out compressed)
   if (e.status() == 503) res.set_header("Retry-After", "1");
   if (e.status() == 401) res.set_header("WWW-Authenticate", "Bearer");
 }
@@ -117,6 +118,7 @@ void Server::routes() {
     else if (req.path == "/props")
       e = Endpoint::props;
     metrics_.count_request(e);
+    current_request_log() = request_arriving(req.method, req.path);
     if (options_.api_key.empty() || e == Endpoint::health)
       return httplib::Server::HandlerResponse::Unhandled;
     const std::string auth = req.get_header_value("Authorization");
@@ -130,8 +132,19 @@ void Server::routes() {
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
-  http.set_post_routing_handler([this](const httplib::Request&, httplib::Response& res) {
+  http.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     metrics_.count_status(res.status);
+    RequestLogEntry& entry = current_request_log();
+    if (entry.method.empty()) {  // refused before routing (a malformed request)
+      std::string error = std::move(entry.error);
+      entry = request_arriving(req.method, req.path);
+      entry.error = std::move(error);
+    }
+    if (!entry.written_later) {
+      entry.status = res.status;
+      write_request_log(entry, options_.log_format, options_.log_sink);
+    }
+    entry = {};  // the next request on this thread starts afresh
   });
   http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;  // a handler already wrote an error object

@@ -12,6 +12,7 @@
 #include "model/model.h"
 #include "runtime/scheduler.h"
 #include "server/metrics.h"
+#include "server/request_log.h"
 #include "server/sampling_config.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -34,6 +35,8 @@ struct ServerOptions {
   int http_threads = 32;               // concurrent connections served
   SamplingOverrides sampling{};        // from the command line, over the model's defaults
   int64_t default_max_tokens = 0;      // for requests that send none (0: the rest of the context)
+  LogFormat log_format = LogFormat::text;  // one line per request
+  RequestLogSink log_sink{};               // where the lines go (empty: stderr)
 };
 
 class Server {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <mutex>
 
 #include "server_fixture.h"
 
@@ -395,6 +396,56 @@ TEST(Server, FinalAssistantMessageIsContinued) {
            {{"messages", messages}, {"max_tokens", 1}, {"continue_final_message", false}});
   EXPECT_GT(new_turn["usage"]["prompt_tokens"].get<int64_t>(),
             continued["usage"]["prompt_tokens"].get<int64_t>());
+}
+
+// One log line per request: whole and streamed completions with their token counts, errors with
+// the message they returned.
+TEST(Server, EveryRequestIsLoggedOnce) {
+  auto lines = std::make_shared<std::vector<std::string>>();
+  auto mutex = std::make_shared<std::mutex>();
+  ServerStack s({.n_slots = 1, .n_ctx = 256},
+                {.log_format = LogFormat::json, .log_sink = [lines, mutex](std::string_view l) {
+                   std::lock_guard lock(*mutex);
+                   lines->emplace_back(l);
+                 }});
+  auto c = s.client();
+  ASSERT_TRUE(c.Post("/v1/chat/completions", chat_body(), "application/json"));
+  ASSERT_TRUE(c.Post("/v1/chat/completions", chat_body({{"stream", true}}), "application/json"));
+  ASSERT_TRUE(c.Post("/v1/chat/completions", chat_body({{"temperature", 7}}), "application/json"));
+  ASSERT_TRUE(c.Get("/health"));
+  // A stream's line is written once its body is sent, which may be just after the client has it.
+  std::vector<Json> got;
+  for (int i = 0; i < 200; ++i) {
+    {
+      std::lock_guard lock(*mutex);
+      if (lines->size() >= 4) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  {
+    std::lock_guard lock(*mutex);
+    for (const std::string& l : *lines) got.push_back(Json::parse(l));
+  }
+  ASSERT_EQ(got.size(), 4u);
+  std::sort(got.begin(), got.end(),
+            [](const Json& a, const Json& b) { return a["time"] < b["time"]; });
+  int generations = 0;
+  for (const Json& l : got) {
+    if (l["path"] == "/health") {
+      EXPECT_EQ(l["status"], 200);
+    } else if (l["status"] == 400) {
+      EXPECT_NE(l["error"].get<std::string>().find("temperature"), std::string::npos) << l;
+      EXPECT_FALSE(l.contains("prompt_tokens"));
+    } else {
+      ++generations;
+      EXPECT_EQ(l["method"], "POST");
+      EXPECT_EQ(l["status"], 200);
+      EXPECT_GT(l["prompt_tokens"].get<int64_t>(), 5) << l;
+      EXPECT_GE(l["generated_tokens"].get<int64_t>(), 1) << l;
+      EXPECT_GT(l["seconds"].get<double>(), 0.0);
+    }
+  }
+  EXPECT_EQ(generations, 2);
 }
 
 TEST(Server, ApiKeyIsRequiredWhenSet) {
