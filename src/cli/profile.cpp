@@ -13,7 +13,7 @@
 #include "cli/model_options.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/log.h"

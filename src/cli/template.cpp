@@ -7,7 +7,7 @@
 
 #include "cli/commands.h"
 #include "gguf/gguf_file.h"
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 #include "util/error.h"
 #include "util/log.h"
 

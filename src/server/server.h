@@ -14,7 +14,7 @@
 #include "server/metrics.h"
 #include "server/request_log.h"
 #include "server/sampling_config.h"
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace httplib {

@@ -1,4 +1,4 @@
-#include "tokenizer/jinja_interpreter.h"
+#include "template/jinja_interpreter.h"
 
 #include <algorithm>
 

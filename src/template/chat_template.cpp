@@ -1,8 +1,8 @@
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 
-#include "tokenizer/jinja_interpreter.h"
-#include "tokenizer/jinja_json.h"
-#include "tokenizer/jinja_parser.h"
+#include "template/jinja_interpreter.h"
+#include "template/jinja_json.h"
+#include "template/jinja_parser.h"
 #include "util/error.h"
 
 namespace strata {

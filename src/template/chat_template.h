@@ -2,7 +2,7 @@
 // Chat templates: the Jinja program stored in a GGUF file (`tokenizer.chat_template`), rendered
 // byte for byte as Hugging Face transformers renders it (jinja2's ImmutableSandboxedEnvironment
 // with trim_blocks and lstrip_blocks, plus raise_exception, strftime_now and its tojson).
-// The interpreter is strata's own (src/tokenizer/jinja_*): no third-party Jinja code.
+// The interpreter is strata's own (src/template/jinja_*): no third-party Jinja code.
 
 #include <nlohmann/json.hpp>
 

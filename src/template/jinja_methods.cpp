@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "tokenizer/jinja_builtins.h"
-#include "tokenizer/jinja_strings.h"
-#include "tokenizer/jinja_unicode.h"
+#include "template/jinja_builtins.h"
+#include "template/jinja_strings.h"
+#include "template/jinja_unicode.h"
 
 namespace strata::jinja {
 

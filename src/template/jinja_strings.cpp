@@ -1,12 +1,12 @@
-#include "tokenizer/jinja_strings.h"
+#include "template/jinja_strings.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-#include "tokenizer/jinja_builtins.h"
-#include "tokenizer/jinja_error.h"
-#include "tokenizer/jinja_unicode.h"
+#include "template/jinja_builtins.h"
+#include "template/jinja_error.h"
+#include "template/jinja_unicode.h"
 
 namespace strata::jinja::strings {
 

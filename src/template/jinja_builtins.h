@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "tokenizer/jinja_error.h"
-#include "tokenizer/jinja_value.h"
+#include "template/jinja_error.h"
+#include "template/jinja_value.h"
 
 namespace strata::jinja {
 

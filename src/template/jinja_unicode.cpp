@@ -1,4 +1,4 @@
-#include "tokenizer/jinja_unicode.h"
+#include "template/jinja_unicode.h"
 
 #include <utf8proc.h>
 

@@ -11,10 +11,10 @@
 #include <unordered_map>
 #include <utility>
 
-#include "tokenizer/jinja_builtins.h"
-#include "tokenizer/jinja_json.h"
-#include "tokenizer/jinja_strings.h"
-#include "tokenizer/jinja_unicode.h"
+#include "template/jinja_builtins.h"
+#include "template/jinja_json.h"
+#include "template/jinja_strings.h"
+#include "template/jinja_unicode.h"
 
 namespace strata::jinja {
 

@@ -2,8 +2,8 @@
 
 #include <unordered_map>
 
-#include "tokenizer/jinja_builtins.h"
-#include "tokenizer/jinja_strings.h"
+#include "template/jinja_builtins.h"
+#include "template/jinja_strings.h"
 
 namespace strata::jinja {
 

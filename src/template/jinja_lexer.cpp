@@ -1,10 +1,10 @@
-#include "tokenizer/jinja_lexer.h"
+#include "template/jinja_lexer.h"
 
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
 
-#include "tokenizer/jinja_unicode.h"
+#include "template/jinja_unicode.h"
 
 namespace strata::jinja {
 

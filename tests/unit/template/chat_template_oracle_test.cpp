@@ -9,7 +9,7 @@
 
 #include "gguf/gguf_file.h"
 #include "support/test_support.h"
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 
 namespace strata {
 namespace {

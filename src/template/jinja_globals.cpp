@@ -4,7 +4,7 @@
 #include <ctime>
 #include <unordered_map>
 
-#include "tokenizer/jinja_builtins.h"
+#include "template/jinja_builtins.h"
 
 namespace strata::jinja {
 

@@ -1,12 +1,12 @@
-#include "tokenizer/jinja_json.h"
+#include "template/jinja_json.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 
-#include "tokenizer/jinja_error.h"
-#include "tokenizer/jinja_unicode.h"
+#include "template/jinja_error.h"
+#include "template/jinja_unicode.h"
 
 namespace strata::jinja {
 

@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "tokenizer/jinja_ast.h"
-#include "tokenizer/jinja_builtins.h"
+#include "template/jinja_ast.h"
+#include "template/jinja_builtins.h"
 
 namespace strata::jinja {
 

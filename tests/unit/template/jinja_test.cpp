@@ -1,4 +1,4 @@
-// Unit tests of strata's Jinja interpreter (src/tokenizer/jinja_*) through ChatTemplate. Every
+// Unit tests of strata's Jinja interpreter (src/template/jinja_*) through ChatTemplate. Every
 // expected string is what jinja2 renders with transformers' settings
 // (ImmutableSandboxedEnvironment, trim_blocks=True, lstrip_blocks=True, loopcontrols, its own
 // tojson and raise_exception).
@@ -11,10 +11,10 @@
 #include <thread>
 #include <vector>
 
-#include "tokenizer/chat_template.h"
-#include "tokenizer/jinja_interpreter.h"
-#include "tokenizer/jinja_json.h"
-#include "tokenizer/jinja_parser.h"
+#include "template/chat_template.h"
+#include "template/jinja_interpreter.h"
+#include "template/jinja_json.h"
+#include "template/jinja_parser.h"
 #include "util/error.h"
 
 namespace strata {

@@ -1,11 +1,11 @@
-#include "tokenizer/jinja_value.h"
+#include "template/jinja_value.h"
 
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 
-#include "tokenizer/jinja_error.h"
-#include "tokenizer/jinja_unicode.h"
+#include "template/jinja_error.h"
+#include "template/jinja_unicode.h"
 
 namespace strata::jinja {
 

@@ -4,8 +4,8 @@
 
 #include <string_view>
 
-#include "tokenizer/jinja_ast.h"
-#include "tokenizer/jinja_lexer.h"
+#include "template/jinja_ast.h"
+#include "template/jinja_lexer.h"
 
 namespace strata::jinja {
 

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tokenizer/jinja_error.h"
+#include "template/jinja_error.h"
 
 namespace strata::jinja {
 
