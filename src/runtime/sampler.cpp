@@ -6,6 +6,9 @@
 #include "util/error.h"
 
 namespace strata {
+namespace {
+constexpr float kImpossibleLogprob = -9999.0f;
+}  // namespace
 
 int32_t argmax(std::span<const float> logits) {
   return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
@@ -74,6 +77,7 @@ std::span<const float> Sampler::adjust(std::span<const float> logits) {
 int32_t Sampler::sample(std::span<const float> raw_logits) {
   STRATA_CHECK(!raw_logits.empty(), "no logits to sample from");
   const std::span<const float> logits = adjust(raw_logits);
+  last_ = logits;
   if (params_.temperature <= 0.0f) return argmax(logits);
 
   candidates_.clear();
@@ -123,6 +127,37 @@ int32_t Sampler::sample(std::span<const float> raw_logits) {
     if (r <= 0) return candidates_[i].second;
   }
   return candidates_[n - 1].second;
+}
+
+TokenLogprobs Sampler::logprobs(int32_t token, int top_n) const {
+  STRATA_CHECK(!last_.empty(), "logprobs asked before any token was sampled");
+  STRATA_CHECK(token >= 0 && static_cast<size_t>(token) < last_.size(),
+               "token {} is outside the logits (0..{})", token, last_.size() - 1);
+  const float scale = params_.temperature > 0.0f ? 1.0f / params_.temperature : 1.0f;
+  const float max = *std::max_element(last_.begin(), last_.end());
+  double total = 0;
+  for (const float l : last_) total += std::exp(static_cast<double>((l - max) * scale));
+  const double log_total = std::log(total);
+  const auto logprob_of = [&](int32_t t) {
+    const float l = last_[static_cast<size_t>(t)];
+    if (!std::isfinite(l)) return kImpossibleLogprob;
+    return std::max(kImpossibleLogprob,
+                    static_cast<float>(static_cast<double>((l - max) * scale) - log_total));
+  };
+  TokenLogprobs out;
+  out.chosen = {token, logprob_of(token)};
+  const size_t n = std::min(static_cast<size_t>(std::max(top_n, 0)), last_.size());
+  if (n == 0) return out;
+  std::vector<int32_t> ids(last_.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<long>(n), ids.end(),
+                    [&](int32_t a, int32_t b) {
+                      const float la = last_[static_cast<size_t>(a)];
+                      const float lb = last_[static_cast<size_t>(b)];
+                      return la > lb || (la == lb && a < b);
+                    });
+  for (size_t i = 0; i < n; ++i) out.top.push_back({ids[i], logprob_of(ids[i])});
+  return out;
 }
 
 }  // namespace strata

@@ -28,10 +28,25 @@ struct SamplingParams {
   std::vector<std::pair<int32_t, float>> logit_bias{};  // added to those tokens' logits
 };
 
+// A token with its log-probability, and the likeliest alternatives at that step.
+struct TokenLogprob {
+  int32_t token = -1;
+  float logprob = 0.0f;
+};
+struct TokenLogprobs {
+  TokenLogprob chosen;
+  std::vector<TokenLogprob> top;  // likeliest first
+};
+
 class Sampler {
  public:
   explicit Sampler(const SamplingParams& params);
   int32_t sample(std::span<const float> logits);
+  // Log-probabilities at the last sample() (call before accept()): of `token` and of the `top_n`
+  // likeliest tokens, under the distribution that draw used: the logits after bias, penalties
+  // and any mask, over the temperature (1 for greedy), before top-k / top-p / min-p cut the tail.
+  // Impossible tokens get -9999 (JSON has no -infinity).
+  TokenLogprobs logprobs(int32_t token, int top_n) const;
   // Records a token for the penalties: prompt tokens (generated = false) count for the
   // repetition penalty only, generated ones for all three.
   void accept(int32_t token, bool generated = true);
@@ -44,6 +59,7 @@ class Sampler {
   std::mt19937_64 rng_;
   std::vector<std::pair<float, int32_t>> candidates_;
   std::vector<float> adjusted_;  // logits after bias and penalties
+  std::span<const float> last_;  // the logits the last sample() drew from (before temperature)
   std::vector<int32_t> recent_;  // ring of the last penalty_last_n tokens
   size_t recent_next_ = 0;
   std::unordered_map<int32_t, int32_t> generated_;  // generated token -> count

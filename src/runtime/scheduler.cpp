@@ -440,8 +440,8 @@ bool Scheduler::step() {
     s.tokens.insert(s.tokens.end(), feed.begin() + p.begin, feed.begin() + p.begin + p.count);
     if (s.state == Slot::State::prefill) s.prompt_done += static_cast<size_t>(p.count);
     if (!p.wants_logits) continue;
-    const std::span<const float> row_logits(logits.data() + row++ * n_vocab,
-                                            static_cast<size_t>(n_vocab));
+    const std::span<float> row_logits(logits.data() + row++ * n_vocab,
+                                      static_cast<size_t>(n_vocab));
     if (s.state == Slot::State::prefill) {
       if (recurrent_floats_ > 0) {
         model_.recurrent_state_read(s.state_buffer.data());
@@ -452,8 +452,16 @@ bool Scheduler::step() {
       s.prefill_done = t1;
       s.result.prefill_seconds = seconds(t1 - s.started);
     }
+    if (s.job.constraint && !s.job.constraint->mask(row_logits)) {
+      finish(s, FinishReason::error, "the output format allows no token to come next");
+      continue;
+    }
     const int32_t token = s.sampler->sample(row_logits);
+    if (s.job.top_logprobs >= 0 && s.job.on_logprobs &&
+        !std::binary_search(s.job.end_tokens.begin(), s.job.end_tokens.end(), token))
+      s.job.on_logprobs(s.sampler->logprobs(token, s.job.top_logprobs));
     s.sampler->accept(token);
+    if (s.job.constraint) s.job.constraint->accept(token);
     if (std::binary_search(s.job.end_tokens.begin(), s.job.end_tokens.end(), token)) {
       finish(s, FinishReason::stop);
       continue;

@@ -20,6 +20,7 @@
 #include "model/model.h"
 #include "runtime/kv_pool.h"
 #include "runtime/sampler.h"
+#include "runtime/token_constraint.h"
 #include "util/thread_pool.h"
 
 namespace strata {
@@ -45,6 +46,12 @@ struct GenerationJob {
   // Called on the scheduler thread with each generated token; return false to end the
   // generation there (stop string found, client gone): the job finishes with `stop`.
   std::function<bool(int32_t token)> on_token;
+  // Which tokens may be drawn (structured output, enforced tool calls); null: any.
+  std::shared_ptr<TokenConstraint> constraint;
+  // With top_logprobs >= 0, on_logprobs gets each generated token's log-probability and its
+  // top_logprobs likeliest alternatives (see Sampler::logprobs), just before on_token.
+  int top_logprobs = -1;
+  std::function<void(const TokenLogprobs&)> on_logprobs;
   // Called exactly once, on the scheduler thread (or in submit/shutdown for jobs never run).
   std::function<void(const JobResult&)> on_done;
 };

@@ -154,6 +154,7 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
   job.sampling = default_sampling_;
   r.sampling.apply_to(job.sampling);
   job.sampling.logit_bias = r.logit_bias;
+  job.top_logprobs = r.top_logprobs;
   if (!r.sampling.seed) job.sampling.seed = std::random_device{}();
   if (!r.ignore_eos) job.end_tokens = tokenizer_.vocab().end_of_generation;
 
@@ -171,6 +172,8 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
   const int64_t created = now_seconds();
   const std::string model_id = r.model.empty() ? options_.model_id : r.model;  // as sent
   const std::string object = chat ? "chat.completion.chunk" : "text_completion";
+  const bool want_logprobs = r.top_logprobs >= 0;
+  const Tokenizer& tokenizer = tokenizer_;
 
   if (r.stream) {
     res.set_header("Cache-Control", "no-cache");
@@ -186,8 +189,10 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
         });
     log_line->status = 200;
     res.set_chunked_content_provider("text/event-stream", [run, chat, id, created, model_id, object,
-                                                           include_usage, log_line](
-                                                              size_t, httplib::DataSink& sink) {
+                                                           include_usage, log_line, want_logprobs,
+                                                           &tokenizer, text_bytes = int64_t{0}](
+                                                              size_t,
+                                                              httplib::DataSink& sink) mutable {
       auto chunk = [&](Json choice) {
         Json c = {{"id", id}, {"object", object}, {"created", created}, {"model", model_id}};
         c["choices"] = Json::array({std::move(choice)});
@@ -230,6 +235,23 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
                                {"logprobs", nullptr},
                                {"finish_reason", nullptr}}));
         }
+        if (want_logprobs && !ev.logprobs.empty()) {
+          // The tokens' log-probabilities travel with the first chunk of their text.
+          if (out.empty() && ev.finished && !ev.error)
+            out.push_back(chat ? chunk({{"index", 0},
+                                        {"delta", Json::object()},
+                                        {"logprobs", nullptr},
+                                        {"finish_reason", nullptr}})
+                               : chunk({{"text", ""},
+                                        {"index", 0},
+                                        {"logprobs", nullptr},
+                                        {"finish_reason", nullptr}}));
+          if (!out.empty())
+            out.front()["choices"][0]["logprobs"] =
+                chat ? chat_logprobs_json(ev.logprobs, tokenizer)
+                     : completion_logprobs_json(ev.logprobs, tokenizer, text_bytes);
+        }
+        text_bytes += static_cast<int64_t>(ev.delta.content.size());
         if (ev.finished) {
           log_line->generation = ev.result;
           if (ev.error) {
@@ -279,10 +301,12 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
   // Whole response: collect every event. (cpp-httplib 0.11 gives a handler no way to see the
   // client leave; max_tokens bounds the work. Streaming responses do cancel on disconnect.)
   ParsedDelta all;
+  std::vector<TokenLogprobs> logprobs;
   TextEvents ev;
   for (;;) {
     ev = run->next(kPoll);
     all.append(std::move(ev.delta));
+    for (auto& lp : ev.logprobs) logprobs.push_back(std::move(lp));
     if (ev.finished) break;
   }
   if (ev.error) {
@@ -301,12 +325,13 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
     }
     choice = {{"index", 0},
               {"message", message},
-              {"logprobs", nullptr},
+              {"logprobs", want_logprobs ? chat_logprobs_json(logprobs, tokenizer) : Json(nullptr)},
               {"finish_reason", ev.finish_reason}};
   } else {
     choice = {{"text", all.content},
               {"index", 0},
-              {"logprobs", nullptr},
+              {"logprobs",
+               want_logprobs ? completion_logprobs_json(logprobs, tokenizer, 0) : Json(nullptr)},
               {"finish_reason", ev.finish_reason}};
   }
   Json response = {{"id", id},

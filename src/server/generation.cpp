@@ -1,5 +1,7 @@
 #include "server/generation.h"
 
+#include <utility>
+
 #include "server/api_error.h"
 #include "util/error.h"
 
@@ -19,6 +21,12 @@ GenerationRun::GenerationRun(Scheduler& scheduler, const Tokenizer& tokenizer, G
     ch->ready.notify_one();
     return !ch->stop_requested;
   };
+  if (job.top_logprobs >= 0) {
+    job.on_logprobs = [ch = channel_](const TokenLogprobs& lp) {
+      std::lock_guard lock(ch->mutex);
+      ch->logprobs.push_back(lp);
+    };
+  }
   job.on_done = [ch = channel_](const JobResult& r) {
     std::lock_guard lock(ch->mutex);
     ch->done = r;
@@ -69,25 +77,31 @@ void GenerationRun::emit(const std::string& text, TextEvents& ev) {
 TextEvents GenerationRun::next(std::chrono::milliseconds wait) {
   TextEvents ev;
   std::vector<int32_t> tokens;
+  std::vector<TokenLogprobs> logprobs;
   std::optional<JobResult> done;
   {
     std::unique_lock lock(channel_->mutex);
     channel_->ready.wait_for(
         lock, wait, [&] { return !channel_->tokens.empty() || channel_->done.has_value(); });
     tokens.swap(channel_->tokens);
+    logprobs.swap(channel_->logprobs);
     done = channel_->done;
   }
-  for (int32_t t : tokens) {
+  for (size_t i = 0; i < tokens.size(); ++i) {
     if (stopped_early_) break;
     ++tokens_used_;
-    add_text(detok_.push(t), ev);
+    if (i < logprobs.size()) pending_logprobs_.push_back(std::move(logprobs[i]));
+    add_text(detok_.push(tokens[i]), ev);
   }
   if (stopped_early_) {
     // The rest is not wanted: the job ends at its next token (tokens after this are dropped).
     std::lock_guard lock(channel_->mutex);
     channel_->stop_requested = true;
   }
-  if (!done) return ev;
+  if (!done) {
+    if (!ev.delta.empty()) ev.logprobs = std::exchange(pending_logprobs_, {});
+    return ev;
+  }
 
   // Finished: release what the detokenizer, the stop matcher and the parser still hold.
   add_text(detok_.flush(), ev);
@@ -95,6 +109,7 @@ TextEvents GenerationRun::next(std::chrono::milliseconds wait) {
   if (parser_) ev.delta.append(parser_->finish());
   ev.finished = true;
   finished_ = true;
+  ev.logprobs = std::exchange(pending_logprobs_, {});
   ev.result = *done;
   ev.result.generated_tokens = tokens_used_;
   if (stopped_early_) {

@@ -25,12 +25,16 @@ struct TokenChannel {
   std::mutex mutex;
   std::condition_variable ready;
   std::vector<int32_t> tokens;
+  std::vector<TokenLogprobs> logprobs;  // one per token, when the request asked for them
   std::optional<JobResult> done;
   bool stop_requested = false;  // the HTTP side wants no more tokens
 };
 
 struct TextEvents {
-  ParsedDelta delta;                 // new text (content / reasoning / tool calls)
+  ParsedDelta delta;  // new text (content / reasoning / tool calls)
+  // Log-probabilities of the tokens behind the text so far not yet reported (requests that
+  // asked): held while a token adds no text yet (part of a character or of a tag).
+  std::vector<TokenLogprobs> logprobs;
   bool finished = false;             // the generation is over (no more events)
   std::string finish_reason;         // "stop", "length", "tool_calls" when finished
   std::optional<std::string> error;  // the generation failed (cancelled or error)
@@ -62,7 +66,8 @@ class GenerationRun {
   StopMatcher stop_;
   std::optional<OutputParser> parser_;
   uint64_t id_ = 0;
-  int64_t tokens_used_ = 0;     // generated tokens that made it into the text
+  std::vector<TokenLogprobs> pending_logprobs_;  // of tokens whose text is not out yet
+  int64_t tokens_used_ = 0;                      // generated tokens that made it into the text
   bool stopped_early_ = false;  // on a stop string, or after the last tool call allowed
   bool finished_ = false;
 };

@@ -35,6 +35,58 @@ nlohmann::ordered_json tool_calls_json(const std::vector<ToolCall>& calls, int f
   return out;
 }
 
+namespace {
+
+// One token as OpenAI shows it: its text (invalid UTF-8 of a partial character replaced) and
+// its exact bytes.
+nlohmann::ordered_json token_json(const Tokenizer& tokenizer, const TokenLogprob& t) {
+  const std::string bytes = tokenizer.token_bytes(t.token, /*render_special=*/false);
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const char c : bytes) list.push_back(static_cast<int>(static_cast<unsigned char>(c)));
+  return {{"token", sanitize_utf8(bytes)}, {"logprob", t.logprob}, {"bytes", list}};
+}
+
+}  // namespace
+
+nlohmann::ordered_json chat_logprobs_json(const std::vector<TokenLogprobs>& tokens,
+                                          const Tokenizer& tokenizer) {
+  nlohmann::ordered_json content = nlohmann::ordered_json::array();
+  for (const TokenLogprobs& lp : tokens) {
+    nlohmann::ordered_json entry = token_json(tokenizer, lp.chosen);
+    entry["top_logprobs"] = nlohmann::ordered_json::array();
+    for (const TokenLogprob& alt : lp.top)
+      entry["top_logprobs"].push_back(token_json(tokenizer, alt));
+    content.push_back(std::move(entry));
+  }
+  return {{"content", std::move(content)}, {"refusal", nullptr}};
+}
+
+nlohmann::ordered_json completion_logprobs_json(const std::vector<TokenLogprobs>& tokens,
+                                                const Tokenizer& tokenizer, int64_t offset) {
+  nlohmann::ordered_json text = nlohmann::ordered_json::array(),
+                         logprob = nlohmann::ordered_json::array(),
+                         top = nlohmann::ordered_json::array(),
+                         offsets = nlohmann::ordered_json::array();
+  for (const TokenLogprobs& lp : tokens) {
+    const std::string bytes = tokenizer.token_bytes(lp.chosen.token, /*render_special=*/false);
+    text.push_back(sanitize_utf8(bytes));
+    logprob.push_back(lp.chosen.logprob);
+    nlohmann::ordered_json alts = nlohmann::ordered_json::object();
+    for (const TokenLogprob& alt : lp.top) {
+      // Tokens with the same text (a partial character) keep the likelier one.
+      const std::string key = sanitize_utf8(tokenizer.token_bytes(alt.token, false));
+      if (!alts.contains(key)) alts[key] = alt.logprob;
+    }
+    top.push_back(std::move(alts));
+    offsets.push_back(offset);
+    offset += static_cast<int64_t>(bytes.size());
+  }
+  return {{"tokens", std::move(text)},
+          {"token_logprobs", std::move(logprob)},
+          {"top_logprobs", std::move(top)},
+          {"text_offset", std::move(offsets)}};
+}
+
 std::string response_id(const char* prefix) {
   static std::atomic<uint64_t> counter{0};
   const auto now = std::chrono::system_clock::now().time_since_epoch().count();

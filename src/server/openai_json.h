@@ -8,12 +8,21 @@
 #include "runtime/scheduler.h"
 #include "server/api_error.h"
 #include "server/output_parser.h"
+#include "tokenizer/tokenizer.h"
 
 namespace strata::server {
 
 nlohmann::ordered_json error_body(const ApiError& e);
 nlohmann::ordered_json usage_json(const JobResult& r);
 nlohmann::ordered_json tool_calls_json(const std::vector<ToolCall>& calls, int first_index);
+
+// Chat completions' logprobs: {"content": [{token, logprob, bytes, top_logprobs}], "refusal"}.
+nlohmann::ordered_json chat_logprobs_json(const std::vector<TokenLogprobs>& tokens,
+                                          const Tokenizer& tokenizer);
+// Legacy completions' logprobs: {tokens, token_logprobs, top_logprobs, text_offset}; offsets
+// count bytes of the generated text from `offset` (the text already sent before these tokens).
+nlohmann::ordered_json completion_logprobs_json(const std::vector<TokenLogprobs>& tokens,
+                                                const Tokenizer& tokenizer, int64_t offset);
 
 // A unique id with the given prefix ("chatcmpl-", "cmpl-").
 std::string response_id(const char* prefix);

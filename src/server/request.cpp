@@ -136,7 +136,7 @@ void parse_common(const Json& body, GenerationRequest& r) {
       bad_request("stop", "'stop' must be a string or an array of strings, got {}", kind_of(*it));
     }
   }
-  for (const char* unsupported : {"logprobs", "top_logprobs", "echo", "best_of", "suffix"}) {
+  for (const char* unsupported : {"echo", "best_of", "suffix"}) {
     const auto it = body.find(unsupported);
     if (it == body.end() || it->is_null() || (it->is_boolean() && !it->get<bool>())) continue;
     bad_request(unsupported, "'{}' is not supported by this server", unsupported);
@@ -263,6 +263,13 @@ GenerationRequest parse_chat_request(const Json& body) {
   }
   parse_tool_choice(body, r);
   parse_thinking(body, r);
+  // logprobs: true asks for each token's; top_logprobs (0..20) adds that many alternatives.
+  const auto top = integer(body, "top_logprobs", 0, 20);
+  if (boolean(body, "logprobs").value_or(false)) {
+    r.top_logprobs = static_cast<int>(top.value_or(0));
+  } else if (top) {
+    bad_request("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+  }
 
   // Prefill: a final assistant message (without tool calls) is continued, as llama-server and
   // vLLM's continue_final_message do. continue_final_message: false opens a new turn instead.
@@ -291,6 +298,12 @@ GenerationRequest parse_completion_request(const Json& body) {
   GenerationRequest r;
   r.chat = false;
   parse_common(body, r);
+  // Legacy completions: logprobs is the number of alternatives (0 = the chosen token's only).
+  if (const auto it = body.find("logprobs"); it != body.end() && it->is_boolean()) {
+    if (it->get<bool>()) r.top_logprobs = 0;
+  } else if (auto n = integer(body, "logprobs", 0, 20)) {
+    r.top_logprobs = static_cast<int>(*n);
+  }
   const auto prompt = body.find("prompt");
   if (prompt == body.end() || prompt->is_null()) bad_request("prompt", "'prompt' is required");
   const Json* p = &*prompt;

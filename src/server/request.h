@@ -39,6 +39,9 @@ struct GenerationRequest {
   std::vector<std::pair<int32_t, float>> logit_bias;
   std::vector<std::string> stop;
   bool ignore_eos = false;  // non-standard (llama.cpp): keep going past end-of-generation
+  // Log-probabilities: -1 none; else each token's and that many alternatives (chat: logprobs +
+  // top_logprobs 0..20; completions: logprobs 0..20).
+  int top_logprobs = -1;
 };
 
 // Both throw ApiError (400) naming the offending field.

@@ -164,6 +164,32 @@ check('a final assistant message is continued, not answered', async () => {
   assert.ok(!continued.choices[0].message.content.startsWith('Hello! I am'), 'only the continuation comes back');
 });
 
+check('logprobs on chat (whole and streamed) and completions', async () => {
+  const ask = { model: 'strata-test', messages, max_tokens: 4, temperature: 0, ignore_eos: true,
+    logprobs: true, top_logprobs: 2 };
+  const r = await client.chat.completions.create(ask);
+  const content = r.choices[0].logprobs.content;
+  assert.equal(content.length, r.usage.completion_tokens);
+  for (const e of content) {
+    assert.equal(typeof e.token, 'string');
+    assert.ok(Array.isArray(e.bytes) && e.logprob <= 0);
+    assert.equal(e.top_logprobs.length, 2);
+    assert.equal(e.top_logprobs[0].token, e.token, 'greedy: the chosen token is the likeliest');
+  }
+  const streamed = [];
+  for await (const chunk of await client.chat.completions.create({ ...ask, stream: true })) {
+    for (const c of chunk.choices) streamed.push(...(c.logprobs?.content ?? []));
+  }
+  assert.deepEqual(streamed, content);
+  const legacy = await client.completions.create({ model: 'strata-test', prompt: 'Once upon a time',
+    max_tokens: 3, temperature: 0, ignore_eos: true, logprobs: 1 });
+  assert.equal(legacy.choices[0].logprobs.tokens.length, 3);
+  assert.equal(legacy.choices[0].logprobs.text_offset[0], 0);
+  assert.equal(legacy.choices[0].logprobs.token_logprobs.length, 3);
+  const bad = await client.chat.completions.create({ ...ask, top_logprobs: 30 }).catch((e) => e);
+  assert.ok(bad instanceof OpenAI.BadRequestError, String(bad));
+});
+
 check('the API key is enforced', async () => {
   const anonymous = new OpenAI({ baseURL, apiKey: 'wrong-key', maxRetries: 0 });
   const e = await anonymous.models.list().catch((e) => e);

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <map>
+
+#include "util/error.h"
 
 namespace strata {
 namespace {
@@ -97,6 +100,44 @@ TEST(Sampler, PresenceAndFrequencyPenalizeGeneratedTokensOnly) {
   EXPECT_EQ(frequency.sample(logits), 0);  // 3 - 0.8 > 2
   frequency.accept(0);
   EXPECT_EQ(frequency.sample(logits), 1);  // 3 - 1.2 < 2
+}
+
+// Log-probabilities are a log-softmax of the logits the draw used, computed here independently.
+TEST(Sampler, LogprobsAreTheLogSoftmaxOfWhatWasSampledFrom) {
+  const std::vector<float> logits = {1.0f, 3.0f, 2.0f, -1.0f};
+  const auto log_softmax = [&](size_t i, float t) {
+    double total = 0;
+    for (float l : logits) total += std::exp(l / t);
+    return std::log(std::exp(logits[i] / t) / total);
+  };
+  Sampler greedy({.temperature = 0.0f});
+  ASSERT_EQ(greedy.sample(logits), 1);
+  TokenLogprobs lp = greedy.logprobs(1, 3);
+  EXPECT_EQ(lp.chosen.token, 1);
+  EXPECT_NEAR(lp.chosen.logprob, log_softmax(1, 1.0f), 1e-5);  // greedy: temperature 1
+  ASSERT_EQ(lp.top.size(), 3u);
+  EXPECT_EQ(lp.top[0].token, 1);
+  EXPECT_EQ(lp.top[1].token, 2);
+  EXPECT_EQ(lp.top[2].token, 0);
+  EXPECT_NEAR(lp.top[2].logprob, log_softmax(0, 1.0f), 1e-5);
+
+  Sampler warm({.temperature = 0.5f, .top_k = 1, .seed = 3});  // top-k does not renormalize
+  ASSERT_EQ(warm.sample(logits), 1);
+  lp = warm.logprobs(1, 0);
+  EXPECT_NEAR(lp.chosen.logprob, log_softmax(1, 0.5f), 1e-5);
+  EXPECT_TRUE(lp.top.empty());
+}
+
+TEST(Sampler, LogprobsSeeBiasAndMaskedTokens) {
+  std::vector<float> logits = {0.0f, 0.0f, -std::numeric_limits<float>::infinity()};
+  Sampler s({.logit_bias = {{0, std::log(3.0f)}}});
+  ASSERT_EQ(s.sample(logits), 0);
+  const TokenLogprobs lp = s.logprobs(0, 5);
+  EXPECT_NEAR(lp.chosen.logprob, std::log(0.75), 1e-5);
+  ASSERT_EQ(lp.top.size(), 3u);
+  EXPECT_EQ(lp.top[2].token, 2);
+  EXPECT_EQ(lp.top[2].logprob, -9999.0f);  // impossible, and still a finite JSON number
+  EXPECT_THROW(s.logprobs(7, 0), Error);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <limits>
 
 #include "runtime/session.h"
 #include "support/greedy_jobs.h"
@@ -221,6 +222,76 @@ TEST(Scheduler, HybridPrefixReuseResumesFromSnapshotOrLiveState) {
   ASSERT_TRUE(scheduler.submit(greedy_job(other, 3, d)));
   EXPECT_EQ(d.done.get_future().get().cached_tokens, 0);
   EXPECT_EQ(d.tokens, session_greedy(*model, other, 3, pool));
+}
+
+// A constraint that allows one token per step, walking through `allowed`; it counts what it saw.
+class ScriptedConstraint : public TokenConstraint {
+ public:
+  explicit ScriptedConstraint(std::vector<int32_t> allowed) : allowed_(std::move(allowed)) {}
+  bool mask(std::span<float> logits) override {
+    ++masks;
+    if (next_ >= allowed_.size()) return false;
+    for (size_t i = 0; i < logits.size(); ++i) {
+      if (static_cast<int32_t>(i) != allowed_[next_])
+        logits[i] = -std::numeric_limits<float>::infinity();
+    }
+    return true;
+  }
+  void accept(int32_t token) override {
+    accepted.push_back(token);
+    ++next_;
+  }
+  int masks = 0;
+  std::vector<int32_t> accepted;
+
+ private:
+  std::vector<int32_t> allowed_;
+  size_t next_ = 0;
+};
+
+TEST(Scheduler, ConstraintMasksEveryDrawAndLogprobsFollowTheMask) {
+  auto model = tiny_model();
+  ThreadPool pool(2);
+  Scheduler scheduler(*model, pool, {.n_slots = 2, .n_ctx = 256, .page_size = 16});
+  const std::vector<int32_t> script = {5, 77, 300, 5};
+  auto constraint = std::make_shared<ScriptedConstraint>(script);
+  Collected c, free_run;
+  GenerationJob job = greedy_job(prompt_of(3, 20), 4, c);
+  job.sampling.temperature = 0.7f;  // a draw, not greedy: still only the allowed token
+  job.constraint = constraint;
+  job.top_logprobs = 2;
+  std::vector<TokenLogprobs> logprobs;
+  job.on_logprobs = [&](const TokenLogprobs& lp) { logprobs.push_back(lp); };
+  ASSERT_TRUE(scheduler.submit(std::move(job)));
+  // A job without a constraint next to it is not affected.
+  ASSERT_TRUE(scheduler.submit(greedy_job(prompt_of(3, 20), 4, free_run)));
+  EXPECT_EQ(c.done.get_future().get().reason, FinishReason::length);
+  EXPECT_EQ(free_run.done.get_future().get().reason, FinishReason::length);
+  EXPECT_EQ(c.tokens, script);
+  EXPECT_EQ(constraint->accepted, script);
+  EXPECT_EQ(free_run.tokens, session_greedy(*model, prompt_of(3, 20), 4, pool));
+  ASSERT_EQ(logprobs.size(), script.size());
+  for (size_t i = 0; i < script.size(); ++i) {
+    EXPECT_EQ(logprobs[i].chosen.token, script[i]);
+    EXPECT_EQ(logprobs[i].chosen.logprob, 0.0f);  // the only token left
+    ASSERT_EQ(logprobs[i].top.size(), 2u);
+    EXPECT_EQ(logprobs[i].top[0].token, script[i]);
+    EXPECT_EQ(logprobs[i].top[1].logprob, -9999.0f);
+  }
+}
+
+TEST(Scheduler, ConstraintWithNoTokenLeftEndsTheJobWithAnError) {
+  auto model = tiny_model();
+  ThreadPool pool(2);
+  Scheduler scheduler(*model, pool, {.n_slots = 1, .n_ctx = 256, .page_size = 16});
+  Collected c;
+  GenerationJob job = greedy_job(prompt_of(4, 10), 8, c);
+  job.constraint = std::make_shared<ScriptedConstraint>(std::vector<int32_t>{9, 10});
+  ASSERT_TRUE(scheduler.submit(std::move(job)));
+  const JobResult r = c.done.get_future().get();
+  EXPECT_EQ(r.reason, FinishReason::error);
+  EXPECT_NE(r.error.find("allows no token"), std::string::npos) << r.error;
+  EXPECT_EQ(c.tokens, (std::vector<int32_t>{9, 10}));
 }
 
 }  // namespace
