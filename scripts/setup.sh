@@ -14,6 +14,7 @@ packages=(
   libvulkan-dev glslc           # GPU backend: Vulkan headers + loader, GLSL -> SPIR-V compiler
   mesa-vulkan-drivers           # lavapipe: a Vulkan driver on the CPU, so the GPU tests run anywhere
   curl                          # server tests that speak HTTP from the shell
+  python3 python3-jsonschema    # an independent JSON-schema validator for constrained outputs
 )
 
 # Node.js + npm run the interoperability tests (an independent GGUF reader from npm). Machines
