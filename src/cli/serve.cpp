@@ -150,6 +150,7 @@ void add_serve_command(CLI::App& app) {
     opts.sampling = o->sampling;
     opts.default_max_tokens = o->max_tokens;
     opts.log_format = o->log_format;
+    opts.scripted_outputs = server::scripted_outputs_from_environment();  // TEST ONLY
     server::Server server(*model, *tokenizer, scheduler, opts);
     server.bind();
 

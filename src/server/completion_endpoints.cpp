@@ -8,10 +8,12 @@
 
 #include "server/api_error.h"
 #include "server/generation.h"
+#include "server/grammar_constraint.h"
 #include "server/openai_json.h"
 #include "server/request.h"
 #include "server/server.h"
 #include "util/error.h"
+#include "util/log.h"
 
 namespace strata::server {
 namespace {
@@ -88,6 +90,11 @@ std::vector<int32_t> Server::chat_prompt(const GenerationRequest& r, bool& start
   return tokenizer_.encode(text, /*parse_special=*/true, /*add_bos=*/!has_bos);
 }
 
+std::shared_ptr<const grammar::TokenTrie> Server::token_trie() {
+  std::call_once(trie_once_, [this] { trie_ = vocabulary_trie(tokenizer_); });
+  return trie_;
+}
+
 void Server::handle_generation(const httplib::Request& req, httplib::Response& res, bool chat) {
   // Nesting is bounded: later steps (templates, dumps) recurse over the values.
   constexpr int kMaxDepth = 64;
@@ -157,6 +164,17 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
   job.top_logprobs = r.top_logprobs;
   if (!r.sampling.seed) job.sampling.seed = std::random_device{}();
   if (!r.ignore_eos) job.end_tokens = tokenizer_.vocab().end_of_generation;
+  if (auto script = scripted_.next()) {  // TEST ONLY: see scripted_output.h
+    job.constraint = std::make_shared<ScriptedTokens>(
+        tokenizer_.encode(*script, /*parse_special=*/true), tokenizer_.vocab().end_of_generation);
+  } else if (auto format = output_grammar(r, tool_call_style_)) {
+    if (!format->unenforced.empty())
+      log::warn("output format: not enforced: {}", fmt::join(format->unenforced, ", "));
+    // A thinking model reasons first; the format applies after </think>.
+    job.constraint = std::make_shared<GrammarConstraint>(format->grammar, token_trie(), tokenizer_,
+                                                         tokenizer_.vocab().end_of_generation,
+                                                         starts_in_reasoning ? "</think>" : "");
+  }
 
   std::optional<OutputParserOptions> parse;
   if (chat) {

@@ -64,6 +64,33 @@ std::optional<float> as_float(std::optional<double> v) {
   return v ? std::optional<float>(static_cast<float>(*v)) : std::nullopt;
 }
 
+// response_format (OpenAI): {"type": "text" | "json_object" | "json_schema", "json_schema":
+// {"name", "schema", "strict"}}. The schema itself is compiled (and checked) by the server.
+void parse_response_format(const Json& body, GenerationRequest& r) {
+  const auto it = body.find("response_format");
+  if (it == body.end() || it->is_null()) return;
+  const char* field = "response_format";
+  if (!it->is_object() || !it->contains("type") || !(*it)["type"].is_string())
+    bad_request(field, "'response_format' must be an object with a string 'type'");
+  r.response_format = (*it)["type"].get<std::string>();
+  if (r.response_format == "text" || r.response_format == "json_object") return;
+  if (r.response_format != "json_schema")
+    bad_request(field, "'response_format.type' must be text, json_object or json_schema, got '{}'",
+                r.response_format);
+  const auto spec = it->find("json_schema");
+  if (spec == it->end() || !spec->is_object())
+    bad_request(field, "'response_format.json_schema' must be an object with a 'schema'");
+  const auto schema = spec->find("schema");
+  if (schema == spec->end() || schema->is_null()) {
+    r.json_schema = true;  // OpenAI allows a schema-less json_schema format: any JSON value
+  } else if (schema->is_object() || schema->is_boolean()) {
+    r.json_schema = *schema;
+  } else {
+    bad_request(field, "'response_format.json_schema.schema' must be an object, got {}",
+                kind_of(*schema));
+  }
+}
+
 // Fields shared by both endpoints.
 void parse_common(const Json& body, GenerationRequest& r) {
   if (!body.is_object())
@@ -103,6 +130,7 @@ void parse_common(const Json& body, GenerationRequest& r) {
                           std::numeric_limits<int64_t>::max()))
     s.seed = static_cast<uint64_t>(*seed);
   r.ignore_eos = boolean(body, "ignore_eos").value_or(false);
+  parse_response_format(body, r);
 
   if (const auto it = body.find("logit_bias"); it != body.end() && !it->is_null()) {
     if (!it->is_object())

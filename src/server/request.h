@@ -39,6 +39,10 @@ struct GenerationRequest {
   std::vector<std::pair<int32_t, float>> logit_bias;
   std::vector<std::string> stop;
   bool ignore_eos = false;  // non-standard (llama.cpp): keep going past end-of-generation
+  // response_format: "text" (free), "json_object" (any JSON object) or "json_schema" (a value
+  // valid under `json_schema`); the output is constrained to it.
+  std::string response_format = "text";
+  nlohmann::ordered_json json_schema;  // the schema of a json_schema format (true: any value)
   // Log-probabilities: -1 none; else each token's and that many alternatives (chat: logprobs +
   // top_logprobs 0..20; completions: logprobs 0..20).
   int top_logprobs = -1;

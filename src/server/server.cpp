@@ -53,6 +53,7 @@ Server::Server(Model& model, const Tokenizer& tokenizer, Scheduler& scheduler,
       scheduler_(scheduler),
       options_(std::move(options)),
       model_defaults_(model_sampling_defaults(model.file())),
+      scripted_(options_.scripted_outputs),
       http_(std::make_unique<httplib::Server>()) {
   model_ids_ = {options_.model_id};
   for (const std::string& a : options_.aliases)
@@ -70,6 +71,7 @@ Server::Server(Model& model, const Tokenizer& tokenizer, Scheduler& scheduler,
     chat_template_source_ = ChatTemplate::default_chatml_source();
   }
   chat_template_ = std::make_unique<ChatTemplate>(chat_template_source_);
+  tool_call_style_ = tool_call_style(chat_template_source_);
   created_ = std::chrono::duration_cast<std::chrono::seconds>(
                  std::chrono::system_clock::now().time_since_epoch())
                  .count();

@@ -6,14 +6,18 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include "grammar/token_mask.h"
 #include "model/model.h"
 #include "runtime/scheduler.h"
 #include "server/metrics.h"
+#include "server/output_grammar.h"
 #include "server/request_log.h"
 #include "server/sampling_config.h"
+#include "server/scripted_output.h"
 #include "template/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -37,6 +41,8 @@ struct ServerOptions {
   int64_t default_max_tokens = 0;      // for requests that send none (0: the rest of the context)
   LogFormat log_format = LogFormat::text;  // one line per request
   RequestLogSink log_sink{};               // where the lines go (empty: stderr)
+  // TEST ONLY (STRATA_TEST_SCRIPTED_OUTPUT): requests write these texts instead of sampling.
+  std::vector<std::optional<std::string>> scripted_outputs{};
 };
 
 class Server {
@@ -61,6 +67,8 @@ class Server {
   // The chat template rendered and tokenized; sets starts_in_reasoning when the prompt ends
   // inside an opened <think> block.
   std::vector<int32_t> chat_prompt(const struct GenerationRequest& r, bool& starts_in_reasoning);
+  // The vocabulary trie for output grammars, built at the first constrained request.
+  std::shared_ptr<const grammar::TokenTrie> token_trie();
 
   Model& model_;
   const Tokenizer& tokenizer_;
@@ -71,6 +79,10 @@ class Server {
   SamplingParams default_sampling_;
   std::unique_ptr<ChatTemplate> chat_template_;
   std::string chat_template_source_;
+  ToolCallStyle tool_call_style_ = ToolCallStyle::json;
+  ScriptedOutputs scripted_;
+  std::once_flag trie_once_;
+  std::shared_ptr<const grammar::TokenTrie> trie_;
   std::unique_ptr<httplib::Server> http_;
   HttpMetrics metrics_;
   int64_t created_ = 0;

@@ -1,0 +1,42 @@
+#pragma once
+// A request's output grammar as the scheduler's TokenConstraint: each step, the tokens whose
+// bytes the grammar cannot take next get -infinity, and end-of-generation tokens are allowed
+// only where the grammar is complete. A thinking model reasons first: with a trigger
+// ("</think>"), the grammar applies only after the model has written it.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "grammar/token_mask.h"
+#include "runtime/token_constraint.h"
+#include "tokenizer/tokenizer.h"
+
+namespace strata::server {
+
+// The vocabulary as the grammar layer sees it: each token's bytes; control tokens (end of turn,
+// chat markers) are never part of a constrained output. Built once per tokenizer (~151K tokens).
+std::shared_ptr<const grammar::TokenTrie> vocabulary_trie(const Tokenizer& tokenizer);
+
+class GrammarConstraint final : public TokenConstraint {
+ public:
+  // end_tokens: the tokens that end the output; trigger: "" = constrained from the first token.
+  GrammarConstraint(std::shared_ptr<const grammar::Grammar> grammar,
+                    std::shared_ptr<const grammar::TokenTrie> trie, const Tokenizer& tokenizer,
+                    std::vector<int32_t> end_tokens, std::string trigger);
+
+  bool mask(std::span<float> logits) override;
+  void accept(int32_t token) override;
+
+  bool active() const { return trigger_.empty(); }
+  grammar::TokenConstraint& tokens() { return tokens_; }
+
+ private:
+  grammar::TokenConstraint tokens_;
+  const Tokenizer& tokenizer_;
+  std::vector<int32_t> end_tokens_;  // sorted
+  std::string trigger_;              // emptied once seen
+  std::string before_trigger_;       // the tail of the output so far, while waiting for it
+};
+
+}  // namespace strata::server
