@@ -224,7 +224,6 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
         run->cancel();
         return false;
       }
-      int tool_index = 0;
       for (;;) {
         TextEvents ev = run->next(kPoll);
         std::vector<Json> out;
@@ -239,13 +238,12 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
                                  {"delta", {{"content", ev.delta.content}}},
                                  {"logprobs", nullptr},
                                  {"finish_reason", nullptr}}));
-          if (!ev.delta.tool_calls.empty()) {
+          if (!ev.delta.tool_call_deltas.empty()) {
             out.push_back(chunk(
                 {{"index", 0},
-                 {"delta", {{"tool_calls", tool_calls_json(ev.delta.tool_calls, tool_index)}}},
+                 {"delta", {{"tool_calls", tool_call_deltas_json(ev.delta.tool_call_deltas)}}},
                  {"logprobs", nullptr},
                  {"finish_reason", nullptr}}));
-            tool_index += static_cast<int>(ev.delta.tool_calls.size());
           }
         } else if (!ev.delta.content.empty()) {
           out.push_back(chunk({{"text", ev.delta.content},

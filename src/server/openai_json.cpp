@@ -87,6 +87,22 @@ nlohmann::ordered_json completion_logprobs_json(const std::vector<TokenLogprobs>
           {"text_offset", std::move(offsets)}};
 }
 
+nlohmann::ordered_json tool_call_deltas_json(const std::vector<ToolCallDelta>& deltas) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const ToolCallDelta& d : deltas) {
+    nlohmann::ordered_json entry = {{"index", d.index}};
+    if (!d.id.empty()) {
+      entry["id"] = d.id;
+      entry["type"] = "function";
+      entry["function"] = {{"name", d.name}, {"arguments", d.arguments}};
+    } else {
+      entry["function"] = {{"arguments", d.arguments}};
+    }
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
 std::string response_id(const char* prefix) {
   static std::atomic<uint64_t> counter{0};
   const auto now = std::chrono::system_clock::now().time_since_epoch().count();

@@ -15,6 +15,8 @@ namespace strata::server {
 nlohmann::ordered_json error_body(const ApiError& e);
 nlohmann::ordered_json usage_json(const JobResult& r);
 nlohmann::ordered_json tool_calls_json(const std::vector<ToolCall>& calls, int first_index);
+// Streamed pieces of tool calls: the first piece of a call carries its id, type and name.
+nlohmann::ordered_json tool_call_deltas_json(const std::vector<ToolCallDelta>& deltas);
 
 // Chat completions' logprobs: {"content": [{token, logprob, bytes, top_logprobs}], "refusal"}.
 nlohmann::ordered_json chat_logprobs_json(const std::vector<TokenLogprobs>& tokens,

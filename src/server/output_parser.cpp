@@ -43,10 +43,7 @@ ParsedDelta OutputParser::finish() {
   if (closed_) return out;
   run(out, true);
   if (mode_ == Mode::tool_call) {
-    // Never closed: give the text back as content rather than lose it.
-    out.content.append(kToolOpen);
-    out.content.append(tool_body_);
-    tool_body_.clear();
+    end_tool_call(out, /*closed=*/false);
     mode_ = Mode::content;
   }
   out.content.append(buffer_);
@@ -86,7 +83,7 @@ void OutputParser::run(ParsedDelta& out, bool at_end) {
       }
       const std::string_view ready(buffer_.data(), buffer_.size() - hold);
       if (mode_ == Mode::tool_call) {
-        tool_body_.append(ready);
+        add_tool_text(out, ready);
       } else if (!(tool_calls_seen_ > 0 && mode_ == Mode::content &&
                    std::all_of(ready.begin(), ready.end(), is_space))) {
         emit(out, ready);  // (whitespace between tool calls is not content)
@@ -96,19 +93,12 @@ void OutputParser::run(ParsedDelta& out, bool at_end) {
     }
     const std::string_view before(buffer_.data(), at);
     if (mode_ == Mode::tool_call) {
-      tool_body_.append(before);
-      if (auto call = parse_tool_call(tool_body_, options_.tools)) {
-        out.tool_calls.push_back(std::move(*call));
-        if (++tool_calls_seen_ == options_.max_tool_calls) {
-          closed_ = true;
-          buffer_.clear();
-          tool_body_.clear();
-          return;
-        }
-      } else {
-        out.content.append(kToolOpen).append(tool_body_).append(kToolClose);
+      add_tool_text(out, before);
+      end_tool_call(out, /*closed=*/true);
+      if (closed_) {
+        buffer_.clear();
+        return;
       }
-      tool_body_.clear();
       mode_ = Mode::content;
       trim_next_ = true;
     } else if (tag == kThinkClose) {
@@ -119,10 +109,53 @@ void OutputParser::run(ParsedDelta& out, bool at_end) {
       if (!(tool_calls_seen_ > 0 && std::all_of(before.begin(), before.end(), is_space)))
         emit(out, before);
       mode_ = tag == kThinkOpen ? Mode::reasoning : Mode::tool_call;
+      if (mode_ == Mode::tool_call) stream_.emplace(options_.tools);
       trim_next_ = mode_ == Mode::reasoning;
     }
     buffer_.erase(0, at + tag.size());
   }
+}
+
+void OutputParser::add_tool_text(ParsedDelta& out, std::string_view text) {
+  tool_body_.append(text);
+  const bool was_started = stream_->started();
+  std::string piece = stream_->feed(text);
+  if (!stream_->started()) return;
+  ToolCallDelta d{.index = tool_calls_seen_, .arguments = std::move(piece)};
+  if (!was_started) {
+    stream_id_ = next_tool_call_id();
+    d.id = stream_id_;
+    d.name = stream_->name();
+  }
+  if (!d.id.empty() || !d.arguments.empty()) out.add_tool_call_delta(std::move(d));
+}
+
+void OutputParser::end_tool_call(ParsedDelta& out, bool closed) {
+  std::optional<ToolCall> call;
+  if (stream_->started()) {
+    // Its pieces went out already: the call stands, with the arguments they spelled.
+    if (std::string rest = stream_->finish(); !rest.empty())
+      out.add_tool_call_delta({.index = tool_calls_seen_, .arguments = std::move(rest)});
+    call = ToolCall{stream_id_, stream_->name(), stream_->arguments()};
+  } else if (closed) {
+    call = parse_tool_call(tool_body_, options_.tools);
+    if (call) {
+      out.add_tool_call_delta({.index = tool_calls_seen_,
+                               .id = call->id,
+                               .name = call->name,
+                               .arguments = call->arguments});
+    }
+  }
+  if (call) {
+    out.tool_calls.push_back(std::move(*call));
+    if (++tool_calls_seen_ == options_.max_tool_calls) closed_ = true;
+  } else {
+    // Never recognized: give the text back as content rather than lose it.
+    out.content.append(kToolOpen).append(tool_body_);
+    if (closed) out.content.append(kToolClose);
+  }
+  tool_body_.clear();
+  stream_.reset();
 }
 
 }  // namespace strata::server

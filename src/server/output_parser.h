@@ -5,10 +5,12 @@
 // held back until it is known, so streamed and non-streamed responses carry the same text.
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "server/tool_call_stream.h"
 #include "server/tool_calls.h"
 
 namespace strata::server {
@@ -21,16 +23,35 @@ struct OutputParserOptions {
   int max_tool_calls = 0;            // > 0: the output ends after that many calls
 };
 
+// A piece of a tool call as a stream carries it: the first piece of call `index` names it (id and
+// name), every piece adds to its arguments.
+struct ToolCallDelta {
+  int index = 0;
+  std::string id{}, name{};  // on the first piece only
+  std::string arguments{};
+};
+
 struct ParsedDelta {
   std::string content;
   std::string reasoning;
-  std::vector<ToolCall> tool_calls;
-  bool empty() const { return content.empty() && reasoning.empty() && tool_calls.empty(); }
-  // Adds what came after (text concatenated, tool calls in order).
+  std::vector<ToolCall> tool_calls;             // completed calls (whole responses)
+  std::vector<ToolCallDelta> tool_call_deltas;  // the same calls piece by piece (streams)
+  bool empty() const {
+    return content.empty() && reasoning.empty() && tool_calls.empty() && tool_call_deltas.empty();
+  }
+  // Adds what came after (text concatenated, tool calls in order, pieces of one call merged).
   void append(ParsedDelta&& later) {
     content += later.content;
     reasoning += later.reasoning;
     for (auto& c : later.tool_calls) tool_calls.push_back(std::move(c));
+    for (auto& d : later.tool_call_deltas) add_tool_call_delta(std::move(d));
+  }
+  void add_tool_call_delta(ToolCallDelta d) {
+    if (!tool_call_deltas.empty() && tool_call_deltas.back().index == d.index && d.id.empty()) {
+      tool_call_deltas.back().arguments += d.arguments;
+    } else {
+      tool_call_deltas.push_back(std::move(d));
+    }
   }
 };
 
@@ -50,11 +71,18 @@ class OutputParser {
   enum class Mode { content, reasoning, tool_call };
   void emit(ParsedDelta& out, std::string_view text) const;
   void run(ParsedDelta& out, bool at_end);
+  // More of the open call's body: into tool_body_ and, once recognized, out as pieces.
+  void add_tool_text(ParsedDelta& out, std::string_view text);
+  // The open call is complete (closed or at the end of the output): a call, or its text back
+  // as content when it was never recognized.
+  void end_tool_call(ParsedDelta& out, bool closed);
 
   OutputParserOptions options_;
   Mode mode_;
-  std::string buffer_;      // text not yet classified
-  std::string tool_body_;   // inside <tool_call>
+  std::string buffer_;                    // text not yet classified
+  std::string tool_body_;                 // inside <tool_call>
+  std::optional<ToolCallStream> stream_;  // the open call, read as it streams
+  std::string stream_id_;                 // its id, given when its name is known
   bool trim_next_ = false;  // drop whitespace that opens a reasoning or content section
   int tool_calls_seen_ = 0;
   bool closed_ = false;

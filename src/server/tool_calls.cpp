@@ -14,14 +14,15 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-std::string next_call_id() {
+}  // namespace
+
+std::string next_tool_call_id() {
   static std::atomic<uint64_t> counter{0};
   return fmt::format("call_{:016x}", 0x9e3779b97f4a7c15ull * ++counter);
 }
 
-// The JSON-schema type of a tool's parameter, or "" when not declared.
-std::string parameter_type(const nlohmann::json& tools, const std::string& function,
-                           const std::string& parameter) {
+std::string tool_parameter_type(const nlohmann::json& tools, const std::string& function,
+                                const std::string& parameter) {
   if (!tools.is_array()) return "";
   for (const auto& tool : tools) {
     const auto fn = tool.find("function");
@@ -38,10 +39,12 @@ std::string parameter_type(const nlohmann::json& tools, const std::string& funct
   return "";
 }
 
+namespace {
+
 std::optional<ToolCall> parse_json_form(std::string_view body) {
   const auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) return std::nullopt;
-  ToolCall call{next_call_id(), j["name"].get<std::string>(), "{}"};
+  ToolCall call{next_tool_call_id(), j["name"].get<std::string>(), "{}"};
   if (const auto args = j.find("arguments"); args != j.end()) {
     if (args->is_object()) {
       call.arguments = args->dump();
@@ -80,7 +83,7 @@ std::optional<ToolCall> parse_xml_form(std::string_view body, const nlohmann::js
     // The template writes each value between newlines.
     if (value.starts_with('\n')) value.remove_prefix(1);
     if (value.ends_with('\n')) value.remove_suffix(1);
-    const std::string type = parameter_type(tools, std::string(function), std::string(name));
+    const std::string type = tool_parameter_type(tools, std::string(function), std::string(name));
     nlohmann::ordered_json parsed = value;
     if (!type.empty() && type != "string") {
       auto j = nlohmann::ordered_json::parse(value, nullptr, false);
@@ -88,7 +91,7 @@ std::optional<ToolCall> parse_xml_form(std::string_view body, const nlohmann::js
     }
     arguments[std::string(name)] = std::move(parsed);
   }
-  return ToolCall{next_call_id(), std::string(function), arguments.dump()};
+  return ToolCall{next_tool_call_id(), std::string(function), arguments.dump()};
 }
 
 }  // namespace

@@ -19,6 +19,12 @@ struct ToolCall {
   std::string arguments;  // a JSON object, serialized (as OpenAI sends it)
 };
 
+// A new call id, "call_" and 16 hex digits (unique in this process).
+std::string next_tool_call_id();
+// The JSON-schema type of a tool's parameter in the request's tools, or "" when not declared.
+std::string tool_parameter_type(const nlohmann::json& tools, const std::string& function,
+                                const std::string& parameter);
+
 // Parses the text between <tool_call> and </tool_call>; nullopt when it is neither form (the
 // caller then keeps the text as content, so nothing is lost). `tools` is the request's tools
 // array (may be null).

@@ -68,5 +68,53 @@ TEST(ScriptedOutput, ReadFromTheEnvironmentWithClearErrors) {
   ::unsetenv("STRATA_TEST_SCRIPTED_OUTPUT");
 }
 
+TEST(ScriptedOutput, StreamedToolCallsArriveAsArgumentDeltas) {
+  const Json tools = Json::parse(R"([{"type": "function", "function": {"name": "write_note",
+    "parameters": {"type": "object", "properties": {"text": {"type": "string"}}}}}])");
+  const std::string call =
+      "<tool_call>\n{\"name\": \"write_note\", \"arguments\": {\"text\": \"a fairly long note, "
+      "written in many tokens so that it streams\"}}\n</tool_call>";
+  ServerOptions opts;
+  opts.scripted_outputs = {call, call};
+  ServerStack s({.n_slots = 1, .n_ctx = 512}, opts);
+  auto c = s.client();
+  const Json whole = ask(c, {{"tools", tools}});
+  const std::string arguments =
+      whole["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"];
+  auto r = c.Post("/v1/chat/completions",
+                  Json({{"messages", {{{"role", "user"}, {"content", "note"}}}},
+                        {"tools", tools},
+                        {"stream", true},
+                        {"max_tokens", 60},
+                        {"chat_template_kwargs", {{"enable_thinking", false}}}})
+                      .dump(),
+                  "application/json");
+  ASSERT_TRUE(r);
+  bool done = false;
+  std::string streamed, finish;
+  int pieces = 0;
+  for (const auto& ch : test_support::sse_payloads(r->body, done)) {
+    if (ch["choices"].empty()) continue;
+    const Json& choice = ch["choices"][0];
+    if (!choice["finish_reason"].is_null()) finish = choice["finish_reason"];
+    if (!choice["delta"].contains("tool_calls")) continue;
+    for (const auto& d : choice["delta"]["tool_calls"]) {
+      EXPECT_EQ(d["index"], 0);
+      if (pieces++ == 0) {
+        EXPECT_EQ(d["function"]["name"], "write_note");
+        EXPECT_EQ(d["type"], "function");
+        EXPECT_TRUE(d["id"].get<std::string>().starts_with("call_"));
+      } else {
+        EXPECT_FALSE(d.contains("id")) << "only the first piece names the call";
+      }
+      streamed += d["function"]["arguments"].get<std::string>();
+    }
+  }
+  EXPECT_TRUE(done);
+  EXPECT_EQ(finish, "tool_calls");
+  EXPECT_GT(pieces, 3) << "the arguments came as they were generated, not in one piece";
+  EXPECT_EQ(streamed, arguments) << "streamed pieces add up to the whole response's arguments";
+}
+
 }  // namespace
 }  // namespace strata::server

@@ -164,5 +164,94 @@ TEST(ToolCalls, ArgumentsGivenAsAStringAreKept) {
   EXPECT_FALSE(parse_tool_call("<function=f><parameter=x>1</parameter>", nullptr));  // unclosed
 }
 
+// Streams carry tool calls piece by piece: the first piece names the call, the arguments arrive
+// before the call closes, and the pieces add up to the whole call's arguments (the text a
+// non-streamed response carries), whatever the pieces the text came in.
+void expect_streamed_like_whole(const std::string& text, const OutputParserOptions& options) {
+  const ParsedDelta whole = parse_in_pieces(text, 100000, options);
+  ASSERT_FALSE(whole.tool_calls.empty()) << text;
+  for (size_t piece : {1, 2, 5, 13}) {
+    OutputParser p(options);
+    std::vector<ToolCallDelta> deltas;
+    size_t pieces = 0, pieces_before_complete = 0;
+    const auto take = [&](ParsedDelta d) {
+      ++pieces;
+      for (auto& x : d.tool_call_deltas) {
+        if (x.index == 0 && !x.arguments.empty() && d.tool_calls.empty() &&
+            pieces_before_complete == 0)
+          pieces_before_complete = pieces;
+        deltas.push_back(std::move(x));
+      }
+    };
+    feed(
+        text, piece, [&](const std::string& t) { take(p.push(t)); }, [&] { take(p.finish()); });
+    std::vector<std::string> arguments(whole.tool_calls.size());
+    for (const ToolCallDelta& d : deltas) {
+      ASSERT_LT(static_cast<size_t>(d.index), arguments.size());
+      if (arguments[static_cast<size_t>(d.index)].empty() && d.arguments.empty()) {
+        EXPECT_EQ(d.name, whole.tool_calls[static_cast<size_t>(d.index)].name);
+        EXPECT_FALSE(d.id.empty()) << "the first piece names the call";
+      }
+      arguments[static_cast<size_t>(d.index)] += d.arguments;
+    }
+    for (size_t i = 0; i < arguments.size(); ++i) {
+      EXPECT_EQ(arguments[i], whole.tool_calls[i].arguments) << "piece " << piece << " call " << i;
+      EXPECT_FALSE(nlohmann::json::parse(arguments[i], nullptr, false).is_discarded());
+    }
+    if (piece == 1) {
+      EXPECT_GT(pieces_before_complete, 0u) << "arguments stream before the close";
+    }
+  }
+}
+
+TEST(OutputParser, ToolCallArgumentsStreamAsPieces) {
+  expect_streamed_like_whole(
+      "Let me look.\n<tool_call>\n{\"name\": \"read\", \"arguments\": {\"path\": \"a\\\"}b\", "
+      "\"range\": [1, {\"x\": \"]\"}]}}\n</tool_call>\n<tool_call>\n{\"name\": \"ls\", "
+      "\"arguments\": {}}\n</tool_call>",
+      {.parse_tool_calls = true});
+  const nlohmann::json tools = nlohmann::json::parse(R"([{"type": "function", "function": {
+      "name": "write_file", "parameters": {"type": "object", "properties": {
+        "path": {"type": "string"}, "lines": {"type": "integer"}, "text": {"type": "string"}}}}}])");
+  expect_streamed_like_whole(
+      "<tool_call>\n<function=write_file>\n<parameter=path>\n/tmp/\"a\".txt\n</parameter>\n"
+      "<parameter=lines>\n12\n</parameter>\n<parameter=text>\nif (a </b) {\n\n  x\n</para\n\n"
+      "</parameter>\n</function>\n</tool_call>",
+      {.parse_tool_calls = true, .tools = tools});
+  expect_streamed_like_whole("<tool_call>\n<function=noop>\n</function>\n</tool_call>",
+                             {.parse_tool_calls = true, .tools = tools});
+}
+
+// A body that does not start like a call is not streamed: whole parse at the close, as before.
+TEST(OutputParser, UnrecognizedBodiesAreParsedWholeOrKeptAsContent) {
+  const ParsedDelta reordered =
+      parse_in_pieces("<tool_call>{\"arguments\": {\"a\": 1}, \"name\": \"f\"}</tool_call>", 3,
+                      {.parse_tool_calls = true});
+  ASSERT_EQ(reordered.tool_calls.size(), 1u);
+  ASSERT_EQ(reordered.tool_call_deltas.size(), 1u) << "one piece, at the close";
+  EXPECT_EQ(reordered.tool_call_deltas[0].name, "f");
+  EXPECT_EQ(reordered.tool_call_deltas[0].arguments, reordered.tool_calls[0].arguments);
+  const ParsedDelta bad =
+      parse_in_pieces("<tool_call>{\"oops\"</tool_call>", 2, {.parse_tool_calls = true});
+  EXPECT_TRUE(bad.tool_call_deltas.empty());
+  EXPECT_EQ(bad.content, "<tool_call>{\"oops\"</tool_call>");
+}
+
+// A streamed call cut short (max_tokens) has gone out already: it stays a call, its arguments
+// closed so they still parse.
+TEST(OutputParser, StreamedCallCutShortStaysACall) {
+  const nlohmann::json tools = nlohmann::json::parse(R"([{"type": "function", "function": {
+      "name": "w", "parameters": {"type": "object", "properties": {"text": {"type": "string"}}}}}])");
+  const ParsedDelta xml = parse_in_pieces("<tool_call>\n<function=w>\n<parameter=text>\nhal", 4,
+                                          {.parse_tool_calls = true, .tools = tools});
+  ASSERT_EQ(xml.tool_calls.size(), 1u);
+  EXPECT_EQ(nlohmann::json::parse(xml.tool_calls[0].arguments), nlohmann::json({{"text", "hal"}}));
+  const ParsedDelta json = parse_in_pieces(
+      "<tool_call>{\"name\": \"w\", \"arguments\": {\"text\": \"ha", 4, {.parse_tool_calls = true});
+  ASSERT_EQ(json.tool_calls.size(), 1u);
+  EXPECT_EQ(json.tool_calls[0].arguments, "{\"text\": \"ha");
+  EXPECT_EQ(json.content, "");
+}
+
 }  // namespace
 }  // namespace strata::server
