@@ -978,7 +978,9 @@ class SchemaCompiler {
     if (items) item = value(*items, join(path, items_key));
     if (items_any) item = any_value();
 
-    auto [min, max] = bounds(s, "minItems", "maxItems", path);
+    // (named copies: clang 14 cannot capture structured bindings in lambdas)
+    const auto item_bounds = bounds(s, "minItems", "maxItems", path);
+    int min = item_bounds.first, max = item_bounds.second;
     const int k = static_cast<int>(prefix.size());
     if (!item && (max == -1 || max > k)) max = k;
     if (min > max && max != -1) {
