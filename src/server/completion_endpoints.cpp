@@ -170,10 +170,13 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
   } else if (auto format = output_grammar(r, tool_call_style_)) {
     if (!format->unenforced.empty())
       log::warn("output format: not enforced: {}", fmt::join(format->unenforced, ", "));
-    // A thinking model reasons first; the format applies after </think>.
-    job.constraint = std::make_shared<GrammarConstraint>(format->grammar, token_trie(), tokenizer_,
-                                                         tokenizer_.vocab().end_of_generation,
-                                                         starts_in_reasoning ? "</think>" : "");
+    // A thinking model reasons first (the prompt opened <think>, or the model opens it): the
+    // format applies after </think>.
+    const std::optional<int32_t> think = tokenizer_.vocab().find("<think>");
+    job.constraint = std::make_shared<GrammarConstraint>(
+        format->grammar, token_trie(), tokenizer_, tokenizer_.vocab().end_of_generation,
+        starts_in_reasoning ? "</think>" : "",
+        chat && !starts_in_reasoning && think && r.enable_thinking != false ? *think : -1);
   }
 
   std::optional<OutputParserOptions> parse;

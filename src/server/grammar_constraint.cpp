@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 namespace strata::server {
 
@@ -26,11 +27,12 @@ std::shared_ptr<const grammar::TokenTrie> vocabulary_trie(const Tokenizer& token
 GrammarConstraint::GrammarConstraint(std::shared_ptr<const grammar::Grammar> grammar,
                                      std::shared_ptr<const grammar::TokenTrie> trie,
                                      const Tokenizer& tokenizer, std::vector<int32_t> end_tokens,
-                                     std::string trigger)
+                                     std::string trigger, int32_t think_open)
     : tokens_(std::move(grammar), std::move(trie)),
       tokenizer_(tokenizer),
       end_tokens_(std::move(end_tokens)),
-      trigger_(std::move(trigger)) {
+      trigger_(std::move(trigger)),
+      think_open_(think_open) {
   std::sort(end_tokens_.begin(), end_tokens_.end());
 }
 
@@ -38,11 +40,13 @@ bool GrammarConstraint::mask(std::span<float> logits) {
   if (!active()) return true;  // still reasoning: free text
   // End tokens are not in the trie (control tokens): keep their logits where the grammar may end.
   const bool can_end = tokens_.can_end();
-  std::vector<std::pair<size_t, float>> ends;
+  std::vector<std::pair<size_t, float>> ends;  // (and <think> first)
   for (const int32_t t : end_tokens_) {
     if (can_end && t >= 0 && static_cast<size_t>(t) < logits.size())
       ends.emplace_back(static_cast<size_t>(t), logits[static_cast<size_t>(t)]);
   }
+  if (think_open_ >= 0 && static_cast<size_t>(think_open_) < logits.size())
+    ends.emplace_back(static_cast<size_t>(think_open_), logits[static_cast<size_t>(think_open_)]);
   const std::vector<uint64_t>& bits = tokens_.allowed_bits();
   const size_t in_trie = std::min(logits.size(), bits.size() * 64);
   bool any = !ends.empty();
@@ -59,6 +63,10 @@ bool GrammarConstraint::mask(std::span<float> logits) {
 
 void GrammarConstraint::accept(int32_t token) {
   if (std::binary_search(end_tokens_.begin(), end_tokens_.end(), token)) return;
+  if (std::exchange(think_open_, -1) == token) {
+    trigger_ = "</think>";  // the model thinks first; the format applies after
+    return;
+  }
   if (active()) {
     tokens_.accept_token(token);  // masked draws always fit
     return;
