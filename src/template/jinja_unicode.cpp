@@ -2,6 +2,8 @@
 
 #include <utf8proc.h>
 
+#include "util/utf8.h"
+
 namespace strata::jinja::unicode {
 
 namespace {
@@ -67,21 +69,9 @@ std::u32string decode(std::string_view text) {
 
 void append_utf8(std::string& out, char32_t cp) {
   if (cp >= kEscapeBase + 0x80 && cp <= kEscapeBase + 0xFF) {
-    out.push_back(static_cast<char>(cp - kEscapeBase));
-  } else if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    out.push_back(static_cast<char>(cp - kEscapeBase));  // an escaped raw byte
   } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    strata::append_utf8(static_cast<uint32_t>(cp), out);
   }
 }
 

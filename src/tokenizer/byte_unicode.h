@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "util/utf8.h"  // append_utf8
+
 namespace strata {
 
 // UTF-8 of the character that stands for `byte` in token strings.
@@ -18,7 +20,6 @@ bool token_text_to_bytes(std::string_view token, std::string& out);
 
 // Decodes one UTF-8 sequence at s[i] (advancing i); returns U+FFFD for malformed input.
 uint32_t next_codepoint(std::string_view s, size_t& i);
-void append_utf8(uint32_t codepoint, std::string& out);
 // Length of the UTF-8 sequence that starts with `lead` (1 for invalid leads).
 int utf8_sequence_length(uint8_t lead);
 

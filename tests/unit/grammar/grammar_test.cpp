@@ -3,23 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include "first_rejected.h"
 #include "grammar/grammar.h"
 #include "grammar/grammar_matcher.h"
 #include "util/error.h"
 
 namespace strata::grammar {
 namespace {
-
-// Index of the first byte the grammar rejects, or -1 when all of `text` is accepted.
-int first_rejected(const std::shared_ptr<const Grammar>& g, std::string_view text,
-                   bool* can_end = nullptr) {
-  GrammarMatcher m(g);
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (!m.accept(text.substr(i, 1))) return static_cast<int>(i);
-  }
-  if (can_end) *can_end = m.can_end();
-  return -1;
-}
 
 bool matches(const std::shared_ptr<const Grammar>& g, std::string_view text) {
   bool end = false;

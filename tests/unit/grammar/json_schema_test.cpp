@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "first_rejected.h"
 #include "grammar/grammar_matcher.h"
 #include "grammar/json_schema.h"
 #include "util/error.h"
@@ -12,17 +13,6 @@ namespace strata::grammar {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-// Index of the first byte rejected, -1 when all are accepted; *can_end: the value is complete.
-int first_rejected(const std::shared_ptr<const Grammar>& g, std::string_view text,
-                   bool* can_end = nullptr) {
-  GrammarMatcher m(g);
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (!m.accept(text.substr(i, 1))) return static_cast<int>(i);
-  }
-  if (can_end) *can_end = m.can_end();
-  return -1;
-}
 
 std::shared_ptr<const Grammar> compile(const json& schema) {
   return grammar_for_json_schema(schema).grammar;
