@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "server/api_error.h"
+#include "server/client_connection.h"
 #include "server/generation.h"
 #include "server/grammar_constraint.h"
 #include "server/openai_json.h"
@@ -317,13 +318,19 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
     return;
   }
 
-  // Whole response: collect every event. (cpp-httplib 0.11 gives a handler no way to see the
-  // client leave; max_tokens bounds the work. Streaming responses do cancel on disconnect.)
+  // Whole response: collect every event; a client that leaves frees its slot (see
+  // client_connection.h).
+  const ClientConnection client(req.remote_addr, req.remote_port, req.local_port);
   ParsedDelta all;
   std::vector<TokenLogprobs> logprobs;
   TextEvents ev;
   for (;;) {
     ev = run->next(kPoll);
+    if (!ev.finished && client.gone()) {
+      run->cancel();
+      // (499: nginx's "client closed request"; for the log, nobody reads it)
+      throw ApiError(499, "invalid_request_error", "the client went away");
+    }
     all.append(std::move(ev.delta));
     for (auto& lp : ev.logprobs) logprobs.push_back(std::move(lp));
     if (ev.finished) break;

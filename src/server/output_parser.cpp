@@ -149,11 +149,11 @@ void OutputParser::end_tool_call(ParsedDelta& out, bool closed) {
   if (call) {
     out.tool_calls.push_back(std::move(*call));
     if (++tool_calls_seen_ == options_.max_tool_calls) closed_ = true;
-  } else {
+  } else if (closed || !stream_->undecided()) {
     // Never recognized: give the text back as content rather than lose it.
     out.content.append(kToolOpen).append(tool_body_);
     if (closed) out.content.append(kToolClose);
-  }
+  }  // (else cut short before its name was complete: no call, and no text to show)
   tool_body_.clear();
   stream_.reset();
 }

@@ -26,6 +26,8 @@ class ToolCallStream {
   std::string finish();
 
   bool started() const { return started_; }
+  // Not yet known to be a call or not (the body so far could still open one).
+  bool undecided() const { return form_ == Form::unknown; }
   const std::string& name() const { return name_; }
   // Every piece returned so far, concatenated: the call's arguments.
   const std::string& arguments() const { return arguments_; }

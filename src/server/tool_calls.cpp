@@ -1,6 +1,7 @@
 #include "server/tool_calls.h"
 
 #include <atomic>
+#include <random>
 
 #include <fmt/format.h>
 
@@ -17,8 +18,12 @@ std::string_view trim(std::string_view s) {
 }  // namespace
 
 std::string next_tool_call_id() {
-  static std::atomic<uint64_t> counter{0};
-  return fmt::format("call_{:016x}", 0x9e3779b97f4a7c15ull * ++counter);
+  // Different in every process: agents keep ids in their session stores across restarts.
+  static std::atomic<uint64_t> counter{(uint64_t{std::random_device{}()} << 32) ^
+                                       std::random_device{}()};
+  uint64_t x = ++counter * 0x9e3779b97f4a7c15ull;  // a bijection (odd multiplier), mixed
+  x ^= x >> 31;
+  return fmt::format("call_{:016x}", x);
 }
 
 std::string tool_parameter_type(const nlohmann::json& tools, const std::string& function,
@@ -42,7 +47,8 @@ std::string tool_parameter_type(const nlohmann::json& tools, const std::string& 
 namespace {
 
 std::optional<ToolCall> parse_json_form(std::string_view body) {
-  const auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  // (ordered: the arguments keep the model's order)
+  const auto j = nlohmann::ordered_json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) return std::nullopt;
   ToolCall call{next_tool_call_id(), j["name"].get<std::string>(), "{}"};
   if (const auto args = j.find("arguments"); args != j.end()) {

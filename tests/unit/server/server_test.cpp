@@ -529,28 +529,28 @@ TEST(Server, EightConcurrentStreamsAllCompleteAndAccountingReturnsToZero) {
   EXPECT_LE(st.kv_pages_used, st.kv_pages_total);
 }
 
-TEST(Server, ClientDisconnectFreesTheSlot) {
-  ServerStack s({.n_slots = 1, .n_ctx = 4096});
-  // A raw connection: send a streaming request for a long generation, read the first bytes of
-  // the answer, hang up.
+// A raw connection: sends a request for a long generation; returns the socket.
+int send_long_request(const ServerStack& s, bool stream) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(fd, 0);
+  EXPECT_GE(fd, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(s.server->port()));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   const std::string body =
-      Json({{"prompt", "x"}, {"max_tokens", 4000}, {"ignore_eos", true}, {"stream", true}}).dump();
+      Json({{"prompt", "x"}, {"max_tokens", 4000}, {"ignore_eos", true}, {"stream", stream}})
+          .dump();
   const std::string request =
       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
       "application/json\r\nContent-Length: " +
       std::to_string(body.size()) + "\r\n\r\n" + body;
-  ASSERT_EQ(send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
-  char buf[256];
-  ASSERT_GT(recv(fd, buf, sizeof buf, 0), 0);
-  close(fd);
-  // The generation is cancelled well before its 4000 tokens.
+  EXPECT_EQ(send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
+  return fd;
+}
+
+// The generation is cancelled well before its 4000 tokens.
+void expect_slot_freed(const ServerStack& s) {
   bool freed = false;
   for (int i = 0; i < 300 && !freed; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -559,6 +559,27 @@ TEST(Server, ClientDisconnectFreesTheSlot) {
   }
   EXPECT_TRUE(freed);
   EXPECT_LT(s.scheduler.stats().generated_tokens, 4000u);
+}
+
+TEST(Server, ClientDisconnectFreesTheSlot) {
+  ServerStack s({.n_slots = 1, .n_ctx = 4096});
+  // A stream: read the first bytes of the answer, hang up.
+  const int fd = send_long_request(s, /*stream=*/true);
+  char buf[256];
+  ASSERT_GT(recv(fd, buf, sizeof buf, 0), 0);
+  close(fd);
+  expect_slot_freed(s);
+}
+
+// A whole response is written only at the end: the server watches the connection meanwhile.
+TEST(Server, ClientLeavingAWholeResponseFreesTheSlot) {
+  ServerStack s({.n_slots = 1, .n_ctx = 4096});
+  const int fd = send_long_request(s, /*stream=*/false);
+  for (int i = 0; i < 500 && s.scheduler.stats().generated_tokens == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_GT(s.scheduler.stats().generated_tokens, 0u) << "the generation started";
+  close(fd);
+  expect_slot_freed(s);
 }
 
 }  // namespace

@@ -142,15 +142,20 @@ TEST(OutputParser, ParsesQwen3CoderXmlToolCallsWithSchemaTypes) {
   }
 }
 
-TEST(OutputParser, MalformedOrUnterminatedToolCallsStayContent) {
+TEST(OutputParser, MalformedToolCallsStayContent) {
   const ParsedDelta bad =
       parse_in_pieces("<tool_call>not a call</tool_call>", 4, {.parse_tool_calls = true});
   EXPECT_TRUE(bad.tool_calls.empty());
   EXPECT_EQ(bad.content, "<tool_call>not a call</tool_call>");
+  // Cut short (max_tokens) where it could still have become a call: neither a call nor text
+  // (the tag is not the answer); cut short where it cannot: the text stays.
   const ParsedDelta cut =
       parse_in_pieces("a<tool_call>{\"name\": \"f\"", 4, {.parse_tool_calls = true});
   EXPECT_TRUE(cut.tool_calls.empty());
-  EXPECT_EQ(cut.content, "a<tool_call>{\"name\": \"f\"");
+  EXPECT_EQ(cut.content, "a");
+  EXPECT_EQ(parse_in_pieces("a<tool_call>\n", 1, {.parse_tool_calls = true}).content, "a");
+  EXPECT_EQ(parse_in_pieces("a<tool_call>not {", 3, {.parse_tool_calls = true}).content,
+            "a<tool_call>not {");
   // Without tools in the request, tool-call tags are ordinary text.
   const ParsedDelta off = parse_in_pieces("<tool_call>{\"name\": \"f\"}</tool_call>", 4, {});
   EXPECT_EQ(off.content, "<tool_call>{\"name\": \"f\"}</tool_call>");
