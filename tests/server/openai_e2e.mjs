@@ -3,16 +3,16 @@
 // Exits non-zero with a message on the first failed check.
 import { createRequire } from 'node:module';
 import assert from 'node:assert/strict';
+import { check, runChecks } from './e2e_checks.mjs';
 
 const [prefix, baseURL, apiKey, nCtxText, defaultMaxText] = process.argv.slice(2);
 const require = createRequire(prefix + '/');
 const OpenAI = require('openai');
+const Ajv = require('ajv');  // an independent JSON-schema validator for the constrained outputs
 const nCtx = Number(nCtxText);
 const defaultMaxTokens = Number(defaultMaxText);  // strata serve --max-tokens
 const client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 120_000 });
 const messages = [{ role: 'user', content: 'Say hello.' }];
-const checks = [];
-const check = (name, fn) => checks.push([name, fn]);
 
 check('models list the ids and the context size', async () => {
   const list = await client.models.list();
@@ -190,20 +190,112 @@ check('logprobs on chat (whole and streamed) and completions', async () => {
   assert.ok(bad instanceof OpenAI.BadRequestError, String(bad));
 });
 
+// Bounded schemas: a random-weight model sampling at temperature 1 finishes them well within
+// max_tokens (strings have a maxLength, arrays a maxItems; the grammar bounds digits and blanks).
+const thingSchema = {
+  type: 'object',
+  properties: {
+    name: { type: 'string', maxLength: 8 },
+    count: { type: 'integer' },
+    color: { enum: ['red', 'green', 'blue'] },
+    inner: { type: 'object', properties: { flag: { type: 'boolean' }, code: { type: 'string', maxLength: 4 } },
+      required: ['flag', 'code'], additionalProperties: false },
+    tags: { type: 'array', items: { type: 'string', maxLength: 6 }, maxItems: 3 },
+  },
+  required: ['name', 'count', 'color', 'inner', 'tags'],
+  additionalProperties: false,
+};
+const boundedTools = [
+  { type: 'function', function: { name: 'get_weather', description: 'Weather of a city', parameters: {
+    type: 'object', properties: { city: { type: 'string', maxLength: 12 }, unit: { enum: ['c', 'f'] } },
+    required: ['city', 'unit'], additionalProperties: false } } },
+  { type: 'function', function: { name: 'get_time', description: 'Time in a zone', parameters: {
+    type: 'object', properties: { zone: { type: 'string', maxLength: 8 },
+      hours: { type: 'array', items: { type: 'integer' }, maxItems: 3 } },
+    required: ['zone'], additionalProperties: false } } },
+];
+const ajv = new Ajv({ allErrors: true });
+const validateThing = ajv.compile(thingSchema);
+const validateArgs = Object.fromEntries(boundedTools.map((t) => [t.function.name, ajv.compile(t.function.parameters)]));
+// Every call names an offered tool and its arguments validate against that tool's parameters.
+const assertValidCalls = (calls, onlyName) => {
+  assert.ok(calls?.length >= 1, 'at least one tool call');
+  for (const call of calls) {
+    assert.equal(call.type, 'function');
+    if (onlyName) assert.equal(call.function.name, onlyName);
+    const validate = validateArgs[call.function.name];
+    assert.ok(validate, `unknown tool ${call.function.name}`);
+    const args = JSON.parse(call.function.arguments);
+    assert.ok(validate(args), `${call.function.arguments}: ${ajv.errorsText(validate.errors)}`);
+  }
+};
+
+check('response_format json_schema: the content validates (ajv)', async () => {
+  const r = await client.chat.completions.create({
+    model: 'strata-test', messages, max_tokens: 300, temperature: 1,
+    response_format: { type: 'json_schema', json_schema: { name: 'thing', schema: thingSchema, strict: true } },
+  });
+  assert.equal(r.choices[0].finish_reason, 'stop');
+  const content = r.choices[0].message.content;
+  assert.ok(validateThing(JSON.parse(content)), `${content}: ${ajv.errorsText(validateThing.errors)}`);
+});
+
+check('response_format json_object: the content is an object', async () => {
+  // Greedy: any object is allowed, and sampled ones can outgrow max_tokens.
+  const r = await client.chat.completions.create({
+    model: 'strata-test', messages, max_tokens: 100, temperature: 0, response_format: { type: 'json_object' },
+  });
+  assert.equal(r.choices[0].finish_reason, 'stop');
+  const value = JSON.parse(r.choices[0].message.content);
+  assert.ok(value !== null && typeof value === 'object' && !Array.isArray(value), r.choices[0].message.content);
+});
+
+check('tool_choice required, one call: a tool call whose arguments validate', async () => {
+  const r = await client.chat.completions.create({
+    model: 'strata-test', messages, tools: boundedTools, tool_choice: 'required', parallel_tool_calls: false,
+    max_tokens: 200, temperature: 1,
+  });
+  assert.equal(r.choices[0].finish_reason, 'tool_calls');
+  assert.equal(r.choices[0].message.tool_calls.length, 1);
+  assertValidCalls(r.choices[0].message.tool_calls);
+});
+
+check('tool_choice naming a tool: a call of that tool', async () => {
+  const r = await client.chat.completions.create({
+    model: 'strata-test', messages, tools: boundedTools, parallel_tool_calls: false,
+    tool_choice: { type: 'function', function: { name: 'get_time' } }, max_tokens: 200, temperature: 1,
+  });
+  assert.equal(r.choices[0].finish_reason, 'tool_calls');
+  assert.equal(r.choices[0].message.tool_calls.length, 1);
+  assertValidCalls(r.choices[0].message.tool_calls, 'get_time');
+});
+
+check('tool_choice required, parallel calls allowed: every whole call validates', async () => {
+  // A random model may keep calling until max_tokens; the calls that closed must still validate.
+  const r = await client.chat.completions.create({
+    model: 'strata-test', messages, tools: boundedTools, tool_choice: 'required', max_tokens: 120, temperature: 1,
+  });
+  const { finish_reason: finish, message } = r.choices[0];
+  assert.ok(finish === 'tool_calls' || (finish === 'length' && r.usage.completion_tokens === 120), finish);
+  assertValidCalls(message.tool_calls);
+});
+
+check('streamed required tool call, accumulated by the stream helper', async () => {
+  const runner = client.chat.completions.stream({
+    model: 'strata-test', messages, tools: boundedTools, tool_choice: 'required', parallel_tool_calls: false,
+    max_tokens: 200, temperature: 1,
+  });
+  const final = await runner.finalChatCompletion();
+  assert.equal(final.choices[0].finish_reason, 'tool_calls');
+  assert.equal(final.choices[0].message.tool_calls.length, 1);
+  assertValidCalls(final.choices[0].message.tool_calls);
+  assert.ok(final.choices[0].message.tool_calls[0].id, 'the call has an id');
+});
+
 check('the API key is enforced', async () => {
   const anonymous = new OpenAI({ baseURL, apiKey: 'wrong-key', maxRetries: 0 });
   const e = await anonymous.models.list().catch((e) => e);
   assert.ok(e instanceof OpenAI.AuthenticationError, String(e));
 });
 
-let failed = 0;
-for (const [name, fn] of checks) {
-  try {
-    await fn();
-    console.log(`ok   ${name}`);
-  } catch (e) {
-    failed++;
-    console.log(`FAIL ${name}: ${e.stack ?? e}`);
-  }
-}
-process.exit(failed ? 1 : 0);
+await runChecks();

@@ -7,30 +7,19 @@
 set -euo pipefail
 strata=$1 make_model=$2 vocab=$3 node_prefix=$4 work=$5 device=${6:-} placement=${7:-}
 here=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$work"
-model=$work/e2e-chat-model.gguf
-[[ -f $model ]] || "$make_model" --arch qwen3moe --ftype Q8_0 --layers 2 --embd 64 --heads 2 \
-  --kv-heads 1 --head-dim 32 --experts 4 --experts-used 2 --expert-ff 64 --vocab 151680 \
-  --vocab-from "$vocab" -o "$model" 2>/dev/null
+# shellcheck source=tests/server/serve_helpers.sh
+source "$here/serve_helpers.sh"
+model=$(e2e_model "$make_model" "$vocab" "$work")
 log=$work/serve${device:+-$device}${placement:+-hybrid}.log
 n_ctx=512
 default_max_tokens=5  # --max-tokens: what a request without max_tokens gets
 device_args=()
 [[ -n $device ]] && device_args=(--device "$device")
 read -ra placement_args <<< "$placement"
-STRATA_API_KEY=e2e-key "$strata" serve -m "$model" --port 0 --ctx $n_ctx --parallel 2 \
+STRATA_API_KEY=e2e-key serve_start "$log" "$strata" -m "$model" --ctx $n_ctx --parallel 2 \
   --max-tokens $default_max_tokens --alias strata-test --alias strata-coder -t 2 \
-  "${device_args[@]}" "${placement_args[@]}" 2> "$log" &
-pid=$!
-trap 'kill $pid 2>/dev/null || true' EXIT
-url=""
-for _ in $(seq 1 200); do
-  url=$(grep -o 'http://127.0.0.1:[0-9]*/v1' "$log" | head -1 || true)
-  [[ -n $url ]] && break
-  kill -0 $pid 2>/dev/null || { cat "$log"; echo "strata serve exited early" >&2; exit 1; }
-  sleep 0.1
-done
-[[ -n $url ]] || { cat "$log"; echo "strata serve did not start" >&2; exit 1; }
+  "${device_args[@]}" "${placement_args[@]}"
+url=$serve_url
 if [[ -n $device ]] && ! grep -q "on $device (" "$log"; then
   cat "$log"; echo "the model is not running on $device" >&2; exit 1
 fi
@@ -56,9 +45,4 @@ if [[ -n $placement ]]; then  # /props and /metrics show the plan in force and d
   grep -q "^strata_pinned_host_bytes{device=\"$device .*} [1-9]" <<< "$metrics" ||
     { echo "/metrics: $metrics" >&2; exit 1; }
 fi
-kill -TERM $pid
-status=0
-wait $pid || status=$?
-trap - EXIT
-[[ $status -eq 0 ]] || { cat "$log"; echo "strata serve exited with $status after SIGTERM" >&2; exit 1; }
-echo "strata serve stopped cleanly"
+serve_stop "$log"
