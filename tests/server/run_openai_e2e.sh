@@ -26,7 +26,7 @@ fi
 if [[ -n $placement ]] && ! grep -q "in RAM computed by the CPU" "$log"; then
   cat "$log"; echo "no experts in RAM with $placement" >&2; exit 1
 fi
-node "$here/openai_e2e.mjs" "$node_prefix" "$url" e2e-key $n_ctx $default_max_tokens
+node "$here/openai_e2e.mjs" "$node_prefix" "$url" e2e-key $n_ctx $default_max_tokens ${device:+"$device"}
 # One log line per request: completions with their token counts, errors with their message.
 for line in 'Z POST /v1/chat/completions 200 [0-9.]+ s prompt [0-9]+ \(cached [0-9]+\) generated [0-9]+ at' \
     "Z POST /v1/chat/completions 400 [0-9.]+ s: 'temperature' must be" 'Z GET /v1/models 401 '; do
