@@ -290,13 +290,17 @@ if (device) {
   });
 
   check('tool_choice required, parallel calls allowed: every whole call validates', async () => {
-    // A random model may keep calling until max_tokens; the calls that closed must still validate.
+    // A random model may keep calling until max_tokens; the calls that closed must still validate
+    // (the last one of a cut output may be cut too, as OpenAI's are).
     const r = await client.chat.completions.create({
       model: 'strata-test', messages, tools: boundedTools, tool_choice: 'required', max_tokens: 120, temperature: 1,
     });
     const { finish_reason: finish, message } = r.choices[0];
     assert.ok(finish === 'tool_calls' || (finish === 'length' && r.usage.completion_tokens === 120), finish);
-    assertValidCalls(message.tool_calls);
+    const calls = message.tool_calls ?? [];
+    assert.ok(calls.length >= 1, 'at least one tool call');
+    const whole = finish === 'length' ? calls.slice(0, -1) : calls;
+    if (whole.length > 0) assertValidCalls(whole);
   });
 
   check('streamed required tool call, accumulated by the stream helper', async () => {
