@@ -457,12 +457,12 @@ bool Scheduler::step() {
       continue;
     }
     const int32_t token = s.sampler->sample(row_logits);
-    if (s.job.top_logprobs >= 0 && s.job.on_logprobs &&
-        !std::binary_search(s.job.end_tokens.begin(), s.job.end_tokens.end(), token))
+    const bool is_end = std::binary_search(s.job.end_tokens.begin(), s.job.end_tokens.end(), token);
+    if (s.job.top_logprobs >= 0 && s.job.on_logprobs && !is_end)
       s.job.on_logprobs(s.sampler->logprobs(token, s.job.top_logprobs));
     s.sampler->accept(token);
     if (s.job.constraint) s.job.constraint->accept(token);
-    if (std::binary_search(s.job.end_tokens.begin(), s.job.end_tokens.end(), token)) {
+    if (is_end) {
       finish(s, FinishReason::stop);
       continue;
     }

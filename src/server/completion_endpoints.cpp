@@ -345,10 +345,7 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
     message["content"] =
         all.content.empty() && !all.tool_calls.empty() ? Json(nullptr) : Json(all.content);
     if (!all.reasoning.empty()) message["reasoning_content"] = all.reasoning;
-    if (!all.tool_calls.empty()) {
-      message["tool_calls"] = tool_calls_json(all.tool_calls, 0);
-      for (auto& c : message["tool_calls"]) c.erase("index");  // only stream deltas carry it
-    }
+    if (!all.tool_calls.empty()) message["tool_calls"] = tool_calls_json(all.tool_calls);
     choice = {{"index", 0},
               {"message", message},
               {"logprobs", want_logprobs ? chat_logprobs_json(logprobs, tokenizer) : Json(nullptr)},

@@ -23,12 +23,10 @@ nlohmann::ordered_json usage_json(const JobResult& r) {
           {"prompt_tokens_details", {{"cached_tokens", r.cached_tokens}}}};
 }
 
-nlohmann::ordered_json tool_calls_json(const std::vector<ToolCall>& calls, int first_index) {
+nlohmann::ordered_json tool_calls_json(const std::vector<ToolCall>& calls) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
-  int index = first_index;
   for (const ToolCall& c : calls) {
-    out.push_back({{"index", index++},
-                   {"id", c.id},
+    out.push_back({{"id", c.id},
                    {"type", "function"},
                    {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
   }

@@ -14,7 +14,8 @@ namespace strata::server {
 
 nlohmann::ordered_json error_body(const ApiError& e);
 nlohmann::ordered_json usage_json(const JobResult& r);
-nlohmann::ordered_json tool_calls_json(const std::vector<ToolCall>& calls, int first_index);
+// A whole response's tool calls (streams carry tool_call_deltas_json instead).
+nlohmann::ordered_json tool_calls_json(const std::vector<ToolCall>& calls);
 // Streamed pieces of tool calls: the first piece of a call carries its id, type and name.
 nlohmann::ordered_json tool_call_deltas_json(const std::vector<ToolCallDelta>& deltas);
 
