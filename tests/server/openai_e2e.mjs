@@ -293,7 +293,7 @@ if (device) {
     // A random model may keep calling until max_tokens; the calls that closed must still validate
     // (the last one of a cut output may be cut too, as OpenAI's are).
     const r = await client.chat.completions.create({
-      model: 'strata-test', messages, tools: boundedTools, tool_choice: 'required', max_tokens: 120, temperature: 1,
+      model: 'strata-test', messages, tools: boundedTools, tool_choice: 'required', max_tokens: 120, temperature: 0,
     });
     const { finish_reason: finish, message } = r.choices[0];
     assert.ok(finish === 'tool_calls' || (finish === 'length' && r.usage.completion_tokens === 120), finish);
