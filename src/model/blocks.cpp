@@ -17,6 +17,10 @@ namespace strata {
 namespace {
 
 // Scratch buffers reused across calls (the blocks run on the caller's thread).
+// gpt-oss's expert activation constants (fixed by the model, not in the file).
+constexpr float kSwigluOaiAlpha = 1.702f;
+constexpr float kSwigluOaiLimit = 7.0f;
+
 std::vector<float>& scratch(int slot, size_t n) {
   static thread_local std::vector<float> buffers[8];
   std::vector<float>& b = buffers[slot];
@@ -39,6 +43,14 @@ void for_each_expert_block(const std::vector<int32_t>& active, int64_t rows, int
     fn(static_cast<int64_t>(active[static_cast<size_t>(task / blocks)]), r0,
        std::min(rows, r0 + block));
   });
+}
+
+// rows[t] += bias for n rows of `cols` values (no bias: nothing).
+void add_bias_rows(float* rows, const float* bias, int64_t n, int64_t cols) {
+  if (!bias) return;
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t i = 0; i < cols; ++i) rows[t * cols + i] += bias[i];
+  }
 }
 
 const ops::KvLayerView& cache_of(const TokenPlacement& at, int64_t token) {
@@ -92,6 +104,9 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
     }
     project(w.wk, input, k, pool);
     project(w.wv, input, v, pool);
+    add_bias_rows(q, w.bq, n, q_dim);
+    add_bias_rows(k, w.bk, n, kv_dim);
+    add_bias_rows(v, w.bv, n, kv_dim);
   }
 
   // Per-head q/k norms, rotary embeddings, then the new keys and values into the cache.
@@ -123,9 +138,14 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
     // heads read each chunk of its keys and values once (attend_block gives every token what it
     // would get alone, so the blocking is free to follow the thread count). Blocks are small
     // enough to leave a few tasks per thread, and the costliest (longest contexts) run first.
-    std::vector<int64_t> lengths(static_cast<size_t>(n));
+    std::vector<int64_t> lengths(static_cast<size_t>(n)), firsts;
     for (int64_t t = 0; t < n; ++t)
       lengths[static_cast<size_t>(t)] = at.position[static_cast<size_t>(t)] + 1;
+    if (p.sliding_window > 0) {
+      firsts.resize(static_cast<size_t>(n));
+      for (size_t t = 0; t < firsts.size(); ++t)
+        firsts[t] = std::max<int64_t>(0, lengths[t] - p.sliding_window);
+    }
     const int64_t max_block = std::clamp<int64_t>(n * p.n_head_kv / (4 * pool.size()), 1, 16);
     struct TokenBlock {
       int64_t first, count, cost;
@@ -146,9 +166,12 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
     pool.run(static_cast<int64_t>(blocks.size()) * p.n_head_kv, [&](int64_t task, int) {
       const TokenBlock& b = blocks[static_cast<size_t>(task / p.n_head_kv)];
       const int64_t kvh = task % p.n_head_kv;
+      ops::AttendOptions options;
+      if (!firsts.empty()) options.first_position = firsts.data() + b.first;
+      if (w.sinks) options.sinks = w.sinks + kvh * group;
       ops::attend_block(cache_of(at, b.first), kvh, q + b.first * q_dim + kvh * group * hd, q_dim,
                         group, b.count, lengths.data() + b.first, scale,
-                        attn + b.first * q_dim + kvh * group * hd, q_dim);
+                        attn + b.first * q_dim + kvh * group * hd, q_dim, options);
     });
   }
 
@@ -159,6 +182,7 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
   static thread_local ActivationCache attn_out;
   attn_out.reset(attn, n, q_dim);
   project(w.wo, attn_out, out, pool);
+  add_bias_rows(out, w.bo, n, w.wo.rows);
 }
 
 void dense_ffn_block(const DenseFfnWeights& w, const float* x, int64_t n, float* out,
@@ -258,7 +282,17 @@ void routed_experts(const MoeFfnWeights& w, const MoeParams& p, ActivationCache&
                           ops::matmul_rows_indexed(w.up_exps.slice(e * n_ff, n_ff), xq_up,
                                                    &ids[off], count, up + off * n_ff, n_ff, r0, r1);
                         });
-  ops::swiglu(gate, up, gate, rows_total * n_ff);
+  if (w.gate_bias) {
+    for (int32_t e : active) {
+      add_bias_rows(gate + first[e] * n_ff, w.gate_bias + e * n_ff, first[e + 1] - first[e], n_ff);
+      add_bias_rows(up + first[e] * n_ff, w.up_bias + e * n_ff, first[e + 1] - first[e], n_ff);
+    }
+  }
+  if (p.activation == ExpertActivation::swiglu_oai) {
+    ops::swiglu_oai(gate, up, gate, rows_total * n_ff, kSwigluOaiAlpha, kSwigluOaiLimit);
+  } else {
+    ops::swiglu(gate, up, gate, rows_total * n_ff);
+  }
 
   phase.emplace(down_slot);
   // Down projection of each (token, expert) row, then the weighted sum per token.
@@ -278,6 +312,12 @@ void routed_experts(const MoeFfnWeights& w, const MoeParams& p, ActivationCache&
         ops::matmul_rows_indexed(w.down_exps.slice(e * n_embd, n_embd), hidden, &identity[off],
                                  count, down + off * n_embd, n_embd, r0, r1);
       });
+  if (w.down_bias) {  // each expert's own output bias, before its weight
+    for (int32_t e : active) {
+      add_bias_rows(down + first[e] * n_embd, w.down_bias + e * n_embd, first[e + 1] - first[e],
+                    n_embd);
+    }
+  }
   for (int64_t slot = 0; slot < rows_total; ++slot) {
     ops::axpy(ids_weight[slot], down + slot * n_embd, out + ids[slot] * n_embd, n_embd);
   }
@@ -297,9 +337,17 @@ void moe_ffn_block(const MoeFfnWeights& w, const MoeParams& p, const float* x, i
     profile::Scope phase(router_slot);
     float* logits = scratch(0, static_cast<size_t>(n * p.n_expert)).data();
     project(w.router, input, logits, pool);
+    add_bias_rows(logits, w.router_bias, n, p.n_expert);
     for (int64_t t = 0; t < n; ++t) {
-      ops::route_top_k(logits + t * p.n_expert, p.n_expert, k, p.renormalize, &chosen[t * k],
-                       &chosen_weight[t * k]);
+      if (p.gating == ExpertGating::sigmoid) {
+        ops::route_top_k_sigmoid(logits + t * p.n_expert, w.selection_bias, p.n_expert, k,
+                                 p.renormalize, p.weights_scale, &chosen[t * k],
+                                 &chosen_weight[t * k]);
+      } else {
+        ops::route_top_k(logits + t * p.n_expert, p.n_expert, k, p.renormalize, &chosen[t * k],
+                         &chosen_weight[t * k]);
+        for (int64_t j = 0; j < k; ++j) chosen_weight[t * k + j] *= p.weights_scale;
+      }
     }
   }
   routed_experts(w, p, input, n, chosen, chosen_weight, nullptr, out, pool);
@@ -348,13 +396,42 @@ void gated_delta_net_block(const GatedDeltaNetWeights& w, const GatedDeltaNetPar
     }
   };
   static thread_local ActivationCache input;
-  input.reset(x, n, w.qkv.cols);
+  input.reset(x, n, w.out.rows);
   {
     STRATA_PROFILE("gdn: projections");
-    project(w.qkv, input, qkv, pool);
-    project(w.gate, input, z, pool);
-    project(w.beta, input, b, pool);
-    project(w.alpha, input, a, pool);
+    const int64_t r = hv / hk;  // value heads per key head
+    if (w.in.data) {
+      const int64_t group = 2 * p.d_k + 2 * r * p.d_v, width = hk * group;
+      float* fused = scratch(7, static_cast<size_t>(n * width)).data();
+      project(w.in, input, fused, pool);
+      for (int64_t t = 0; t < n; ++t) {
+        for (int64_t g = 0; g < hk; ++g) {
+          const float* src = fused + t * width + g * group;
+          float* row = qkv + t * conv_dim;
+          std::copy(src, src + p.d_k, row + q_off + g * p.d_k);
+          std::copy(src + p.d_k, src + 2 * p.d_k, row + k_off + g * p.d_k);
+          std::copy(src + 2 * p.d_k, src + 2 * p.d_k + r * p.d_v, row + v_off + g * r * p.d_v);
+          std::copy(src + 2 * p.d_k + r * p.d_v, src + group, z + t * v_dim + g * r * p.d_v);
+        }
+      }
+    } else {
+      project(w.qkv, input, qkv, pool);
+      project(w.gate, input, z, pool);
+    }
+    if (w.ba.data) {
+      float* fused = scratch(7, static_cast<size_t>(n * 2 * hv)).data();
+      project(w.ba, input, fused, pool);
+      for (int64_t t = 0; t < n; ++t) {
+        for (int64_t g = 0; g < hk; ++g) {
+          const float* src = fused + t * 2 * hv + g * 2 * r;
+          std::copy(src, src + r, b + t * hv + g * r);
+          std::copy(src + r, src + 2 * r, a + t * hv + g * r);
+        }
+      }
+    } else {
+      project(w.beta, input, b, pool);
+      project(w.alpha, input, a, pool);
+    }
   }
   {
     STRATA_PROFILE("gdn: conv, norms, gates");

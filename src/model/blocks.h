@@ -43,6 +43,12 @@ struct AttentionWeights {
   ops::WeightMatrix wo;           // [n_head * head_dim] -> [n_embd]
   const float* q_norm = nullptr;  // [head_dim], per-head RMSNorm (Qwen3); null when absent
   const float* k_norm = nullptr;
+  // Optional biases of the projections (gpt-oss all four, GLM-4.5 q/k/v); null when absent.
+  const float* bq = nullptr;     // [n_head * head_dim] (query part only when output_gate)
+  const float* bk = nullptr;     // [n_head_kv * head_dim]
+  const float* bv = nullptr;     // [n_head_kv * head_dim]
+  const float* bo = nullptr;     // [n_embd]
+  const float* sinks = nullptr;  // [n_head] attention-sink logits (gpt-oss); null when absent
 };
 
 struct AttentionParams {
@@ -54,6 +60,9 @@ struct AttentionParams {
   // Gated attention (Qwen3-Next, Qwen3.5): wq gives per head head_dim query values then
   // head_dim gate values, and each head's output is multiplied by sigmoid(gate).
   bool output_gate = false;
+  // Sliding-window layers (gpt-oss): position p attends to positions q with p - q < window.
+  // 0: full causal attention.
+  int64_t sliding_window = 0;
 };
 
 // Where each token of a batch lives: token t is at position[t] of sequence sequence[t], whose
@@ -91,13 +100,30 @@ struct MoeFfnWeights {
   // shared_gate is set, else shared(x). Absent when shared.gate.data is null.
   DenseFfnWeights shared;              // [n_embd] -> [n_ff_shexp] -> [n_embd]
   const float* shared_gate = nullptr;  // [n_embd]
+  // Optional biases (gpt-oss): router [n_expert], per expert gate/up [n_expert][n_ff_exp] and
+  // down [n_expert][n_embd]. selection_bias (GLM-4.5's score correction, [n_expert]) only
+  // changes which experts are chosen (sigmoid gating).
+  const float* router_bias = nullptr;
+  const float* gate_bias = nullptr;
+  const float* up_bias = nullptr;
+  const float* down_bias = nullptr;
+  const float* selection_bias = nullptr;
 };
+
+// How the router's logits become expert weights: softmax over all experts (top-k of the
+// probabilities, optionally renormalized), or GLM-4.5's per-expert sigmoid.
+enum class ExpertGating { softmax, sigmoid };
+// The experts' activation: SwiGLU, or gpt-oss's clamped variant (ops::swiglu_oai).
+enum class ExpertActivation { swiglu, swiglu_oai };
 
 struct MoeParams {
   int64_t n_expert = 0;
   int64_t n_expert_used = 0;
   int64_t n_ff_exp = 0;
   bool renormalize = true;
+  ExpertGating gating = ExpertGating::softmax;
+  float weights_scale = 1.0f;  // routed weights multiplied by this (GLM-4.5: 2.5)
+  ExpertActivation activation = ExpertActivation::swiglu;
   // When set, counts how often each expert was selected ([n_expert]) and how many distinct
   // experts ran this step (their weight bytes are what the step streamed).
   uint64_t* selection_counts = nullptr;
@@ -131,6 +157,12 @@ struct GatedDeltaNetWeights {
   const float* a_neg = nullptr;    // [n_v_heads] = -exp(A_log)
   const float* norm = nullptr;     // [d_v], shared by the heads
   ops::WeightMatrix out;           // [n_v_heads * d_v] -> [n_embd]
+  // Qwen3-Next's fused projections, grouped by key head g (value heads g*r .. g*r+r-1 with
+  // r = n_v_heads / n_k_heads), used instead of the separate ones when set:
+  //   ba: [n_embd] -> [n_k_heads][b of the r heads, a of the r heads]   (instead of beta, alpha)
+  //   in: [n_embd] -> [n_k_heads][q_g, k_g, v of the r heads, z of the r heads] (qkv, gate)
+  ops::WeightMatrix ba;
+  ops::WeightMatrix in;
 };
 
 struct GatedDeltaNetParams {

@@ -36,15 +36,39 @@ void rms_norm_rows(const float* x, const float* weight, float* out, int64_t n, i
 
 namespace strata {
 
-// "blk.{layer}.{name}.weight"
+// "blk.{layer}.{name}.weight", and "blk.{layer}.{name}.bias".
 std::string layer_tensor(int64_t layer, const char* name);
+std::string layer_bias(int64_t layer, const char* name);
 
-// Declares a layer's attention tensors (q/k norms only when with_qk_norm; a query projection
-// of twice the size, query and gate per head, when gated_q).
+// The optional parts of an architecture's attention, declared (and so required) when set.
+struct AttentionLayout {
+  enum class QkNorm { none, required, optional };
+  QkNorm qk_norm = QkNorm::none;  // per-head RMSNorm of q and k
+  bool gated_q = false;           // a query projection of twice the size: query and gate per head
+  bool qkv_bias = false;          // attn_{q,k,v}.bias
+  bool output_bias = false;       // attn_output.bias
+  bool sinks = false;             // attn_sinks.weight [n_head]
+};
+
+// The optional parts of an architecture's MoE FFN.
+struct MoeLayout {
+  bool router_bias = false;     // ffn_gate_inp.bias
+  bool expert_biases = false;   // ffn_{gate,up,down}_exps.bias
+  bool selection_bias = false;  // exp_probs_b.bias (sigmoid gating's score correction)
+  int64_t n_ff_shexp = 0;       // shared expert width (ffn_*_shexp); 0: none
+};
+
 AttentionWeights declare_attention(WeightLoader& loader, const ModelHParams& hp, int64_t layer,
-                                   bool with_qk_norm, bool gated_q = false);
+                                   const AttentionLayout& layout);
 DenseFfnWeights declare_dense_ffn(WeightLoader& loader, const ModelHParams& hp, int64_t layer);
-MoeFfnWeights declare_moe_ffn(WeightLoader& loader, const ModelHParams& hp, int64_t layer);
+// The shared expert's optional sigmoid gate (ffn_gate_inp_shexp) is taken when present.
+MoeFfnWeights declare_moe_ffn(WeightLoader& loader, const ModelHParams& hp, int64_t layer,
+                              const MoeLayout& layout = {});
+
+// Warns about each tensor no declaration used, except those of the `skipped` blocks after
+// hp.n_layer (a multi-token-prediction block, not used for plain decoding: counted in one line).
+void warn_unused_tensors(const WeightLoader& loader, const std::string& file_name,
+                         const ModelHParams& hp, int64_t skipped);
 
 AttentionParams attention_params(const ModelHParams& hp, const ops::Rope& rope);
 MoeParams moe_params(const ModelHParams& hp);

@@ -1,6 +1,7 @@
 #include "model/hparams.h"
 
 #include "util/error.h"
+#include "util/log.h"
 
 namespace strata {
 namespace {
@@ -8,6 +9,27 @@ namespace {
 int64_t positive(const GgufFile& file, const std::string& key, int64_t value) {
   if (value <= 0) fail("{}: {} must be positive, found {}", file.name(), key, value);
   return value;
+}
+
+// YaRN from "{arch}.rope.scaling.*" (other scaling types are reported and ignored).
+void read_rope_scaling(const GgufFile& file, const std::string& arch, ModelHParams& hp) {
+  const std::string type = file.find_string(arch + ".rope.scaling.type").value_or("none");
+  if (type == "none") return;
+  if (type != "yarn") {
+    log::warn("{}: {}.rope.scaling.type '{}' is not supported; plain RoPE is used", file.name(),
+              arch, type);
+    return;
+  }
+  const double factor = file.get_float(arch + ".rope.scaling.factor");
+  STRATA_CHECK(factor >= 1.0, "{}: {}.rope.scaling.factor must be at least 1 for yarn, found {}",
+               file.name(), arch, factor);
+  hp.yarn.factor = static_cast<float>(factor);
+  hp.yarn.original_context = positive(file, arch + ".rope.scaling.original_context_length",
+                                      file.get_int(arch + ".rope.scaling.original_context_length"));
+  hp.yarn.beta_fast = static_cast<float>(
+      file.find_float(arch + ".rope.scaling.yarn_beta_fast").value_or(hp.yarn.beta_fast));
+  hp.yarn.beta_slow = static_cast<float>(
+      file.find_float(arch + ".rope.scaling.yarn_beta_slow").value_or(hp.yarn.beta_slow));
 }
 
 }  // namespace
@@ -36,6 +58,7 @@ ModelHParams read_common_hparams(const GgufFile& file, const std::string& arch) 
       file.find_float(arch + ".attention.layer_norm_rms_epsilon").value_or(1e-6));
   hp.rope_base = static_cast<float>(file.find_float(arch + ".rope.freq_base").value_or(10000.0));
   hp.n_rot = find("rope.dimension_count", hp.head_dim);
+  read_rope_scaling(file, arch, hp);
 
   if (auto v = file.find_int(arch + ".vocab_size")) {
     hp.n_vocab = *v;

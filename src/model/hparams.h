@@ -5,6 +5,7 @@
 #include <string>
 
 #include "gguf/gguf_file.h"
+#include "model/blocks.h"
 #include "ops/rope.h"
 
 namespace strata {
@@ -27,6 +28,11 @@ struct ModelHParams {
   int64_t n_rot = 0;  // rope.dimension_count, default head_dim
   ops::RopeStyle rope_style = ops::RopeStyle::norm;
   bool expert_weights_norm = true;  // renormalize the top-k router weights
+  ExpertGating expert_gating = ExpertGating::softmax;
+  float expert_weights_scale = 1.0f;
+  ExpertActivation expert_activation = ExpertActivation::swiglu;
+  ops::YarnScaling yarn;       // factor 0: none
+  int64_t sliding_window = 0;  // the window of sliding-window layers (gpt-oss); 0: none
 };
 
 // Reads the keys every transformer arch shares; the vocabulary size comes from

@@ -41,10 +41,19 @@ HybridDecoder::HybridDecoder(GgufFile file, ModelHParams hparams, Options option
     l.attn_norm = loader.vector(layer_tensor(il, "attn_norm"), hp.n_embd);
     if (options_.recurrent[static_cast<size_t>(il)]) {
       GatedDeltaNetWeights& g = l.gdn;
-      g.qkv = loader.matrix(layer_tensor(il, "attn_qkv"), hp.n_embd, conv_dim);
-      g.gate = loader.matrix(layer_tensor(il, "attn_gate"), hp.n_embd, v_dim);
-      g.beta = loader.matrix(layer_tensor(il, "ssm_beta"), hp.n_embd, p.n_v_heads);
-      g.alpha = loader.matrix(layer_tensor(il, "ssm_alpha"), hp.n_embd, p.n_v_heads);
+      using Projections = Options::GdnProjections;
+      if (options_.projections == Projections::fused_in) {
+        g.in = loader.matrix(layer_tensor(il, "ssm_in"), hp.n_embd, conv_dim + v_dim);
+      } else {
+        g.qkv = loader.matrix(layer_tensor(il, "attn_qkv"), hp.n_embd, conv_dim);
+        g.gate = loader.matrix(layer_tensor(il, "attn_gate"), hp.n_embd, v_dim);
+      }
+      if (options_.projections == Projections::separate) {
+        g.beta = loader.matrix(layer_tensor(il, "ssm_beta"), hp.n_embd, p.n_v_heads);
+        g.alpha = loader.matrix(layer_tensor(il, "ssm_alpha"), hp.n_embd, p.n_v_heads);
+      } else {
+        g.ba = loader.matrix(layer_tensor(il, "ssm_ba"), hp.n_embd, 2 * p.n_v_heads);
+      }
       // GGUF {kernel, conv_dim}: channel c's taps are consecutive; stored [tap][channel] here so
       // the convolution runs along channels.
       const float* conv = loader.floats(layer_tensor(il, "ssm_conv1d"), {p.conv_kernel, conv_dim});
@@ -61,31 +70,17 @@ HybridDecoder::HybridDecoder(GgufFile file, ModelHParams hparams, Options option
       l.state_offset = state_floats_;
       state_floats_ += p.conv_state_floats() + p.ssm_state_floats();
     } else {
-      l.attn = declare_attention(loader, hp, il, /*with_qk_norm=*/true, /*gated_q=*/true);
+      AttentionLayout attention;
+      attention.qk_norm = AttentionLayout::QkNorm::required;
+      attention.gated_q = true;
+      l.attn = declare_attention(loader, hp, il, attention);
     }
     l.post_norm = loader.vector(layer_tensor(il, "post_attention_norm"), hp.n_embd);
-    l.moe = declare_moe_ffn(loader, hp, il);
-    if (options_.n_ff_shexp > 0) {
-      const int64_t f = options_.n_ff_shexp;
-      l.moe.shared = {loader.matrix(layer_tensor(il, "ffn_gate_shexp"), hp.n_embd, f),
-                      loader.matrix(layer_tensor(il, "ffn_up_shexp"), hp.n_embd, f),
-                      loader.matrix(layer_tensor(il, "ffn_down_shexp"), f, hp.n_embd)};
-      l.moe.shared_gate = loader.optional_vector(layer_tensor(il, "ffn_gate_inp_shexp"), hp.n_embd);
-    }
+    MoeLayout moe;
+    moe.n_ff_shexp = options_.n_ff_shexp;
+    l.moe = declare_moe_ffn(loader, hp, il, moe);
   }
-  int64_t skipped = 0;
-  for (const std::string& name : loader.unused()) {
-    const std::optional<int> layer = tensor_layer(name);
-    if (layer && *layer >= hp.n_layer && *layer < hp.n_layer + options_.skipped_layers) {
-      ++skipped;  // the multi-token-prediction block: not used for plain decoding
-      continue;
-    }
-    log::warn("{}: tensor '{}' is not used by the {} architecture", file_.name(), name, hp.arch);
-  }
-  if (skipped > 0) {
-    log::info("{}: {} tensors of the multi-token-prediction block are not loaded", file_.name(),
-              skipped);
-  }
+  warn_unused_tensors(loader, file_.name(), hp, options_.skipped_layers);
 }
 
 bool HybridDecoder::layer_has_kv(int64_t layer) const {
@@ -217,12 +212,13 @@ int64_t HybridDecoder::dense_bytes_per_token() const {
   const GatedDeltaNetParams& p = options_.gdn;
   int64_t total = output_.bytes() + token_embd_.row_bytes + hp.n_embd * 4;
   for (const Layer& l : layers_) {
-    total += matrix_bytes({&l.attn.wq, &l.attn.wk, &l.attn.wv, &l.attn.wo, &l.gdn.qkv, &l.gdn.gate,
-                           &l.gdn.beta, &l.gdn.alpha, &l.gdn.out, &l.moe.router, &l.moe.shared.gate,
-                           &l.moe.shared.up, &l.moe.shared.down});
+    total +=
+        matrix_bytes({&l.attn.wq, &l.attn.wk, &l.attn.wv, &l.attn.wo, &l.gdn.qkv, &l.gdn.gate,
+                      &l.gdn.beta, &l.gdn.alpha, &l.gdn.ba, &l.gdn.in, &l.gdn.out, &l.moe.router,
+                      &l.moe.shared.gate, &l.moe.shared.up, &l.moe.shared.down});
     total += 2 * hp.n_embd * 4;  // norms
     if (l.moe.shared_gate) total += hp.n_embd * 4;
-    if (l.gdn.qkv.data)
+    if (l.gdn.out.data)
       total += static_cast<int64_t>(l.conv.size()) * 4 + (2 * p.n_v_heads + p.d_v) * 4;
   }
   return total;
@@ -232,6 +228,11 @@ int64_t HybridDecoder::expert_bytes() const {
   if (layers_.empty()) return 0;
   const Layer& l = layers_.front();
   return matrix_bytes({&l.moe.gate_exps, &l.moe.up_exps, &l.moe.down_exps}) / hparams_.n_expert;
+}
+
+std::vector<std::string> HybridDecoder::features_without_gpu_path() const {
+  if (options_.projections == Options::GdnProjections::separate) return {};
+  return {"fused ssm_ba / ssm_in projections (Qwen3-Next)"};
 }
 
 int64_t HybridDecoder::recurrent_bytes_per_token() const {

@@ -45,6 +45,11 @@ class HybridDecoder : public Model {
     GatedDeltaNetParams gdn;
     int64_t n_ff_shexp = 0;
     int64_t skipped_layers = 0;  // blocks after n_layer not loaded (multi-token prediction)
+    // How the recurrent layers' input projections are stored: separate (Qwen3.5: attn_qkv,
+    // attn_gate, ssm_beta, ssm_alpha), a fused ssm_ba (Qwen3-Next), or fused ssm_in + ssm_ba
+    // (Qwen3-Next files converted before 2026).
+    enum class GdnProjections { separate, fused_ba, fused_in };
+    GdnProjections projections = GdnProjections::separate;
   };
 
   static constexpr int64_t kHeader = 16;
@@ -63,6 +68,8 @@ class HybridDecoder : public Model {
   int64_t recurrent_bytes_per_token() const override;
   int64_t recurrent_state_floats() const override { return state_floats_; }
   bool layer_has_kv(int64_t layer) const override;
+  // Parts of this model the GPU backend has no kernels for yet (empty: it runs everywhere).
+  std::vector<std::string> features_without_gpu_path() const;
 
   struct Layer {
     const float* attn_norm = nullptr;  // [n_embd]

@@ -14,10 +14,10 @@ struct Architecture {
 };
 
 constexpr Architecture kArchitectures[] = {
-    {"qwen3moe", archs::make_qwen3moe},
-    {"qwen3", archs::make_qwen3},
-    {"llama", archs::make_llama},
-    {"qwen35moe", archs::make_qwen35moe},
+    {"qwen3moe", archs::make_qwen3moe},   {"qwen3", archs::make_qwen3},
+    {"llama", archs::make_llama},         {"qwen35moe", archs::make_qwen35moe},
+    {"gpt-oss", archs::make_gpt_oss},     {"glm4moe", archs::make_glm4moe},
+    {"qwen3next", archs::make_qwen3next},
 };
 
 }  // namespace

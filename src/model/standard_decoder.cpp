@@ -11,28 +11,35 @@ namespace strata {
 StandardDecoder::StandardDecoder(GgufFile file, ModelHParams hparams, Options options)
     : Model(std::move(file), std::move(hparams)),
       options_(options),
-      rope_(hparams_.rope_style, hparams_.head_dim, hparams_.n_rot, hparams_.rope_base) {
+      rope_(hparams_.rope_style, hparams_.head_dim, hparams_.n_rot, hparams_.rope_base,
+            hparams_.yarn) {
   const ModelHParams& hp = hparams_;
   WeightLoader loader(file_);
   token_embd_ = loader.matrix("token_embd.weight", hp.n_embd, hp.n_vocab);
   output_norm_ = loader.vector("output_norm.weight", hp.n_embd);
   output_ = loader.optional_matrix("output.weight", hp.n_embd, hp.n_vocab);
   if (!output_.data) output_ = token_embd_;  // tied embeddings
+  STRATA_CHECK(
+      options_.sliding.empty() || static_cast<int64_t>(options_.sliding.size()) == hp.n_layer,
+      "{}: {} sliding-window flags for {} layers", file_.name(), options_.sliding.size(),
+      hp.n_layer);
+  STRATA_CHECK(options_.leading_dense >= 0 && options_.leading_dense <= hp.n_layer,
+               "{}: {}.leading_dense_block_count is {} of {} layers", file_.name(), hp.arch,
+               options_.leading_dense, hp.n_layer);
   layers_.resize(static_cast<size_t>(hp.n_layer));
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     Layer& l = layers_[static_cast<size_t>(il)];
     l.attn_norm = loader.vector(layer_tensor(il, "attn_norm"), hp.n_embd);
-    l.attn = declare_attention(loader, hp, il, options.qk_norm);
-    l.ffn_norm = loader.vector(layer_tensor(il, "ffn_norm"), hp.n_embd);
-    if (options.moe) {
-      l.moe = declare_moe_ffn(loader, hp, il);
+    l.attn = declare_attention(loader, hp, il, options_.attention);
+    l.ffn_norm = loader.vector(layer_tensor(il, options_.ffn_norm), hp.n_embd);
+    if (options_.moe && il >= options_.leading_dense) {
+      l.moe = declare_moe_ffn(loader, hp, il, options_.moe_layout);
     } else {
       l.dense = declare_dense_ffn(loader, hp, il);
     }
+    l.sliding = !options_.sliding.empty() && options_.sliding[static_cast<size_t>(il)];
   }
-  for (const std::string& name : loader.unused()) {
-    log::warn("{}: tensor '{}' is not used by the {} architecture", file_.name(), name, hp.arch);
-  }
+  warn_unused_tensors(loader, file_.name(), hp, options_.skipped_layers);
 }
 
 void StandardDecoder::forward(const ForwardBatch& batch, std::span<const SequenceKv> kv,
@@ -63,7 +70,7 @@ void StandardDecoder::run_layers(std::span<const SequenceKv> kv, int64_t first, 
   const size_t size = static_cast<size_t>(n * hp.n_embd);
   normed_.resize(size);
   delta_.resize(size);
-  const AttentionParams attn_params = attention_params(hp, rope_);
+  AttentionParams attn_params = attention_params(hp, rope_);
   MoeParams moe = moe_params(hp);
   if (stats) moe.distinct_experts = &stats->distinct_experts;
   const bool count_experts =
@@ -75,11 +82,12 @@ void StandardDecoder::run_layers(std::span<const SequenceKv> kv, int64_t first, 
     layer_caches_.clear();
     for (const SequenceKv& sequence_kv : kv) layer_caches_.push_back(sequence_kv[il]);
     const TokenPlacement at{layout_.sequence, layout_.position, layer_caches_};
+    attn_params.sliding_window = l.sliding ? hp.sliding_window : 0;
     attention_block(l.attn, attn_params, normed_.data(), n, at, delta_.data(), pool);
     add_residual(x, delta_.data(), static_cast<int64_t>(size));
 
     norm_rows(x, l.ffn_norm, n);
-    if (options_.moe) {
+    if (l.is_moe()) {
       moe.selection_counts = count_experts ? &stats->expert_counts[il * hp.n_expert] : nullptr;
       moe_ffn_block(l.moe, moe, normed_.data(), n, delta_.data(), pool);
     } else {
@@ -99,16 +107,37 @@ int64_t StandardDecoder::dense_bytes_per_token() const {
   int64_t total = output_.bytes() + token_embd_.row_bytes + hp.n_embd * 4;
   for (const Layer& l : layers_) {
     total += matrix_bytes({&l.attn.wq, &l.attn.wk, &l.attn.wv, &l.attn.wo, &l.dense.gate,
-                           &l.dense.up, &l.dense.down, &l.moe.router});
+                           &l.dense.up, &l.dense.down, &l.moe.router, &l.moe.shared.gate,
+                           &l.moe.shared.up, &l.moe.shared.down});
     total += 2 * hp.n_embd * 4;  // norms
   }
   return total;
 }
 
 int64_t StandardDecoder::expert_bytes() const {
-  if (!options_.moe || layers_.empty()) return 0;
-  const Layer& l = layers_.front();
+  if (!options_.moe || options_.leading_dense >= hparams_.n_layer) return 0;
+  const Layer& l = layers_[static_cast<size_t>(options_.leading_dense)];
   return matrix_bytes({&l.moe.gate_exps, &l.moe.up_exps, &l.moe.down_exps}) / hparams_.n_expert;
+}
+
+}  // namespace strata
+
+namespace strata {
+
+std::vector<std::string> StandardDecoder::features_without_gpu_path() const {
+  const ModelHParams& hp = hparams_;
+  const AttentionLayout& a = options_.attention;
+  const MoeLayout& m = options_.moe_layout;
+  std::vector<std::string> out;
+  if (a.qkv_bias || a.output_bias) out.emplace_back("attention biases");
+  if (a.sinks) out.emplace_back("attention sinks");
+  if (hp.sliding_window > 0) out.emplace_back("sliding-window attention");
+  if (hp.yarn.factor > 0) out.emplace_back("YaRN rope scaling");
+  if (m.router_bias || m.expert_biases) out.emplace_back("router and expert biases");
+  if (hp.expert_gating == ExpertGating::sigmoid) out.emplace_back("sigmoid expert gating");
+  if (hp.expert_weights_scale != 1.0f) out.emplace_back("scaled expert weights");
+  if (hp.expert_activation != ExpertActivation::swiglu) out.emplace_back("clamped SwiGLU experts");
+  return out;
 }
 
 }  // namespace strata

@@ -7,6 +7,7 @@
 
 #include "model/batch_layout.h"
 #include "model/blocks.h"
+#include "model/decoder.h"
 #include "model/model.h"
 #include "ops/rope.h"
 
@@ -15,8 +16,15 @@ namespace strata {
 class StandardDecoder : public Model {
  public:
   struct Options {
-    bool qk_norm = false;  // per-head RMSNorm on q and k before RoPE (Qwen3)
-    bool moe = false;      // routed experts instead of a dense FFN
+    AttentionLayout attention;
+    bool moe = false;  // routed experts instead of a dense FFN
+    MoeLayout moe_layout;
+    int64_t leading_dense = 0;  // MoE models: the first layers keep a dense FFN (GLM-4.5)
+    // The pre-FFN norm's tensor name (gpt-oss and GLM-4.5 call it post_attention_norm).
+    const char* ffn_norm = "ffn_norm";
+    // [n_layer] sliding-window attention layers (hparams.sliding_window); empty: none.
+    std::vector<bool> sliding;
+    int64_t skipped_layers = 0;  // blocks after n_layer not loaded (multi-token prediction)
   };
 
   StandardDecoder(GgufFile file, ModelHParams hparams, Options options);
@@ -34,9 +42,13 @@ class StandardDecoder : public Model {
     const float* attn_norm = nullptr;  // [n_embd]
     AttentionWeights attn;
     const float* ffn_norm = nullptr;  // [n_embd]
-    DenseFfnWeights dense;
-    MoeFfnWeights moe;
+    DenseFfnWeights dense;            // dense layers
+    MoeFfnWeights moe;                // MoE layers (moe.router.data set)
+    bool sliding = false;             // sliding-window attention
+    bool is_moe() const { return moe.router.data != nullptr; }
   };
+  // Parts of this model the GPU backend has no kernels for yet (empty: it runs everywhere).
+  std::vector<std::string> features_without_gpu_path() const;
   // The weights as declared (views into the file), for backends that run this model elsewhere.
   const Options& options() const { return options_; }
   const std::vector<Layer>& layers() const { return layers_; }

@@ -12,6 +12,15 @@ void swiglu(const float* gate, const float* up, float* out, int64_t n) {
   }
 }
 
+void swiglu_oai(const float* gate, const float* up, float* out, int64_t n, float alpha,
+                float limit) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = std::min(gate[i], limit);
+    const float u = std::clamp(up[i], -limit, limit);
+    out[i] = g / (1.0f + std::exp(-alpha * g)) * (u + 1.0f);
+  }
+}
+
 void softmax(float* x, int64_t n) {
   if (n <= 0) return;
   const float max = *std::max_element(x, x + n);

@@ -487,7 +487,7 @@ void decode_chunk(const KvLayerView& kv, int64_t kv_head, int64_t p0, int64_t co
 
 void attend_block(const KvLayerView& kv, int64_t kv_head, const float* q, int64_t q_stride,
                   int64_t n_group, int64_t n_tokens, const int64_t* n_positions, float scale,
-                  float* out, int64_t out_stride) {
+                  float* out, int64_t out_stride, const AttendOptions& options) {
   const int64_t d = kv.head_dim;
   STRATA_CHECK(d >= 1 && d <= kMaxHeadDim, "head size {} outside [1, {}]", d, kMaxHeadDim);
   STRATA_CHECK(n_group >= 1 && n_group <= kMaxGroup, "{} query heads per KV head exceeds {}",
@@ -507,9 +507,15 @@ void attend_block(const KvLayerView& kv, int64_t kv_head, const float* q, int64_
   // keys and values, each decoded once for the whole block of query rows.
   const quant::TypeTraits& qt = quant::traits(quant::traits(kv.type).activation_type);
   alignas(64) uint8_t packed[kMaxHeadDim * 2];
-  int64_t max_positions = 0;
+  int64_t max_positions = 0, min_first = INT64_MAX;
+  const auto first_of = [&](int64_t t) {
+    return options.first_position ? options.first_position[t] : int64_t{0};
+  };
   for (int64_t t = 0; t < n_tokens; ++t) {
+    STRATA_CHECK(first_of(t) >= 0 && first_of(t) < n_positions[t],
+                 "attention window [{}, {}) of token {} is empty", first_of(t), n_positions[t], t);
     max_positions = std::max(max_positions, n_positions[t]);
+    min_first = std::min(min_first, first_of(t));
     for (int64_t g = 0; g < n_group; ++g) {
       qt.kernels.quantize_row(q + t * q_stride + g * d, packed, d);
       qt.kernels.dequantize_row(packed, ws.queries.data() + (t * n_group + g) * d, d);
@@ -520,12 +526,15 @@ void attend_block(const KvLayerView& kv, int64_t kv_head, const float* q, int64_
 
   const ChunkKernels& k = chunk_kernels(d);
   alignas(64) float scores[kRowBlock * kChunk];
-  for (int64_t p0 = 0; p0 < max_positions; p0 += kChunk) {
+  // Chunks stay aligned to multiples of kChunk (a window only skips whole chunks and masks the
+  // head of one), so a token's arithmetic is the same whichever tokens share its block.
+  for (int64_t p0 = min_first / kChunk * kChunk; p0 < max_positions; p0 += kChunk) {
     const int64_t decoded = std::min(kChunk, max_positions - p0);
     decode_chunk(kv, kv_head, p0, decoded, std::min(kChunk, max_positions - p0 - decoded), k, ws);
     for (int64_t t = 0; t < n_tokens; ++t) {
-      if (n_positions[t] <= p0) continue;
+      if (n_positions[t] <= p0 || first_of(t) >= p0 + kChunk) continue;
       const int64_t count = std::min(kChunk, n_positions[t] - p0);
+      const int64_t masked = std::max<int64_t>(0, first_of(t) - p0);  // positions before the window
       // The rows of a block belong to one token, so they share `count`.
       for (int64_t g0 = 0; g0 < n_group; g0 += kRowBlock) {
         const int64_t nr = std::min(kRowBlock, n_group - g0);
@@ -534,10 +543,14 @@ void attend_block(const KvLayerView& kv, int64_t kv_head, const float* q, int64_
         k.scores(ws.queries.data() + row0 * d, nr, ws.keys_t.data(), round_up_lanes(count) / kLanes,
                  d, scale, scores);
         for (int64_t r = 0; r < nr; ++r) {
+          // exp(-inf - max) is ~1e-38 after the kernels' clamp: nothing against the window's
+          // own weights (the largest is 1); the values below skip those positions outright.
+          std::fill(scores + r * kChunk, scores + r * kChunk + masked,
+                    -std::numeric_limits<float>::infinity());
           k.softmax(scores + r * kChunk, count, &ws.running_max[static_cast<size_t>(row0 + r)],
                     ws.lane_sum.data() + (row0 + r) * kLanes, acc + r * d, d);
         }
-        k.values(scores, nr, ws.values.data(), count, d, acc);
+        k.values(scores + masked, nr, ws.values.data() + masked * d, count - masked, d, acc);
       }
     }
   }
@@ -547,7 +560,14 @@ void attend_block(const KvLayerView& kv, int64_t kv_head, const float* q, int64_
       for (int64_t w = kLanes / 2; w >= 1; w /= 2) {
         for (int64_t l = 0; l < w; ++l) lanes[l] += lanes[l + w];
       }
-      const float inv = lanes[0] > 0 ? 1.0f / lanes[0] : 0.0f;
+      float inv = lanes[0] > 0 ? 1.0f / lanes[0] : 0.0f;
+      if (options.sinks) {
+        // The sink joins the denominator: sum e^(s - m) + e^(sink - m), taken over max(m, sink).
+        const float m = ws.running_max[static_cast<size_t>(t * n_group + g)];
+        const float top = std::max(m, options.sinks[g]);
+        const float kept = std::exp(m - top);
+        inv = kept / (lanes[0] * kept + std::exp(options.sinks[g] - top));
+      }
       float* o = out + t * out_stride + g * d;
       for (int64_t i = 0; i < d; ++i) o[i] *= inv;
     }

@@ -60,9 +60,17 @@ void attend_group(const KvLayerView& kv, int64_t kv_head, const float* q, int64_
 // out + t * out_stride (+ g * head_dim). Each chunk of keys and values is decoded once for the
 // whole block (prefill: consecutive tokens of a sequence), and every token gets exactly, bit for
 // bit, what attend_group gives it alone: its arithmetic does not depend on the other tokens.
+//
+// Options (gpt-oss): a sliding window, where token t sees only positions
+// [first_position[t], n_positions[t]); and attention sinks, one logit per query head (sinks[g],
+// not scaled) that joins the softmax denominator only, so the weights sum to less than 1.
+struct AttendOptions {
+  const int64_t* first_position = nullptr;  // [n_tokens]; null: 0
+  const float* sinks = nullptr;             // [n_group]; null: none
+};
 void attend_block(const KvLayerView& kv, int64_t kv_head, const float* q, int64_t q_stride,
                   int64_t n_group, int64_t n_tokens, const int64_t* n_positions, float scale,
-                  float* out, int64_t out_stride);
+                  float* out, int64_t out_stride, const AttendOptions& options = {});
 
 // One query head (n_group = 1).
 inline void attend(const KvLayerView& kv, int64_t kv_head, const float* q, int64_t n_positions,

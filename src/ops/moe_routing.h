@@ -10,4 +10,11 @@ namespace strata::ops {
 void route_top_k(const float* logits, int64_t n_expert, int64_t k, bool renormalize,
                  int32_t* experts, float* weights);
 
+// GLM-4.5 routing: scores = sigmoid(logits); the top k of scores + selection_bias (the
+// score-correction bias, [n_expert], may be null) are chosen, but weighted by their unbiased
+// scores, normalized to sum 1 when renormalize, then multiplied by scale.
+void route_top_k_sigmoid(const float* logits, const float* selection_bias, int64_t n_expert,
+                         int64_t k, bool renormalize, float scale, int32_t* experts,
+                         float* weights);
+
 }  // namespace strata::ops

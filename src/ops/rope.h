@@ -9,9 +9,20 @@ namespace strata::ops {
 
 enum class RopeStyle { norm, neox };
 
+// YaRN context extension (gpt-oss): low-frequency pairs are interpolated by 1/factor,
+// high-frequency pairs kept, a linear ramp between the pair indices where the wavelength crosses
+// original_context / beta_fast and original_context / beta_slow; cos and sin are scaled by
+// 1 + 0.1 ln(factor) (the attention factor). factor 0: plain RoPE.
+struct YarnScaling {
+  float factor = 0;
+  int64_t original_context = 0;
+  float beta_fast = 32.0f;
+  float beta_slow = 1.0f;
+};
+
 class Rope {
  public:
-  Rope(RopeStyle style, int64_t head_dim, int64_t n_rot, float freq_base);
+  Rope(RopeStyle style, int64_t head_dim, int64_t n_rot, float freq_base, YarnScaling yarn = {});
 
   // Rotates one head vector of head_dim values in place for position `pos`.
   void apply(float* head, int64_t pos) const;
@@ -25,7 +36,8 @@ class Rope {
   RopeStyle style_;
   int64_t head_dim_;
   int64_t n_rot_;
-  std::vector<float> inv_freq_;  // [n_rot / 2]: base^(-2i / n_rot)
+  std::vector<float> inv_freq_;  // [n_rot / 2]: base^(-2i / n_rot), YaRN-blended when scaled
+  float magnitude_ = 1.0f;       // YaRN attention factor applied to cos and sin
 };
 
 }  // namespace strata::ops

@@ -159,71 +159,12 @@ TEST(GdnState, ForwardChecksTheStateBuffers) {
 // its own state buffer: each gets exactly the logits it gets alone.
 TEST(GdnState, InterleavedSequencesDoNotLeakState) {
   auto model = load("tiny-qwen35moe-Q4_K_M.gguf");
-  const int64_t n_vocab = model->hparams().n_vocab;
   ThreadPool pool(2);
-  const std::vector<std::vector<int32_t>> tokens = {make_tokens(90, 7), make_tokens(50, 8)};
-  std::vector<std::vector<float>> alone;
-  for (const auto& t : tokens) alone.push_back(run(*model, t, {t.size()}, pool));
-
-  KvPool kv_pool(model->hparams(), 16, 16, GgmlType::F16, model->kv_layers());
-  EXPECT_EQ(kv_pool.bytes_per_position(), 2 * 2 * 64 * 2);  // the attention layer only
-  std::vector<KvSequence> seqs;
-  seqs.emplace_back(kv_pool);
-  seqs.emplace_back(kv_pool);
-  std::vector<std::vector<float>> states(
-      2, std::vector<float>(static_cast<size_t>(model->recurrent_state_floats()), 0.0f));
-  std::vector<int64_t> next = {0, 0};
-
-  // Each step: a list of (sequence, token count) in row order; the rows of one sequence may be
-  // split by the other's (interleaved one by one when both counts are given as 1s).
-  const std::vector<std::vector<std::pair<int32_t, int>>> steps = {
-      {{0, 1}, {1, 1}, {0, 1}, {1, 1}, {0, 1}, {1, 1}},  // interleaved row by row
-      {{1, 20}, {0, 40}},                                // prefill chunks, second first
-      {{0, 3}, {1, 2}, {0, 4}, {1, 5}},                  // alternating runs
-      {{0, 1}, {1, 1}},                                  // decode steps
-      {{1, 1}, {0, 1}},
-      {{0, 38}, {1, 18}},
-  };
-  for (size_t step = 0; step < steps.size(); ++step) {
-    std::vector<int32_t> batch_tokens, sequences, logit_rows;
-    std::vector<int64_t> positions;
-    std::vector<std::pair<int32_t, int64_t>> wanted;
-    for (const auto& [s, count] : steps[step]) {
-      for (int i = 0; i < count; ++i) {
-        const int64_t pos = next[static_cast<size_t>(s)]++;
-        logit_rows.push_back(static_cast<int32_t>(batch_tokens.size()));
-        wanted.push_back({s, pos});
-        batch_tokens.push_back(tokens[static_cast<size_t>(s)][static_cast<size_t>(pos)]);
-        sequences.push_back(s);
-        positions.push_back(pos);
-      }
-    }
-    std::vector<SequenceKv> kv;
-    for (size_t s = 0; s < 2; ++s) {
-      ASSERT_TRUE(seqs[s].reserve(next[s]));
-      kv.push_back(seqs[s].layers());
-    }
-    float* const state_ptrs[2] = {states[0].data(), states[1].data()};
-    ForwardBatch batch;
-    batch.tokens = batch_tokens;
-    batch.sequences = sequences;
-    batch.positions = positions;
-    batch.logit_rows = logit_rows;
-    batch.recurrent = state_ptrs;
-    std::vector<float> logits(logit_rows.size() * static_cast<size_t>(n_vocab));
-    model->forward(batch, kv, logits.data(), pool);
-    for (size_t s = 0; s < 2; ++s) seqs[s].set_length(next[s]);
-    for (size_t i = 0; i < wanted.size(); ++i) {
-      const auto [s, pos] = wanted[i];
-      const float* want = alone[static_cast<size_t>(s)].data() + pos * n_vocab;
-      const std::vector<float> got(logits.begin() + static_cast<int64_t>(i) * n_vocab,
-                                   logits.begin() + static_cast<int64_t>(i + 1) * n_vocab);
-      EXPECT_EQ(got, std::vector<float>(want, want + n_vocab))
-          << "step " << step << " sequence " << s << " position " << pos;
-    }
+  {
+    KvPool kv_pool(model->hparams(), 16, 16, GgmlType::F16, model->kv_layers());
+    EXPECT_EQ(kv_pool.bytes_per_position(), 2 * 2 * 64 * 2);  // the attention layer only
   }
-  EXPECT_EQ(next[0], 90);
-  EXPECT_EQ(next[1], 50);
+  test::expect_interleaved_sequences_match_alone(*model, pool);
 }
 
 }  // namespace

@@ -8,8 +8,9 @@ namespace strata::archs {
 std::unique_ptr<Model> make_qwen3(GgufFile file) {
   ModelHParams hp = read_common_hparams(file, "qwen3");
   hp.rope_style = ops::RopeStyle::neox;
-  return std::make_unique<StandardDecoder>(std::move(file), std::move(hp),
-                                           StandardDecoder::Options{.qk_norm = true, .moe = false});
+  StandardDecoder::Options o;
+  o.attention.qk_norm = AttentionLayout::QkNorm::required;
+  return std::make_unique<StandardDecoder>(std::move(file), std::move(hp), std::move(o));
 }
 
 }  // namespace strata::archs

@@ -11,8 +11,10 @@ std::unique_ptr<Model> make_qwen3moe(GgufFile file) {
   ModelHParams hp = read_common_hparams(file, "qwen3moe");
   hp.rope_style = ops::RopeStyle::neox;
   hp.expert_weights_norm = true;
-  return std::make_unique<StandardDecoder>(std::move(file), std::move(hp),
-                                           StandardDecoder::Options{.qk_norm = true, .moe = true});
+  StandardDecoder::Options o;
+  o.attention.qk_norm = AttentionLayout::QkNorm::required;
+  o.moe = true;
+  return std::make_unique<StandardDecoder>(std::move(file), std::move(hp), std::move(o));
 }
 
 }  // namespace strata::archs

@@ -13,13 +13,16 @@
 namespace strata {
 namespace {
 
-// Copies the oracle qwen3moe model through the writer, letting `edit` change one tensor (return
-// false to drop it) and `edit_metadata` change keys.
+using TensorEdit = std::function<bool(const GgufTensorInfo&, GgufWriter&)>;
+using MetadataEdit = std::function<void(GgufWriter&)>;
+
+// Copies an oracle model (by default the qwen3moe one) through the writer, letting `edit` change
+// one tensor (return false to drop it) and `edit_metadata` change keys.
 std::vector<uint8_t> modified_model(
-    const std::function<bool(const GgufTensorInfo&, GgufWriter&)>& edit,
-    const std::function<void(GgufWriter&)>& edit_metadata = nullptr) {
-  const GgufFile src =
-      GgufFile::open((test::oracle_dir() / "models" / "tiny-qwen3moe-Q8_0.gguf").string());
+    const TensorEdit& edit, const MetadataEdit& edit_metadata = nullptr,
+    const std::string& model =
+        (test::oracle_dir() / "models" / "tiny-qwen3moe-Q8_0.gguf").string()) {
+  const GgufFile src = GgufFile::open(model);
   GgufWriter w;
   for (const auto& kv : src.metadata()) {
     if (kv.key != "general.alignment") w.set(kv.key, kv.value);
@@ -99,6 +102,109 @@ TEST(ModelLoad, BadHyperParameters) {
                          [](GgufWriter& w) { w.set_u32("qwen3moe.attention.head_count_kv", 3); });
   EXPECT_NE(load_error(bytes).find("not a multiple of the 3 KV heads"), std::string::npos)
       << load_error(bytes);
+}
+
+// The architectures of ../shared/oracle/archs: each malformed file names the tensor or key, what
+// was expected and what was found.
+std::string arch_model(const std::string& name) {
+  return (test::oracle_dir() / "archs" / "models" / name).string();
+}
+
+std::string arch_load_error(const std::string& name, const TensorEdit& edit,
+                            const MetadataEdit& edit_metadata = nullptr) {
+  return load_error(modified_model(edit, edit_metadata, arch_model(name)));
+}
+
+TensorEdit dropping(const std::string& tensor) {
+  return [tensor](const GgufTensorInfo& t, GgufWriter&) { return t.name != tensor; };
+}
+
+const TensorEdit keep_all = [](const GgufTensorInfo&, GgufWriter&) { return true; };
+
+TEST(ModelLoad, EveryArchitectureFileLoadsUnmodified) {
+  for (const char* name :
+       {"tiny-gpt-oss-MXFP4_MOE.gguf", "tiny-glm4moe-Q8_0.gguf", "tiny-qwen3next-Q8_0.gguf",
+        "tiny-qwen3next-ssmin-Q8_0.gguf", "tiny-mixtral-Q8_0.gguf"}) {
+    EXPECT_EQ(arch_load_error(name, keep_all), "") << name;
+  }
+}
+
+TEST(ModelLoad, GptOssMalformedFiles) {
+  const std::string file = "tiny-gpt-oss-MXFP4_MOE.gguf";
+  std::string e = arch_load_error(file, dropping("blk.1.attn_sinks.weight"));
+  EXPECT_NE(e.find("'blk.1.attn_sinks.weight' is missing"), std::string::npos) << e;
+  EXPECT_NE(e.find("[8]"), std::string::npos) << e;
+  e = arch_load_error(file, keep_all, [](GgufWriter& w) { w.set_u32("gpt-oss.expert_count", 6); });
+  EXPECT_NE(e.find("'blk.0.ffn_gate_inp.weight' has shape [256, 8], expected [256, 6]"),
+            std::string::npos)
+      << e;
+  e = arch_load_error(file, keep_all,
+                      [](GgufWriter& w) { w.set_u32("gpt-oss.attention.sliding_window", 0); });
+  EXPECT_NE(e.find("gpt-oss.attention.sliding_window must be positive, found 0"), std::string::npos)
+      << e;
+  e = arch_load_error(file, keep_all, [](GgufWriter& w) {
+    w.set_string("gpt-oss.rope.scaling.type", "yarn");
+    w.set_f32("gpt-oss.rope.scaling.factor", 0.5f);
+  });
+  EXPECT_NE(e.find("rope.scaling.factor must be at least 1 for yarn, found 0.5"), std::string::npos)
+      << e;
+  e = arch_load_error(file, dropping("blk.0.ffn_down_exps.bias"));
+  EXPECT_NE(e.find("'blk.0.ffn_down_exps.bias' is missing"), std::string::npos) << e;
+}
+
+TEST(ModelLoad, Glm4MoeMalformedFiles) {
+  const std::string file = "tiny-glm4moe-Q8_0.gguf";
+  std::string e = arch_load_error(file, dropping("blk.2.exp_probs_b.bias"));
+  EXPECT_NE(e.find("'blk.2.exp_probs_b.bias' is missing"), std::string::npos) << e;
+  e = arch_load_error(file, keep_all, [](GgufWriter& w) { w.set_u32("glm4moe.expert_count", 16); });
+  EXPECT_NE(e.find("'blk.1.ffn_gate_inp.weight' has shape [256, 8], expected [256, 16]"),
+            std::string::npos)
+      << e;
+  e = arch_load_error(file, keep_all,
+                      [](GgufWriter& w) { w.set_u32("glm4moe.leading_dense_block_count", 2); });
+  EXPECT_NE(e.find("'blk.1.ffn_gate.weight' is missing"), std::string::npos) << e;
+  e = arch_load_error(file, keep_all,
+                      [](GgufWriter& w) { w.set_u32("glm4moe.expert_gating_func", 3); });
+  EXPECT_NE(e.find("glm4moe.expert_gating_func is 3, expected 1 (softmax) or 2 (sigmoid)"),
+            std::string::npos)
+      << e;
+  // Without q/k norms (GLM-4.5-Air) it loads; one of the pair alone is an error.
+  EXPECT_EQ(arch_load_error(file,
+                            [](const GgufTensorInfo& t, GgufWriter&) {
+                              return t.name.find("attn_q_norm") == std::string::npos &&
+                                     t.name.find("attn_k_norm") == std::string::npos;
+                            }),
+            "");
+  e = arch_load_error(file, dropping("blk.0.attn_k_norm.weight"));
+  EXPECT_NE(e.find("attn_q_norm and attn_k_norm come in pairs"), std::string::npos) << e;
+}
+
+TEST(ModelLoad, Qwen3NextMalformedFiles) {
+  std::string e = arch_load_error("tiny-qwen3next-Q8_0.gguf", dropping("blk.1.ssm_ba.weight"));
+  EXPECT_NE(e.find("'blk.1.ssm_ba.weight' is missing"), std::string::npos) << e;
+  EXPECT_NE(e.find("[256, 8]"), std::string::npos) << e;
+  e = arch_load_error("tiny-qwen3next-ssmin-Q8_0.gguf", keep_all,
+                      [](GgufWriter& w) { w.set_u32("qwen3next.ssm.group_count", 4); });
+  EXPECT_NE(e.find("'blk.0.ssm_in.weight' has shape [256, 768], expected [256, 1024]"),
+            std::string::npos)
+      << e;
+  e = arch_load_error("tiny-qwen3next-Q8_0.gguf", keep_all,
+                      [](GgufWriter& w) { w.set_u32("qwen3next.ssm.time_step_rank", 3); });
+  EXPECT_NE(e.find("do not divide"), std::string::npos) << e;
+}
+
+TEST(ModelLoad, MixtralMalformedFiles) {
+  const std::string file = "tiny-mixtral-Q8_0.gguf";
+  std::string e =
+      arch_load_error(file, keep_all, [](GgufWriter& w) { w.set_u32("llama.expert_count", 4); });
+  EXPECT_NE(e.find("'blk.0.ffn_gate_inp.weight' has shape [256, 8], expected [256, 4]"),
+            std::string::npos)
+      << e;
+  e = arch_load_error(file, dropping("blk.1.ffn_up_exps.weight"));
+  EXPECT_NE(e.find("'blk.1.ffn_up_exps.weight' is missing"), std::string::npos) << e;
+  e = arch_load_error(file, keep_all,
+                      [](GgufWriter& w) { w.set_u32("llama.expert_used_count", 0); });
+  EXPECT_NE(e.find("expert_used_count is 0, expected 1..8"), std::string::npos) << e;
 }
 
 }  // namespace

@@ -14,7 +14,6 @@
 
 #include "kv_test_cache.h"
 #include "ops/attention.h"
-#include "quant/quant.h"
 #include "support/test_support.h"
 
 namespace strata::ops {
@@ -129,33 +128,75 @@ TEST(BlockAttention, MatchesExactSoftmax) {
   const auto q = test::random_floats(static_cast<size_t>(n_tokens * row), 22, 1.5f);
   std::vector<float> out(static_cast<size_t>(n_tokens * row));
   attend_block(c.view, 0, q.data(), row, group, n_tokens, lengths.data(), 0.125f, out.data(), row);
-  const quant::TypeTraits& f16 = quant::traits(GgmlType::F16);
-  std::vector<uint8_t> packed(static_cast<size_t>(2 * d));
-  std::vector<float> qr(d), kr(d), vr(d);
   for (int64_t t = 0; t < n_tokens; ++t) {
     for (int64_t g = 0; g < group; ++g) {
-      f16.kernels.quantize_row(&q[static_cast<size_t>(t * row + g * d)], packed.data(), d);
-      f16.kernels.dequantize_row(packed.data(), qr.data(), d);
-      const int64_t len = lengths[static_cast<size_t>(t)];
-      std::vector<double> s(static_cast<size_t>(len)), ref(static_cast<size_t>(d), 0.0);
-      double max = -1e300, sum = 0;
-      for (int64_t p = 0; p < len; ++p) {
-        f16.kernels.dequantize_row(c.view.k_row(p, 0), kr.data(), d);
-        double dot = 0;
-        for (int64_t i = 0; i < d; ++i) dot += double(qr[i]) * kr[i];
-        s[static_cast<size_t>(p)] = dot * 0.125;
-        max = std::max(max, s[static_cast<size_t>(p)]);
-      }
-      for (auto& x : s) sum += (x = std::exp(x - max));
-      for (int64_t p = 0; p < len; ++p) {
-        f16.kernels.dequantize_row(c.view.v_row(p, 0), vr.data(), d);
-        for (int64_t i = 0; i < d; ++i)
-          ref[static_cast<size_t>(i)] += s[static_cast<size_t>(p)] / sum * vr[i];
-      }
+      const auto ref = test_kv::exact_attention(c.view, &q[static_cast<size_t>(t * row + g * d)], 0,
+                                                lengths[static_cast<size_t>(t)], 0.125, nullptr);
       for (int64_t i = 0; i < d; ++i) {
         ASSERT_NEAR(out[static_cast<size_t>(t * row + g * d + i)], ref[static_cast<size_t>(i)],
                     1e-4)
             << "token " << t << " head " << g << " i " << i;
+      }
+    }
+  }
+}
+
+// Sliding windows (gpt-oss): token t sees [first[t], length[t]) only, positions before the window
+// may hold anything (NaN here), and with attention sinks the weights' denominator gains
+// e^sink: both as the definition says, and a block of tokens bit for bit what each gets alone.
+TEST(BlockAttention, SlidingWindowsAndSinksMatchTheDefinition) {
+  const int64_t d = 64, n = 200, group = 4;
+  const float sinks[group] = {2.5f, -1.0f, 0.3f, 6.0f};
+  for (GgmlType type : {GgmlType::F16, GgmlType::Q8_0}) {
+    for (const int64_t window : {1, 16, 63, 64, 65, 128}) {
+      SCOPED_TRACE(testing::Message() << ggml_type_name(type) << " window " << window);
+      const Cache c = make_cache(type, 1, d, n, 16, 31);
+      std::vector<int64_t> lengths = {1, 16, 17, 64, 65, 66, 129, 130, 190, 200};
+      std::vector<int64_t> first;
+      for (int64_t len : lengths) first.push_back(std::max<int64_t>(0, len - window));
+      const int64_t row = group * d, n_tokens = static_cast<int64_t>(lengths.size());
+      const auto q = test::random_floats(static_cast<size_t>(n_tokens * row), 32, 1.5f);
+      for (const float* sink : {static_cast<const float*>(nullptr), sinks}) {
+        std::vector<float> out(static_cast<size_t>(n_tokens * row));
+        AttendOptions options;
+        options.first_position = first.data();
+        options.sinks = sink;
+        attend_block(c.view, 0, q.data(), row, group, n_tokens, lengths.data(), 0.125f, out.data(),
+                     row, options);
+        for (int64_t t = 0; t < n_tokens; ++t) {
+          std::vector<float> alone(static_cast<size_t>(row));
+          AttendOptions one = options;
+          one.first_position = &first[static_cast<size_t>(t)];
+          attend_block(c.view, 0, q.data() + t * row, row, group, 1,
+                       &lengths[static_cast<size_t>(t)], 0.125f, alone.data(), row, one);
+          ASSERT_EQ(std::memcmp(alone.data(), out.data() + t * row, alone.size() * sizeof(float)),
+                    0)
+              << "token " << t;
+          for (int64_t g = 0; g < group; ++g) {
+            const auto ref = test_kv::exact_attention(
+                c.view, &q[static_cast<size_t>(t * row + g * d)], first[static_cast<size_t>(t)],
+                lengths[static_cast<size_t>(t)], 0.125, sink ? &sink[g] : nullptr);
+            for (int64_t i = 0; i < d; ++i) {
+              ASSERT_NEAR(out[static_cast<size_t>(t * row + g * d + i)],
+                          ref[static_cast<size_t>(i)], 1e-4)
+                  << "token " << t << " head " << g << " i " << i;
+            }
+          }
+        }
+        // Positions before a window never matter: the last token's result is the same with
+        // every position before its window poisoned (NaN rows).
+        const size_t last = lengths.size() - 1;
+        Cache poisoned = make_cache(type, 1, d, n, 16, 31);
+        for (int64_t p = 0; p < first[last]; ++p) {
+          std::fill_n(poisoned.view.k_row(p, 0), poisoned.view.head_row_bytes, uint8_t{0xff});
+          std::fill_n(poisoned.view.v_row(p, 0), poisoned.view.head_row_bytes, uint8_t{0xff});
+        }
+        std::vector<float> got(static_cast<size_t>(row));
+        AttendOptions one = options;
+        one.first_position = &first[last];
+        attend_block(poisoned.view, 0, q.data() + last * row, row, group, 1, &lengths[last], 0.125f,
+                     got.data(), row, one);
+        EXPECT_EQ(std::memcmp(got.data(), out.data() + last * row, got.size() * sizeof(float)), 0);
       }
     }
   }

@@ -4,6 +4,7 @@
 // one shows in the results.
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <numeric>
 #include <random>
@@ -54,6 +55,39 @@ inline void store_random(const KvLayerView& kv, int64_t n, uint32_t seed) {
   for (int64_t pos = 0; pos < n; ++pos)
     kv_store(kv, pos, &keys[static_cast<size_t>(pos * row)],
              &values[static_cast<size_t>(pos * row)]);
+}
+
+// The definition, in doubles: softmax(q . K[first, length) * scale) V with the query and keys
+// rounded to the cache's partner format as the kernels do, and an optional sink logit in the
+// denominator only.
+inline std::vector<double> exact_attention(const KvLayerView& kv, const float* q, int64_t first,
+                                           int64_t length, double scale, const float* sink) {
+  const int64_t d = kv.head_dim;
+  const quant::TypeTraits& cache = quant::traits(kv.type);
+  const quant::TypeTraits& partner = quant::traits(cache.activation_type);
+  std::vector<uint8_t> packed(static_cast<size_t>(quant::row_bytes(partner.type, d)));
+  std::vector<float> qr(static_cast<size_t>(d)), kr(qr.size()), vr(qr.size());
+  partner.kernels.quantize_row(q, packed.data(), d);
+  partner.kernels.dequantize_row(packed.data(), qr.data(), d);
+  std::vector<double> s, out(static_cast<size_t>(d), 0.0);
+  double max = sink ? *sink : -1e300, sum = 0;
+  for (int64_t p = first; p < length; ++p) {
+    cache.kernels.dequantize_row(kv.k_row(p, 0), kr.data(), d);
+    double dot = 0;
+    for (int64_t i = 0; i < d; ++i)
+      dot += double(qr[static_cast<size_t>(i)]) * kr[static_cast<size_t>(i)];
+    s.push_back(dot * scale);
+    max = std::max(max, s.back());
+  }
+  for (auto& x : s) sum += (x = std::exp(x - max));
+  if (sink) sum += std::exp(*sink - max);
+  for (int64_t p = first; p < length; ++p) {
+    cache.kernels.dequantize_row(kv.v_row(p, 0), vr.data(), d);
+    for (int64_t i = 0; i < d; ++i)
+      out[static_cast<size_t>(i)] +=
+          s[static_cast<size_t>(p - first)] / sum * vr[static_cast<size_t>(i)];
+  }
+  return out;
 }
 
 }  // namespace strata::ops::test_kv

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -64,6 +65,74 @@ TEST(Rope, PartialRotationLeavesTheRest) {
   for (int i = 4; i < 16; ++i) EXPECT_EQ(y[i], x[i]);
   EXPECT_NE(y[0], x[0]);
   EXPECT_THROW(Rope(RopeStyle::neox, 16, 3, 1e4f), std::exception);
+}
+
+// YaRN as gpt-oss uses it (head 64, base 150000, factor 32 over an original 4096 context),
+// against the formula written out in doubles: corners lo = floor(c(32)) and hi = ceil(c(1)) with
+// c(b) = 64 ln(4096 / (2 pi b)) / (2 ln 150000), a linear ramp from extrapolated to interpolated
+// angles between them, and cos/sin scaled by 1 + 0.1 ln 32.
+TEST(Rope, YarnBlendsAnglesAndScalesMagnitude) {
+  const int64_t d = 64;
+  const double base = 150000, factor = 32;
+  const auto corner = [&](double b) {
+    return d * std::log(4096 / (2 * M_PI * b)) / (2 * std::log(base));
+  };
+  const double lo = std::floor(corner(32)), hi = std::ceil(corner(1));
+  EXPECT_EQ(lo, 8);
+  EXPECT_EQ(hi, 18);
+  Rope rope(RopeStyle::neox, d, d, static_cast<float>(base), YarnScaling{32.0f, 4096, 32.0f, 1.0f});
+  const double magnitude = 1 + 0.1 * std::log(factor);
+  const auto x = test::random_floats(d, 7);
+  for (int64_t pos : {0, 1, 17, 300}) {
+    auto y = x;
+    rope.apply(y.data(), pos);
+    for (int64_t i = 0; i < d / 2; ++i) {
+      const double extrap = pos * std::pow(base, -2.0 * i / d), interp = extrap / factor;
+      const double ramp = 1 - std::clamp((i - lo) / std::max(0.001, hi - lo), 0.0, 1.0);
+      const double theta = interp * (1 - ramp) + extrap * ramp;
+      const double c = std::cos(theta) * magnitude, sn = std::sin(theta) * magnitude;
+      const double a = x[static_cast<size_t>(i)], b = x[static_cast<size_t>(i + d / 2)];
+      EXPECT_NEAR(y[static_cast<size_t>(i)], a * c - b * sn, 1e-4) << "pos " << pos << " i " << i;
+      EXPECT_NEAR(y[static_cast<size_t>(i + d / 2)], a * sn + b * c, 1e-4)
+          << "pos " << pos << " i " << i;
+    }
+  }
+  EXPECT_THROW(Rope(RopeStyle::neox, d, d, 1e4f, YarnScaling{0.5f, 4096, 32, 1}), std::exception);
+}
+
+TEST(Activations, SwigluOaiClampsGateAboveAndUpBothWays) {
+  const float gate[] = {-9.0f, -1.0f, 0.5f, 7.5f, 20.0f}, up[] = {-8.0f, 0.3f, 9.0f, -2.0f, 1.0f};
+  float out[5];
+  swiglu_oai(gate, up, out, 5, 1.702f, 7.0f);
+  for (int i = 0; i < 5; ++i) {
+    const double g = std::min<double>(gate[i], 7.0), u = std::clamp<double>(up[i], -7.0, 7.0);
+    EXPECT_NEAR(out[i], g / (1 + std::exp(-1.702 * g)) * (u + 1), 1e-5) << i;
+  }
+  float same[1];
+  const float g7 = 7.0f, um2 = -2.0f;
+  swiglu_oai(&g7, &um2, same, 1, 1.702f, 7.0f);
+  EXPECT_EQ(out[3], same[0]);  // a gate of 7.5 acts as 7
+}
+
+// GLM-4.5 routing: chosen by sigmoid score + correction bias, weighted by the unbiased scores.
+TEST(MoeRouting, SigmoidChoosesWithBiasButWeighsWithout) {
+  const float logits[] = {2.0f, 0.0f, 1.0f, -1.0f};
+  const float bias[] = {-1.0f, 0.5f, 0.0f, 2.0f};
+  int32_t experts[2];
+  float weights[2];
+  route_top_k_sigmoid(logits, bias, 4, 2, true, 2.5f, experts, weights);
+  // Ranks: sigmoid + bias = 0.88 - 1, 0.5 + 0.5, 0.73, 0.27 + 2 -> experts 3 then 1.
+  EXPECT_EQ(experts[0], 3);
+  EXPECT_EQ(experts[1], 1);
+  const double s3 = 1 / (1 + std::exp(1.0)), s1 = 0.5;
+  EXPECT_NEAR(weights[0], 2.5 * s3 / (s3 + s1), 1e-6);
+  EXPECT_NEAR(weights[1], 2.5 * s1 / (s3 + s1), 1e-6);
+  route_top_k_sigmoid(logits, nullptr, 4, 2, false, 1.0f, experts, weights);
+  EXPECT_EQ(experts[0], 0);
+  EXPECT_EQ(experts[1], 2);
+  EXPECT_NEAR(weights[0], 1 / (1 + std::exp(-2.0)), 1e-6);
+  EXPECT_THROW(route_top_k_sigmoid(logits, bias, 4, 5, true, 1.0f, experts, weights),
+               std::exception);
 }
 
 TEST(Activations, SwigluSoftmaxAxpy) {
