@@ -396,42 +396,13 @@ void gated_delta_net_block(const GatedDeltaNetWeights& w, const GatedDeltaNetPar
     }
   };
   static thread_local ActivationCache input;
-  input.reset(x, n, w.out.rows);
+  input.reset(x, n, w.qkv.cols);
   {
     STRATA_PROFILE("gdn: projections");
-    const int64_t r = hv / hk;  // value heads per key head
-    if (w.in.data) {
-      const int64_t group = 2 * p.d_k + 2 * r * p.d_v, width = hk * group;
-      float* fused = scratch(7, static_cast<size_t>(n * width)).data();
-      project(w.in, input, fused, pool);
-      for (int64_t t = 0; t < n; ++t) {
-        for (int64_t g = 0; g < hk; ++g) {
-          const float* src = fused + t * width + g * group;
-          float* row = qkv + t * conv_dim;
-          std::copy(src, src + p.d_k, row + q_off + g * p.d_k);
-          std::copy(src + p.d_k, src + 2 * p.d_k, row + k_off + g * p.d_k);
-          std::copy(src + 2 * p.d_k, src + 2 * p.d_k + r * p.d_v, row + v_off + g * r * p.d_v);
-          std::copy(src + 2 * p.d_k + r * p.d_v, src + group, z + t * v_dim + g * r * p.d_v);
-        }
-      }
-    } else {
-      project(w.qkv, input, qkv, pool);
-      project(w.gate, input, z, pool);
-    }
-    if (w.ba.data) {
-      float* fused = scratch(7, static_cast<size_t>(n * 2 * hv)).data();
-      project(w.ba, input, fused, pool);
-      for (int64_t t = 0; t < n; ++t) {
-        for (int64_t g = 0; g < hk; ++g) {
-          const float* src = fused + t * 2 * hv + g * 2 * r;
-          std::copy(src, src + r, b + t * hv + g * r);
-          std::copy(src + r, src + 2 * r, a + t * hv + g * r);
-        }
-      }
-    } else {
-      project(w.beta, input, b, pool);
-      project(w.alpha, input, a, pool);
-    }
+    project(w.qkv, input, qkv, pool);
+    project(w.gate, input, z, pool);
+    project(w.beta, input, b, pool);
+    project(w.alpha, input, a, pool);
   }
   {
     STRATA_PROFILE("gdn: conv, norms, gates");

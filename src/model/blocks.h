@@ -157,12 +157,6 @@ struct GatedDeltaNetWeights {
   const float* a_neg = nullptr;    // [n_v_heads] = -exp(A_log)
   const float* norm = nullptr;     // [d_v], shared by the heads
   ops::WeightMatrix out;           // [n_v_heads * d_v] -> [n_embd]
-  // Qwen3-Next's fused projections, grouped by key head g (value heads g*r .. g*r+r-1 with
-  // r = n_v_heads / n_k_heads), used instead of the separate ones when set:
-  //   ba: [n_embd] -> [n_k_heads][b of the r heads, a of the r heads]   (instead of beta, alpha)
-  //   in: [n_embd] -> [n_k_heads][q_g, k_g, v of the r heads, z of the r heads] (qkv, gate)
-  ops::WeightMatrix ba;
-  ops::WeightMatrix in;
 };
 
 struct GatedDeltaNetParams {

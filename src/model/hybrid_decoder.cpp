@@ -1,6 +1,7 @@
 #include "model/hybrid_decoder.h"
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 
 #include "model/decoder.h"
@@ -15,6 +16,50 @@ namespace {
 
 std::string layer_name(int64_t layer, const char* name) {
   return "blk." + std::to_string(layer) + "." + name;
+}
+
+// Qwen3-Next's fused projections, whose rows are grouped by key head g (value heads g*r ..
+// g*r + r - 1, r = n_v_heads / n_k_heads):
+//   ssm_ba: per g, b of its r heads then a of its r heads;
+//   ssm_in (older files): per g, q_g, k_g, v of its r heads, z of its r heads.
+// Their rows are gathered into the separate matrices (qkv, gate, beta, alpha) the Qwen3.5 layout
+// has, so one Gated DeltaNet path (CPU and GPU) serves both. Rows are whole quantized rows, so
+// this is a copy of bytes; returns the buffer the new matrices point into. `in` may be empty
+// (then w.qkv and w.gate are kept).
+std::vector<uint8_t> split_fused_projections(const ops::WeightMatrix& in,
+                                             const ops::WeightMatrix& ba,
+                                             const GatedDeltaNetParams& p,
+                                             GatedDeltaNetWeights& w) {
+  const int64_t hk = p.n_k_heads, hv = p.n_v_heads, r = hv / hk;
+  const int64_t conv_dim = p.conv_dim(), v_dim = hv * p.d_v;
+  std::vector<uint8_t> buffer(static_cast<size_t>(ba.bytes() + (in.data ? in.bytes() : 0)));
+  uint8_t* next = buffer.data();
+  // A matrix of `rows` rows of src, row i taken from src row source(i).
+  const auto gather = [&](const ops::WeightMatrix& src, int64_t rows, const auto& source) {
+    ops::WeightMatrix out = src;
+    out.data = next;
+    out.rows = rows;
+    for (int64_t i = 0; i < rows; ++i)
+      std::memcpy(next + i * src.row_bytes, src.row(source(i)), static_cast<size_t>(src.row_bytes));
+    next += rows * src.row_bytes;
+    return out;
+  };
+  w.beta = gather(ba, hv, [&](int64_t h) { return h / r * 2 * r + h % r; });
+  w.alpha = gather(ba, hv, [&](int64_t h) { return h / r * 2 * r + r + h % r; });
+  if (in.data) {
+    const int64_t group = 2 * p.d_k + 2 * r * p.d_v;  // rows per key head
+    w.qkv = gather(in, conv_dim, [&](int64_t i) {
+      const int64_t k_rows = hk * p.d_k;
+      if (i < k_rows) return i / p.d_k * group + i % p.d_k;                         // q
+      if (i < 2 * k_rows) return (i - k_rows) / p.d_k * group + p.d_k + i % p.d_k;  // k
+      const int64_t v = i - 2 * k_rows;  // row of value head v / d_v
+      return v / (r * p.d_v) * group + 2 * p.d_k + v % (r * p.d_v);
+    });
+    w.gate = gather(in, v_dim, [&](int64_t z) {
+      return z / (r * p.d_v) * group + 2 * p.d_k + r * p.d_v + z % (r * p.d_v);
+    });
+  }
+  return buffer;
 }
 
 }  // namespace
@@ -42,17 +87,23 @@ HybridDecoder::HybridDecoder(GgufFile file, ModelHParams hparams, Options option
     if (options_.recurrent[static_cast<size_t>(il)]) {
       GatedDeltaNetWeights& g = l.gdn;
       using Projections = Options::GdnProjections;
-      if (options_.projections == Projections::fused_in) {
-        g.in = loader.matrix(layer_tensor(il, "ssm_in"), hp.n_embd, conv_dim + v_dim);
-      } else {
+      if (options_.projections == Projections::separate) {
         g.qkv = loader.matrix(layer_tensor(il, "attn_qkv"), hp.n_embd, conv_dim);
         g.gate = loader.matrix(layer_tensor(il, "attn_gate"), hp.n_embd, v_dim);
-      }
-      if (options_.projections == Projections::separate) {
         g.beta = loader.matrix(layer_tensor(il, "ssm_beta"), hp.n_embd, p.n_v_heads);
         g.alpha = loader.matrix(layer_tensor(il, "ssm_alpha"), hp.n_embd, p.n_v_heads);
       } else {
-        g.ba = loader.matrix(layer_tensor(il, "ssm_ba"), hp.n_embd, 2 * p.n_v_heads);
+        const ops::WeightMatrix ba =
+            loader.matrix(layer_tensor(il, "ssm_ba"), hp.n_embd, 2 * p.n_v_heads);
+        if (options_.projections == Projections::fused_in) {
+          const ops::WeightMatrix in =
+              loader.matrix(layer_tensor(il, "ssm_in"), hp.n_embd, conv_dim + v_dim);
+          l.split = split_fused_projections(in, ba, p, g);
+        } else {
+          g.qkv = loader.matrix(layer_tensor(il, "attn_qkv"), hp.n_embd, conv_dim);
+          g.gate = loader.matrix(layer_tensor(il, "attn_gate"), hp.n_embd, v_dim);
+          l.split = split_fused_projections({}, ba, p, g);
+        }
       }
       // GGUF {kernel, conv_dim}: channel c's taps are consecutive; stored [tap][channel] here so
       // the convolution runs along channels.
@@ -212,13 +263,12 @@ int64_t HybridDecoder::dense_bytes_per_token() const {
   const GatedDeltaNetParams& p = options_.gdn;
   int64_t total = output_.bytes() + token_embd_.row_bytes + hp.n_embd * 4;
   for (const Layer& l : layers_) {
-    total +=
-        matrix_bytes({&l.attn.wq, &l.attn.wk, &l.attn.wv, &l.attn.wo, &l.gdn.qkv, &l.gdn.gate,
-                      &l.gdn.beta, &l.gdn.alpha, &l.gdn.ba, &l.gdn.in, &l.gdn.out, &l.moe.router,
-                      &l.moe.shared.gate, &l.moe.shared.up, &l.moe.shared.down});
+    total += matrix_bytes({&l.attn.wq, &l.attn.wk, &l.attn.wv, &l.attn.wo, &l.gdn.qkv, &l.gdn.gate,
+                           &l.gdn.beta, &l.gdn.alpha, &l.gdn.out, &l.moe.router, &l.moe.shared.gate,
+                           &l.moe.shared.up, &l.moe.shared.down});
     total += 2 * hp.n_embd * 4;  // norms
     if (l.moe.shared_gate) total += hp.n_embd * 4;
-    if (l.gdn.out.data)
+    if (l.gdn.qkv.data)
       total += static_cast<int64_t>(l.conv.size()) * 4 + (2 * p.n_v_heads + p.d_v) * 4;
   }
   return total;
@@ -228,11 +278,6 @@ int64_t HybridDecoder::expert_bytes() const {
   if (layers_.empty()) return 0;
   const Layer& l = layers_.front();
   return matrix_bytes({&l.moe.gate_exps, &l.moe.up_exps, &l.moe.down_exps}) / hparams_.n_expert;
-}
-
-std::vector<std::string> HybridDecoder::features_without_gpu_path() const {
-  if (options_.projections == Options::GdnProjections::separate) return {};
-  return {"fused ssm_ba / ssm_in projections (Qwen3-Next)"};
 }
 
 int64_t HybridDecoder::recurrent_bytes_per_token() const {

@@ -68,14 +68,13 @@ class HybridDecoder : public Model {
   int64_t recurrent_bytes_per_token() const override;
   int64_t recurrent_state_floats() const override { return state_floats_; }
   bool layer_has_kv(int64_t layer) const override;
-  // Parts of this model the GPU backend has no kernels for yet (empty: it runs everywhere).
-  std::vector<std::string> features_without_gpu_path() const;
 
   struct Layer {
     const float* attn_norm = nullptr;  // [n_embd]
     AttentionWeights attn;             // full-attention layers
     GatedDeltaNetWeights gdn;          // recurrent layers
     std::vector<float> conv;           // [conv_kernel][conv_dim] (transposed from the file)
+    std::vector<uint8_t> split;        // fused projections' rows, regrouped (Qwen3-Next)
     int64_t state_offset = 0;          // recurrent layers: conv state offset in the buffer
     const float* post_norm = nullptr;  // [n_embd]
     MoeFfnWeights moe;

@@ -54,7 +54,8 @@ TensorRole classify_tensor(std::string_view name) {
   if (contains(base, "norm")) return TensorRole::norms;
   if (contains(base, "_exps")) return TensorRole::routed_experts;
   if (contains(base, "shexp")) return TensorRole::shared_experts;
-  if (base == "ffn_gate_inp") return TensorRole::router;
+  // GLM-4.5's score-correction bias only steers the router's choice.
+  if (base == "ffn_gate_inp" || base == "exp_probs_b") return TensorRole::router;
   if (base.rfind("ffn_", 0) == 0) return TensorRole::dense_ffn;
   if (base.rfind("attn_", 0) == 0) return TensorRole::attention;
   if (base.rfind("ssm_", 0) == 0) return TensorRole::recurrent;

@@ -8,12 +8,12 @@
 namespace strata {
 
 enum class TensorRole {
-  routed_experts,  // blk.N.ffn_{gate,up,down,gate_up}_exps
+  routed_experts,  // blk.N.ffn_{gate,up,down,gate_up}_exps (weights and per-expert biases)
   shared_experts,  // blk.N.ffn_*_shexp (and the shared expert's gate)
-  router,          // blk.N.ffn_gate_inp
-  dense_ffn,       // blk.N.ffn_{gate,up,down}
-  attention,       // blk.N.attn_{q,k,v,qkv,output,gate}
-  recurrent,       // blk.N.ssm_* (Gated DeltaNet / linear attention)
+  router,          // blk.N.ffn_gate_inp (and its bias), blk.N.exp_probs_b (selection bias)
+  dense_ffn,       // blk.N.ffn_{gate,up,down} (dense models, leading dense layers of MoEs)
+  attention,       // blk.N.attn_{q,k,v,qkv,output,gate,sinks} and their biases
+  recurrent,       // blk.N.ssm_* (Gated DeltaNet: ssm_in, ssm_ba, ssm_conv1d, ssm_out...)
   embeddings,      // token_embd
   output,          // output (LM head)
   norms,           // *_norm

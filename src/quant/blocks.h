@@ -105,6 +105,18 @@ struct BlockIQ4_XS {
 inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                             1,    13,   25,  38,  53,  69,  89,  113};
 
+// MXFP4 (OCP microscaling FP4): 32 E2M1 elements sharing one E8M0 exponent byte.
+// value = kMxfp4Values[q] * 2^(e - 128): the table holds twice the E2M1 values (0, 0.5, 1, 1.5,
+// 2, 3, 4, 6), hence -128 rather than the E8M0 bias 127. Bit 3 of q is the sign. Every field is a
+// byte, so the struct has alignment 1 (rows of 17-byte blocks start at any address); kernels
+// still read it through byte pointers.
+struct BlockMXFP4 {
+  uint8_t e;
+  uint8_t qs[kQK / 2];  // element j in the low nibble of qs[j], element j+16 in the high nibble
+};
+inline constexpr int8_t kMxfp4Values[16] = {0, 1,  2,  3,  4,  6,  8,  12,
+                                            0, -1, -2, -3, -4, -6, -8, -12};
+
 static_assert(sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ5_0) == 22);
@@ -119,5 +131,6 @@ static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
 static_assert(sizeof(BlockIQ4_NL) == 18);
 static_assert(sizeof(BlockIQ4_XS) == 136);
+static_assert(sizeof(BlockMXFP4) == 17 && alignof(BlockMXFP4) == 1);
 
 }  // namespace strata::quant

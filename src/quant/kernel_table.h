@@ -1,7 +1,7 @@
 #pragma once
 // Internal: how the kernel families register themselves with the dispatcher. Each family
-// (float, legacy, kquants, iquants) provides one fill function per instruction set, defined in the
-// file compiled for that set (e.g. kquants_avx2.cpp defines fill_kquants_avx2).
+// (float, legacy, kquants, iquants, mxfp4) provides one fill function per instruction set, defined
+// in the file compiled for that set (e.g. kquants_avx2.cpp defines fill_kquants_avx2).
 
 #include <array>
 
@@ -22,18 +22,21 @@ void fill_float_scalar(KernelTable& table);
 void fill_legacy_scalar(KernelTable& table);
 void fill_kquants_scalar(KernelTable& table);
 void fill_iquants_scalar(KernelTable& table);
+void fill_mxfp4_scalar(KernelTable& table);
 
 // AVX2 + FMA + F16C.
 void fill_float_avx2(KernelTable& table);
 void fill_legacy_avx2(KernelTable& table);
 void fill_kquants_avx2(KernelTable& table);
 void fill_iquants_avx2(KernelTable& table);
+void fill_mxfp4_avx2(KernelTable& table);
 
 // AVX-512 F/BW/VL/DQ + VNNI.
 void fill_float_avx512(KernelTable& table);
 void fill_legacy_avx512(KernelTable& table);
 void fill_kquants_avx512(KernelTable& table);
 void fill_iquants_avx512(KernelTable& table);
+void fill_mxfp4_avx512(KernelTable& table);
 // Tile GEMMs (TypeKernels::gemm) of the formats that have one.
 void fill_gemm_avx512(KernelTable& table);
 // Only called when the CPU also has AVX512_BF16.

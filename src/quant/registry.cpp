@@ -30,7 +30,7 @@ constexpr Partner kSupported[] = {
     {GgmlType::Q3_K, GgmlType::Q8_K},   {GgmlType::Q4_K, GgmlType::Q8_K},
     {GgmlType::Q5_K, GgmlType::Q8_K},   {GgmlType::Q6_K, GgmlType::Q8_K},
     {GgmlType::Q8_K, GgmlType::Q8_K},   {GgmlType::IQ4_NL, GgmlType::Q8_0},
-    {GgmlType::IQ4_XS, GgmlType::Q8_K},
+    {GgmlType::IQ4_XS, GgmlType::Q8_K}, {GgmlType::MXFP4, GgmlType::Q8_0},
 };
 
 struct Registry {
@@ -39,13 +39,14 @@ struct Registry {
   Isa best = Isa::scalar;
 
   Registry() {
-    for (auto fill :
-         {fill_float_scalar, fill_legacy_scalar, fill_kquants_scalar, fill_iquants_scalar})
+    for (auto fill : {fill_float_scalar, fill_legacy_scalar, fill_kquants_scalar,
+                      fill_iquants_scalar, fill_mxfp4_scalar})
       fill(levels[0]);
-    for (auto fill : {fill_float_avx2, fill_legacy_avx2, fill_kquants_avx2, fill_iquants_avx2})
+    for (auto fill :
+         {fill_float_avx2, fill_legacy_avx2, fill_kquants_avx2, fill_iquants_avx2, fill_mxfp4_avx2})
       fill(levels[1]);
     for (auto fill : {fill_float_avx512, fill_legacy_avx512, fill_kquants_avx512,
-                      fill_iquants_avx512, fill_gemm_avx512})
+                      fill_iquants_avx512, fill_mxfp4_avx512, fill_gemm_avx512})
       fill(levels[2]);
     const CpuFeatures& cpu = cpu_features();
     if (cpu.has_avx512_level() && cpu.avx512bf16) fill_float_avx512bf16(levels[2]);

@@ -175,9 +175,7 @@ std::unique_ptr<Model> load_gpu_model(const std::string& path,
     log::info("running {} on {}", path, labels[0]);
   }
   std::vector<std::string> missing;
-  if (auto* hybrid = dynamic_cast<const HybridDecoder*>(cpu.get())) {
-    missing = hybrid->features_without_gpu_path();
-  } else if (auto* standard = dynamic_cast<const StandardDecoder*>(cpu.get())) {
+  if (auto* standard = dynamic_cast<const StandardDecoder*>(cpu.get())) {
     missing = standard->features_without_gpu_path();
   }
   STRATA_CHECK(missing.empty(),

@@ -90,6 +90,10 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, QuantizeAgreement,
                          testing::ValuesIn(levels_with(&TypeKernels::quantize_row,
                                                        /*skip_scalar=*/true)),
                          type_level_name);
+// Empty when the level is capped to scalar (STRATA_ISA=scalar) or the CPU lacks AVX2.
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(DotAgreement);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(DequantizeAgreement);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(QuantizeAgreement);
 
 // Every supported weight type has a faster dot product on a CPU with AVX2 (this one has it).
 TEST(QuantTable, EveryWeightTypeHasAFastDot) {
