@@ -28,28 +28,6 @@
 namespace strata::test {
 namespace {
 
-struct ArchCase {
-  std::string model;   // archs/models/<model>
-  std::string logits;  // archs/logits/<file>
-};
-
-void PrintTo(const ArchCase& c, std::ostream* os) {
-  *os << c.logits;
-}
-
-std::vector<ArchCase> arch_cases() {
-  std::vector<ArchCase> out;
-  const auto dir = oracle_dir() / "archs" / "logits";
-  if (!std::filesystem::is_directory(dir)) return out;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    const std::string name = e.path().filename().string();
-    out.push_back({name.substr(0, name.find(".p")) + ".gguf", name});
-  }
-  std::sort(out.begin(), out.end(),
-            [](const ArchCase& a, const ArchCase& b) { return a.logits < b.logits; });
-  return out;
-}
-
 class ArchOracleLogits : public testing::TestWithParam<ArchCase> {};
 
 TEST_P(ArchOracleLogits, MatchesReferenceEngine) {
@@ -80,12 +58,7 @@ TEST_P(ArchOracleLogits, MatchesReferenceEngine) {
 
 INSTANTIATE_TEST_SUITE_P(Archs, ArchOracleLogits, testing::ValuesIn(arch_cases()),
                          [](const testing::TestParamInfo<ArchCase>& info) {
-                           std::string n =
-                               info.param.logits.substr(0, info.param.logits.find(".f16"));
-                           for (char& ch : n) {
-                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           }
-                           return n;
+                           return arch_case_name(info.param);
                          });
 
 TEST(ArchOracleLogits, AllReferenceFilesFound) {

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "model/model.h"
 #include "runtime/kv_cache.h"
 #include "runtime/session.h"
+#include "support/test_support.h"
 #include "util/error.h"
 
 namespace strata::test {
@@ -89,6 +91,31 @@ std::vector<GdnCase> gdn_cases() {
 
 void PrintTo(const GdnCase& c, std::ostream* os) {
   *os << c.logits;
+}
+
+std::vector<ArchCase> arch_cases() {
+  std::vector<ArchCase> out;
+  const auto dir = oracle_dir() / "archs" / "logits";
+  if (!std::filesystem::is_directory(dir)) return out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    out.push_back({name.substr(0, name.find(".p")) + ".gguf", name});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const ArchCase& a, const ArchCase& b) { return a.logits < b.logits; });
+  return out;
+}
+
+void PrintTo(const ArchCase& c, std::ostream* os) {
+  *os << c.logits;
+}
+
+std::string arch_case_name(const ArchCase& c) {
+  std::string n = c.logits.substr(0, c.logits.find(".f16"));
+  for (char& ch : n) {
+    if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return n;
 }
 
 }  // namespace strata::test

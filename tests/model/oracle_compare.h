@@ -41,4 +41,15 @@ std::vector<GdnCase> gdn_cases();
 // Short names in test listings (the default prints the struct's bytes).
 void PrintTo(const GdnCase& c, std::ostream* os);
 
+// The architecture oracle files (../shared/oracle/archs): every logits file and its model.
+struct ArchCase {
+  std::string model;   // archs/models/<model>
+  std::string logits;  // archs/logits/<file>
+};
+std::vector<ArchCase> arch_cases();
+void PrintTo(const ArchCase& c, std::ostream* os);
+// A test name from the logits file name: "tiny-gpt-oss-Q8_0.p24.f16kv.orcl" ->
+// tiny_gpt_oss_Q8_0_p24.
+std::string arch_case_name(const ArchCase& c);
+
 }  // namespace strata::test
