@@ -104,12 +104,22 @@ void StandardDecoder::norm_rows(const float* x, const float* weight, int64_t n) 
 
 int64_t StandardDecoder::dense_bytes_per_token() const {
   const ModelHParams& hp = hparams_;
+  const int64_t q_dim = hp.n_head * hp.head_dim, kv_dim = hp.n_head_kv * hp.head_dim;
+  auto floats = [](const float* v, int64_t n) { return v ? n * 4 : int64_t{0}; };
   int64_t total = output_.bytes() + token_embd_.row_bytes + hp.n_embd * 4;
   for (const Layer& l : layers_) {
     total += matrix_bytes({&l.attn.wq, &l.attn.wk, &l.attn.wv, &l.attn.wo, &l.dense.gate,
                            &l.dense.up, &l.dense.down, &l.moe.router, &l.moe.shared.gate,
                            &l.moe.shared.up, &l.moe.shared.down});
     total += 2 * hp.n_embd * 4;  // norms
+    // The f32 vectors every token reads too: q/k norms, attention biases and sinks, the
+    // router's biases, the shared expert's gate.
+    const AttentionWeights& a = l.attn;
+    total += floats(a.q_norm, hp.head_dim) + floats(a.k_norm, hp.head_dim);
+    total += floats(a.bq, q_dim) + floats(a.bk, kv_dim) + floats(a.bv, kv_dim) +
+             floats(a.bo, hp.n_embd) + floats(a.sinks, hp.n_head);
+    total += floats(l.moe.router_bias, hp.n_expert) + floats(l.moe.selection_bias, hp.n_expert) +
+             floats(l.moe.shared_gate, hp.n_embd);
   }
   return total;
 }
@@ -129,13 +139,10 @@ std::vector<std::string> StandardDecoder::features_without_gpu_path() const {
   const AttentionLayout& a = options_.attention;
   const MoeLayout& m = options_.moe_layout;
   std::vector<std::string> out;
-  if (a.qkv_bias || a.output_bias) out.emplace_back("attention biases");
   if (a.sinks) out.emplace_back("attention sinks");
   if (hp.sliding_window > 0) out.emplace_back("sliding-window attention");
   if (hp.yarn.factor > 0) out.emplace_back("YaRN rope scaling");
-  if (m.router_bias || m.expert_biases) out.emplace_back("router and expert biases");
-  if (hp.expert_gating == ExpertGating::sigmoid) out.emplace_back("sigmoid expert gating");
-  if (hp.expert_weights_scale != 1.0f) out.emplace_back("scaled expert weights");
+  if (m.expert_biases) out.emplace_back("expert biases");
   if (hp.expert_activation != ExpertActivation::swiglu) out.emplace_back("clamped SwiGLU experts");
   return out;
 }

@@ -10,10 +10,13 @@
 
 namespace strata::vk {
 uint64_t attention_upload_bytes(const AttentionWeights& a, const ModelHParams& hp) {
+  const int64_t q_dim = hp.n_head * hp.head_dim, kv_dim = hp.n_head_kv * hp.head_dim;
   const ops::WeightMatrix half_q{a.wq.type, a.wq.data, a.wq.cols, a.wq.rows / 2, a.wq.row_bytes};
   // A split wq is two halves, each aligned on its own.
   return 2 * upload_bytes(half_q) + upload_bytes(a.wk) + upload_bytes(a.wv) + upload_bytes(a.wo) +
-         upload_bytes(a.q_norm, hp.head_dim) + upload_bytes(a.k_norm, hp.head_dim);
+         upload_bytes(a.q_norm, hp.head_dim) + upload_bytes(a.k_norm, hp.head_dim) +
+         upload_bytes(a.bq, q_dim) + upload_bytes(a.bk, kv_dim) + upload_bytes(a.bv, kv_dim) +
+         upload_bytes(a.bo, hp.n_embd);
 }
 
 GpuAttentionWeights upload_attention(DeviceWeights& w, const AttentionWeights& a,
@@ -41,6 +44,11 @@ GpuAttentionWeights upload_attention(DeviceWeights& w, const AttentionWeights& a
   l.wo = w.matrix(a.wo, name("attn_output"));
   l.q_norm = w.floats(a.q_norm, hp.head_dim, name("attn_q_norm"));
   l.k_norm = w.floats(a.k_norm, hp.head_dim, name("attn_k_norm"));
+  const int64_t q_dim = hp.n_head * hp.head_dim, kv_dim = hp.n_head_kv * hp.head_dim;
+  l.bq = w.floats(a.bq, q_dim, layer_bias(il, "attn_q"));
+  l.bk = w.floats(a.bk, kv_dim, layer_bias(il, "attn_k"));
+  l.bv = w.floats(a.bv, kv_dim, layer_bias(il, "attn_v"));
+  l.bo = w.floats(a.bo, hp.n_embd, layer_bias(il, "attn_output"));
   return l;
 }
 
@@ -77,6 +85,9 @@ void GpuAttention::record(GpuOps& ops, const GpuAttentionWeights& l, ActivationI
   if (l.wq_gate.address) project(l.wq_gate, normed, q_gate_.address(), q_dim);
   project(l.wk, normed, k_.address(), kv_dim);
   project(l.wv, normed, v_.address(), kv_dim);
+  ops.add_bias(q_.address(), l.bq, n, q_dim);
+  ops.add_bias(k_.address(), l.bk, n, kv_dim);
+  ops.add_bias(v_.address(), l.bv, n, kv_dim);
   if (l.q_norm) {
     ops.rms_norm(q_.address(), hp.head_dim, l.q_norm, q_.address(), hp.head_dim, n * hp.n_head,
                  hp.head_dim, hp.rms_eps);
@@ -110,6 +121,7 @@ void GpuAttention::record(GpuOps& ops, const GpuAttentionWeights& l, ActivationI
   if (l.wq_gate.address) ops.sigmoid_mul(attn_.address(), q_gate_.address(), n * q_dim);
   ActivationInput attn(ops, attn_in_, attn_.address(), q_dim, n, q_dim);
   project(l.wo, attn, out, hp.n_embd);
+  ops.add_bias(out, l.bo, n, hp.n_embd);
 }
 
 }  // namespace strata::vk

@@ -17,8 +17,9 @@
 namespace strata::vk {
 
 struct GpuAttentionWeights {
-  GpuMatrix wq, wq_gate, wk, wv, wo;  // wq_gate: address 0 without an output gate
-  uint64_t q_norm = 0, k_norm = 0;    // [head_dim], or 0
+  GpuMatrix wq, wq_gate, wk, wv, wo;        // wq_gate: address 0 without an output gate
+  uint64_t q_norm = 0, k_norm = 0;          // [head_dim], or 0
+  uint64_t bq = 0, bk = 0, bv = 0, bo = 0;  // projection biases, or 0
 };
 
 // Bytes upload_attention places.

@@ -46,6 +46,8 @@ uint64_t ffn_upload_bytes(const DenseFfnWeights& dense, const MoeFfnWeights& moe
   if (!on_device.empty() && moe.gate_exps.data && held < hp.n_expert)
     total += 2 * aligned_bytes(hp.n_expert * 4);  // slots of the held and of the RAM experts
   if (moe.shared_gate) total += aligned_bytes(static_cast<uint64_t>(hp.n_embd) * 4);
+  total +=
+      upload_bytes(moe.router_bias, hp.n_expert) + upload_bytes(moe.selection_bias, hp.n_expert);
   return total;
 }
 
@@ -60,6 +62,8 @@ GpuFfnWeights upload_ffn(DeviceWeights& w, const DenseFfnWeights& dense, const M
   l.up = optional(dense.up, "ffn_up");
   l.down = optional(dense.down, "ffn_down");
   l.router = optional(moe.router, "ffn_gate_inp");
+  l.router_bias = w.floats(moe.router_bias, hp.n_expert, layer_bias(il, "ffn_gate_inp"));
+  l.selection_bias = w.floats(moe.selection_bias, hp.n_expert, layer_bias(il, "exp_probs_b"));
   if (moe.gate_exps.data) {
     STRATA_CHECK(on_device.empty() || static_cast<int64_t>(on_device.size()) == hp.n_expert,
                  "{}: a placement of {} experts for {} experts", name("ffn_gate_exps"),
@@ -287,8 +291,13 @@ void GpuFfn::record(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationI
 
   const RoundedRows xr = input.for_weights(l.router.type);
   ops.matmul(l.router, xr.address, xr.stride, router_.address(), hp.n_expert, n);
-  ops.moe_route(router_.address(), ids, weights_.address(), n, hp.n_expert, k,
-                hp.expert_weights_norm);
+  ops.add_bias(router_.address(), l.router_bias, n, hp.n_expert);
+  MoeRouting routing;
+  routing.renormalize = hp.expert_weights_norm;
+  routing.sigmoid_gating = hp.expert_gating == ExpertGating::sigmoid;
+  routing.selection_bias = l.selection_bias;
+  routing.scale = hp.expert_weights_scale;
+  ops.moe_route(router_.address(), ids, weights_.address(), n, hp.n_expert, k, routing);
   const bool cpu_computes = l.ram && !upload;
   if (cpu_computes) cpu_.hand_over(ops, il, l.ram, ids_all_, ids_offset, weights_, x, n);
   if (l.held_experts > 0) {

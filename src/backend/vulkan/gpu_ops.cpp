@@ -59,7 +59,7 @@ void dispatch_tiled(GpuOps& ops, const GpuMatrix& w, const GpuMatrix* up, const 
 
 struct ElementPush {
   uint64_t x, y;
-  uint32_t n, pad = 0;
+  uint32_t n, cols = 0;
 };
 
 }  // namespace
@@ -320,6 +320,14 @@ void GpuOps::add(uint64_t x, uint64_t y, int64_t n) {
   cmd.dispatch(device.kernel("elementwise_add"), ElementPush{x, y, u32(n)}, gx, gy);
 }
 
+void GpuOps::add_bias(uint64_t x, uint64_t bias, int64_t rows, int64_t cols) {
+  if (!bias) return;
+  uint32_t gx, gy;
+  grid((rows * cols + 63) / 64, gx, gy);
+  cmd.dispatch(device.kernel("elementwise_add_bias"),
+               ElementPush{x, bias, u32(rows * cols), u32(cols)}, gx, gy);
+}
+
 void GpuOps::swiglu(uint64_t gate, uint64_t up, int64_t n) {
   uint32_t gx, gy;
   grid((n + 63) / 64, gx, gy);
@@ -333,11 +341,21 @@ void GpuOps::sigmoid_mul(uint64_t x, uint64_t gate, int64_t n) {
 }
 
 void GpuOps::moe_route(uint64_t logits, uint64_t ids, uint64_t weights, int64_t n_tok,
-                       int64_t n_expert, int64_t k, bool renormalize) {
+                       int64_t n_expert, int64_t k, const MoeRouting& routing) {
   struct {
-    uint64_t logits, ids, weights;
-    uint32_t n_tok, n_expert, k, renormalize;
-  } p{logits, ids, weights, u32(n_tok), u32(n_expert), u32(k), renormalize ? 1u : 0u};
+    uint64_t logits, ids, weights, selection_bias;
+    uint32_t n_tok, n_expert, k, renormalize, sigmoid_gating;
+    uint32_t scale;  // the float's bits
+  } p{logits,
+      ids,
+      weights,
+      routing.selection_bias,
+      u32(n_tok),
+      u32(n_expert),
+      u32(k),
+      routing.renormalize ? 1u : 0u,
+      routing.sigmoid_gating ? 1u : 0u,
+      std::bit_cast<uint32_t>(routing.scale)};
   cmd.dispatch(device.kernel("moe_route"), p, u32((n_tok + 63) / 64));
 }
 

@@ -23,6 +23,14 @@ bool gpu_supports(GgmlType type);
 // multiple of 32 values.
 void check_gpu_matrix(const GpuMatrix& w, const char* what);
 
+// How moe_route turns router logits into expert weights (model/blocks.h MoeParams).
+struct MoeRouting {
+  bool renormalize = true;
+  bool sigmoid_gating = false;  // GLM-4.5: rank sigmoid + selection_bias, weigh by sigmoid
+  uint64_t selection_bias = 0;  // [n_expert] f32 on the device, or 0
+  float scale = 1.0f;
+};
+
 struct GpuOps {
   Device& device;
   CommandList& cmd;
@@ -81,12 +89,13 @@ struct GpuOps {
   // the partner is F32 (x is used as it is).
   bool round_activations(GgmlType weight_type, uint64_t x, int64_t x_stride, uint64_t out,
                          int64_t out_stride, int64_t rows, int64_t cols);
-  void add(uint64_t x, uint64_t y, int64_t n);             // x += y
-  void swiglu(uint64_t gate, uint64_t up, int64_t n);      // gate = silu(gate) * up
-  void sigmoid_mul(uint64_t x, uint64_t gate, int64_t n);  // x *= sigmoid(gate)
+  void add(uint64_t x, uint64_t y, int64_t n);                           // x += y
+  void add_bias(uint64_t x, uint64_t bias, int64_t rows, int64_t cols);  // x[r][c] += bias[c]
+  void swiglu(uint64_t gate, uint64_t up, int64_t n);                    // gate = silu(gate) * up
+  void sigmoid_mul(uint64_t x, uint64_t gate, int64_t n);                // x *= sigmoid(gate)
   // Top-k of softmax(logits) per token: ids [n_tok][k] int32, weights [n_tok][k].
   void moe_route(uint64_t logits, uint64_t ids, uint64_t weights, int64_t n_tok, int64_t n_expert,
-                 int64_t k, bool renormalize);
+                 int64_t k, const MoeRouting& routing);
   // out[t] = sum_j weights[t][j] down[t*k+j] (+ sigmoid(shared_logit[t]) * shared[t]).
   void moe_combine(uint64_t down, uint64_t weights, uint64_t out, uint64_t shared,
                    uint64_t shared_logit, int64_t n_tok, int64_t n_embd, int64_t k);

@@ -3,18 +3,24 @@
 //   OP_ADD:      x[i] += y[i]
 //   OP_SWIGLU:   x[i] = silu(x[i]) * y[i]
 //   OP_SIGMOID_MUL: x[i] *= sigmoid(y[i])  (gated attention output)
+//   OP_ADD_BIAS: x[i] += y[i % cols]  (a bias added to every row of cols values)
 #include "common.glsl"
 layout(local_size_x = 64) in;
 layout(push_constant) uniform Push {
   uint64_t x, y;
-  uint n;
+  uint n, cols;
 } pc;
 
 void main() {
   const uint i = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * 64u;
   if (i >= pc.n) return;
-  const float a = Floats(pc.x).v[i], b = Floats(pc.y).v[i];
-#if defined(OP_ADD)
+  const float a = Floats(pc.x).v[i];
+#if defined(OP_ADD_BIAS)
+  const float b = Floats(pc.y).v[i % pc.cols];
+#else
+  const float b = Floats(pc.y).v[i];
+#endif
+#if defined(OP_ADD) || defined(OP_ADD_BIAS)
   Floats(pc.x).v[i] = a + b;
 #elif defined(OP_SWIGLU)
   Floats(pc.x).v[i] = a / (1.0 + exp(-a)) * b;
