@@ -31,6 +31,10 @@ class Rope {
 
   RopeStyle style() const { return style_; }
   int64_t n_rot() const { return n_rot_; }
+  // The per-pair angle factors and the cos/sin scale (1 without YaRN), for backends that rotate
+  // elsewhere and must agree to the bit.
+  const std::vector<float>& inv_freq() const { return inv_freq_; }
+  float magnitude() const { return magnitude_; }
 
  private:
   RopeStyle style_;

@@ -496,14 +496,10 @@ void GpuOutputHead::read(float* logits, int64_t rows) {
 }
 
 std::vector<float> rope_frequencies(const ModelHParams& hp) {
-  std::vector<float> inv_freq(static_cast<size_t>(hp.n_rot / 2));
-  const float theta_scale = std::pow(hp.rope_base, -2.0f / static_cast<float>(hp.n_rot));
-  float theta = 1.0f;
-  for (auto& f : inv_freq) {
-    f = theta;
-    theta *= theta_scale;
-  }
-  return inv_freq;
+  const ops::Rope rope(hp.rope_style, hp.head_dim, hp.n_rot, hp.rope_base, hp.yarn);
+  std::vector<float> table = rope.inv_freq();
+  table.push_back(rope.magnitude());
+  return table;
 }
 
 }  // namespace strata::vk

@@ -334,6 +334,12 @@ void GpuOps::swiglu(uint64_t gate, uint64_t up, int64_t n) {
   cmd.dispatch(device.kernel("elementwise_swiglu"), ElementPush{gate, up, u32(n)}, gx, gy);
 }
 
+void GpuOps::swiglu_oai(uint64_t gate, uint64_t up, int64_t n) {
+  uint32_t gx, gy;
+  grid((n + 63) / 64, gx, gy);
+  cmd.dispatch(device.kernel("elementwise_swiglu_oai"), ElementPush{gate, up, u32(n)}, gx, gy);
+}
+
 void GpuOps::sigmoid_mul(uint64_t x, uint64_t gate, int64_t n) {
   uint32_t gx, gy;
   grid((n + 63) / 64, gx, gy);

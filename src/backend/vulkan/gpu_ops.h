@@ -91,8 +91,10 @@ struct GpuOps {
                          int64_t out_stride, int64_t rows, int64_t cols);
   void add(uint64_t x, uint64_t y, int64_t n);                           // x += y
   void add_bias(uint64_t x, uint64_t bias, int64_t rows, int64_t cols);  // x[r][c] += bias[c]
-  void swiglu(uint64_t gate, uint64_t up, int64_t n);                    // gate = silu(gate) * up
-  void sigmoid_mul(uint64_t x, uint64_t gate, int64_t n);                // x *= sigmoid(gate)
+  void swiglu(uint64_t gate, uint64_t up, int64_t n);
+  // gate = gpt-oss's clamped SwiGLU of gate and up (ops::swiglu_oai, alpha 1.702, limit 7)
+  void swiglu_oai(uint64_t gate, uint64_t up, int64_t n);  // gate = silu(gate) * up
+  void sigmoid_mul(uint64_t x, uint64_t gate, int64_t n);  // x *= sigmoid(gate)
   // Top-k of softmax(logits) per token: ids [n_tok][k] int32, weights [n_tok][k].
   void moe_route(uint64_t logits, uint64_t ids, uint64_t weights, int64_t n_tok, int64_t n_expert,
                  int64_t k, const MoeRouting& routing);

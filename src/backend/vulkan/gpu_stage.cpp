@@ -128,7 +128,8 @@ void GpuStage::release_retired() {
 
 uint64_t ModelEnds::upload_bytes(const ModelHParams& hp, const StagePlan& plan,
                                  size_t stage) const {
-  uint64_t total = aligned_bytes(static_cast<uint64_t>(hp.n_rot / 2) * 4);  // RoPE frequencies
+  // RoPE frequencies and the cos/sin scale
+  uint64_t total = aligned_bytes(static_cast<uint64_t>(hp.n_rot / 2 + 1) * 4);
   if (stage == 0 && plan.embeddings_on_gpu) total += vk::upload_bytes(token_embd);
   if (plan.head_on_gpu && stage + 1 == plan.gpu_stages()) {
     total += vk::upload_bytes(output_norm, hp.n_embd);

@@ -69,11 +69,11 @@ namespace strata::vk {
   X(vkDestroyQueryPool)               \
   X(vkCmdResetQueryPool)              \
   X(vkCmdWriteTimestamp)              \
-  X(vkGetQueryPoolResults)           \
-  X(vkCreateSemaphore)               \
-  X(vkDestroySemaphore)              \
-  X(vkWaitSemaphores)                \
-  X(vkSignalSemaphore)               \
+  X(vkGetQueryPoolResults)            \
+  X(vkCreateSemaphore)                \
+  X(vkDestroySemaphore)               \
+  X(vkWaitSemaphores)                 \
+  X(vkSignalSemaphore)                \
   X(vkGetSemaphoreCounterValue)
 
 struct Api {

@@ -213,25 +213,24 @@ TEST(GpuOps, RopeMatchesCpuInBothStylesAndPartialDims) {
   const std::vector<int32_t> pos = {0, 1, 17, 300, 4095};
   for (const auto style : {ops::RopeStyle::norm, ops::RopeStyle::neox}) {
     for (const int64_t n_rot : {hd, int64_t{16}}) {
-      const ops::Rope rope(style, hd, n_rot, 1e6f);
-      auto x = random_floats(static_cast<size_t>(n_tok * heads * hd), 61);
-      std::vector<float> inv_freq(static_cast<size_t>(n_rot / 2));
-      // The CPU's table: base^(-2i/n_rot) as progressive products.
-      const float theta_scale = std::pow(1e6f, -2.0f / static_cast<float>(n_rot));
-      float theta = 1.0f;
-      for (auto& f : inv_freq) {
-        f = theta;
-        theta *= theta_scale;
+      // Plain, and with YaRN (gpt-oss's factor 32 over 4096): blended angles, scaled cos/sin.
+      for (const float yarn : {0.0f, 32.0f}) {
+        const ops::Rope rope(style, hd, n_rot, 1e6f, ops::YarnScaling{yarn, 4096, 32.0f, 1.0f});
+        auto x = random_floats(static_cast<size_t>(n_tok * heads * hd), 61);
+        // The CPU's table (as the decoders upload it): angle factors, then the cos/sin scale.
+        std::vector<float> inv_freq = rope.inv_freq();
+        inv_freq.push_back(rope.magnitude());
+        Buffer xb = upload(dev, x), pb = upload(dev, pos), fb = upload(dev, inv_freq);
+        run(dev, [&](CommandList& cmd) {
+          GpuOps{dev, cmd}.rope(xb.address(), heads * hd, pb.address(), fb.address(), n_tok, heads,
+                                hd, n_rot, style == ops::RopeStyle::neox);
+        });
+        for (int64_t t = 0; t < n_tok; ++t) rope.apply_heads(&x[t * heads * hd], heads, pos[t]);
+        const auto got = download<float>(dev, xb, x.size());
+        // cos/sin of angles up to 4095 rad: the GPU's and libm's agree to ~1e-7 relative.
+        EXPECT_LT(nmse(got.data(), x.data(), x.size()), 1e-10)
+            << "n_rot " << n_rot << " yarn " << yarn;
       }
-      Buffer xb = upload(dev, x), pb = upload(dev, pos), fb = upload(dev, inv_freq);
-      run(dev, [&](CommandList& cmd) {
-        GpuOps{dev, cmd}.rope(xb.address(), heads * hd, pb.address(), fb.address(), n_tok, heads,
-                              hd, n_rot, style == ops::RopeStyle::neox);
-      });
-      for (int64_t t = 0; t < n_tok; ++t) rope.apply_heads(&x[t * heads * hd], heads, pos[t]);
-      const auto got = download<float>(dev, xb, x.size());
-      // cos/sin of angles up to 4095 rad: the GPU's and libm's agree to ~1e-7 relative.
-      EXPECT_LT(nmse(got.data(), x.data(), x.size()), 1e-10) << "n_rot " << n_rot;
     }
   }
 }
@@ -360,23 +359,39 @@ TEST(GpuOps, MoeRouteMatchesCpuTopK) {
   const int64_t n_tok = 9, n_expert = 128, k = 8;
   auto logits = random_floats(static_cast<size_t>(n_tok * n_expert), 91, 4.0f);
   logits[3] = logits[7];  // a tie: the lower id wins on both sides
-  for (const bool renorm : {true, false}) {
-    Buffer lb = upload(dev, logits);
-    Buffer ib = dev.allocate(n_tok * k * 4, MemoryKind::device, "ids");
-    Buffer wb = dev.allocate(n_tok * k * 4, MemoryKind::device, "weights");
-    run(dev, [&](CommandList& cmd) {
-      GpuOps{dev, cmd}.moe_route(lb.address(), ib.address(), wb.address(), n_tok, n_expert, k,
-                                 renorm);
-    });
-    const auto ids = download<int32_t>(dev, ib, n_tok * k);
-    const auto weights = download<float>(dev, wb, n_tok * k);
-    for (int64_t t = 0; t < n_tok; ++t) {
-      std::vector<int32_t> want_ids(k);
-      std::vector<float> want_w(k);
-      ops::route_top_k(&logits[t * n_expert], n_expert, k, renorm, want_ids.data(), want_w.data());
-      for (int64_t j = 0; j < k; ++j) {
-        EXPECT_EQ(ids[t * k + j], want_ids[j]) << "token " << t << " slot " << j;
-        EXPECT_NEAR(weights[t * k + j], want_w[j], 1e-6f);
+  const auto bias = random_floats(static_cast<size_t>(n_expert), 92, 0.2f);
+  Buffer bias_b = upload(dev, bias);
+  // Softmax gating, and GLM-4.5's sigmoid gating with its selection bias and weight scale.
+  for (const bool sigmoid : {false, true}) {
+    for (const bool renorm : {true, false}) {
+      Buffer lb = upload(dev, logits);
+      Buffer ib = dev.allocate(n_tok * k * 4, MemoryKind::device, "ids");
+      Buffer wb = dev.allocate(n_tok * k * 4, MemoryKind::device, "weights");
+      MoeRouting routing;
+      routing.renormalize = renorm;
+      routing.sigmoid_gating = sigmoid;
+      routing.selection_bias = sigmoid ? bias_b.address() : 0;
+      routing.scale = sigmoid ? 2.5f : 1.0f;
+      run(dev, [&](CommandList& cmd) {
+        GpuOps{dev, cmd}.moe_route(lb.address(), ib.address(), wb.address(), n_tok, n_expert, k,
+                                   routing);
+      });
+      const auto ids = download<int32_t>(dev, ib, n_tok * k);
+      const auto weights = download<float>(dev, wb, n_tok * k);
+      for (int64_t t = 0; t < n_tok; ++t) {
+        std::vector<int32_t> want_ids(k);
+        std::vector<float> want_w(k);
+        if (sigmoid) {
+          ops::route_top_k_sigmoid(&logits[t * n_expert], bias.data(), n_expert, k, renorm, 2.5f,
+                                   want_ids.data(), want_w.data());
+        } else {
+          ops::route_top_k(&logits[t * n_expert], n_expert, k, renorm, want_ids.data(),
+                           want_w.data());
+        }
+        for (int64_t j = 0; j < k; ++j) {
+          EXPECT_EQ(ids[t * k + j], want_ids[j]) << "token " << t << " slot " << j;
+          EXPECT_NEAR(weights[t * k + j], want_w[j], 1e-5f);
+        }
       }
     }
   }
@@ -390,9 +405,13 @@ TEST(GpuOps, MoeCombineAndElementwise) {
   const auto shared = random_floats(static_cast<size_t>(n_tok * n_embd), 103);
   const auto shared_logit = random_floats(static_cast<size_t>(n_tok), 104);
   const auto a = random_floats(static_cast<size_t>(n_tok * n_embd), 105, 3.0f);
+  // Wide enough that both clamps of the clamped SwiGLU (7) act.
+  const auto wide_gate = random_floats(static_cast<size_t>(n_tok * n_embd), 106, 12.0f);
+  const auto wide_up = random_floats(static_cast<size_t>(n_tok * n_embd), 107, 12.0f);
   Buffer db = upload(dev, down), wb = upload(dev, weights), sb = upload(dev, shared),
          lb = upload(dev, shared_logit), add_x = upload(dev, a), swi_x = upload(dev, a),
-         sig_x = upload(dev, a);
+         sig_x = upload(dev, a), oai_x = upload(dev, wide_gate), oai_up = upload(dev, wide_up),
+         bias_x = upload(dev, a);
   Buffer out = dev.allocate(n_tok * n_embd * 4, MemoryKind::device, "out");
   const int64_t n = n_tok * n_embd;
   run(dev, [&](CommandList& cmd) {
@@ -402,6 +421,8 @@ TEST(GpuOps, MoeCombineAndElementwise) {
     ops.add(add_x.address(), sb.address(), n);
     ops.swiglu(swi_x.address(), sb.address(), n);
     ops.sigmoid_mul(sig_x.address(), sb.address(), n);
+    ops.swiglu_oai(oai_x.address(), oai_up.address(), n);
+    ops.add_bias(bias_x.address(), sb.address(), n_tok, n_embd);  // row 0 of shared as the bias
   });
   std::vector<float> want(static_cast<size_t>(n), 0.0f), want_add(a), want_swi(n), want_sig(a);
   for (int64_t t = 0; t < n_tok; ++t) {
@@ -413,10 +434,15 @@ TEST(GpuOps, MoeCombineAndElementwise) {
   ops::axpy(1.0f, shared.data(), want_add.data(), n);
   ops::swiglu(a.data(), shared.data(), want_swi.data(), n);
   for (int64_t i = 0; i < n; ++i) want_sig[i] = a[i] / (1.0f + std::exp(-shared[i]));
+  std::vector<float> want_oai(static_cast<size_t>(n)), want_bias(a);
+  ops::swiglu_oai(wide_gate.data(), wide_up.data(), want_oai.data(), n, 1.702f, 7.0f);
+  for (int64_t i = 0; i < n; ++i) want_bias[i] += shared[i % n_embd];
   EXPECT_LT(nmse(download<float>(dev, out, n).data(), want.data(), n), 1e-12);
   EXPECT_LT(nmse(download<float>(dev, add_x, n).data(), want_add.data(), n), 1e-14);
   EXPECT_LT(nmse(download<float>(dev, swi_x, n).data(), want_swi.data(), n), 1e-12);
   EXPECT_LT(nmse(download<float>(dev, sig_x, n).data(), want_sig.data(), n), 1e-12);
+  EXPECT_LT(nmse(download<float>(dev, oai_x, n).data(), want_oai.data(), n), 1e-12);
+  EXPECT_LT(nmse(download<float>(dev, bias_x, n).data(), want_bias.data(), n), 1e-14);
 }
 
 }  // namespace

@@ -177,6 +177,20 @@ void dequant_group(uint64_t b, uint g, precise out float w[32]) {
     w[l] = d * sc * (float(lo | (hi << 4)) - 32.0);
   }
 }
+#elif defined(TYPE_MXFP4)
+// e (E8M0) qs[16]: value j = kvalues[nibble] * 2^(e - 128), low nibbles first (twice E2M1).
+#define BLOCK_ELEMS 32u
+#define BLOCK_BYTES 17u
+const float kvalues_mxfp4[16] = float[16](0., 1., 2., 3., 4., 6., 8., 12., 0., -1., -2., -3., -4.,
+                                          -6., -8., -12.);
+void dequant_group(uint64_t b, uint g, precise out float w[32]) {
+  const float d = ldexp(1.0, int(byte_at(b, 0u)) - 128);
+  for (uint l = 0u; l < 16u; ++l) {
+    const uint q = byte_at(b, 1u + l);
+    w[l] = d * kvalues_mxfp4[q & 0xfu];
+    w[l + 16u] = d * kvalues_mxfp4[q >> 4];
+  }
+}
 #elif defined(TYPE_IQ4_XS)
 // d scales_h(u16) scales_l[4] qs[128]
 #define BLOCK_ELEMS 256u

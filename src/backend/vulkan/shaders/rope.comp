@@ -1,7 +1,8 @@
 #version 460
 // Rotary embeddings in place on x[t][head][head_dim] at positions[t]. NORM rotates pairs
 // (2i, 2i+1), NEOX pairs (i, i + n_rot/2); dims past n_rot are left alone. inv_freq[i] comes
-// from the host (the CPU's own table, so angles agree).
+// from the host (the CPU's own table, so angles agree), followed by the scale of cos and sin
+// (YaRN's attention factor; 1 without YaRN) at inv_freq[n_rot / 2].
 #include "common.glsl"
 layout(local_size_x = 64) in;
 layout(push_constant) uniform Push {
@@ -15,7 +16,8 @@ void main() {
   if (id >= pc.n_tok * pc.n_heads * half_) return;
   const uint i = id % half_, h = (id / half_) % pc.n_heads, t = id / (half_ * pc.n_heads);
   const float angle = float(Ints(pc.positions).v[t]) * Floats(pc.inv_freq).v[i];
-  const float c = cos(angle), s = sin(angle);
+  const float magnitude = Floats(pc.inv_freq).v[half_];
+  const float c = cos(angle) * magnitude, s = sin(angle) * magnitude;
   const uint64_t base = uint64_t(t) * pc.token_stride + h * pc.head_dim;
   const uint a = pc.neox != 0u ? i : 2u * i;
   const uint b = pc.neox != 0u ? i + half_ : 2u * i + 1u;
