@@ -131,20 +131,3 @@ int64_t StandardDecoder::expert_bytes() const {
 }
 
 }  // namespace strata
-
-namespace strata {
-
-std::vector<std::string> StandardDecoder::features_without_gpu_path() const {
-  const ModelHParams& hp = hparams_;
-  const AttentionLayout& a = options_.attention;
-  const MoeLayout& m = options_.moe_layout;
-  std::vector<std::string> out;
-  if (a.sinks) out.emplace_back("attention sinks");
-  if (hp.sliding_window > 0) out.emplace_back("sliding-window attention");
-  if (hp.yarn.factor > 0) out.emplace_back("YaRN rope scaling");
-  if (m.expert_biases) out.emplace_back("expert biases");
-  if (hp.expert_activation != ExpertActivation::swiglu) out.emplace_back("clamped SwiGLU experts");
-  return out;
-}
-
-}  // namespace strata

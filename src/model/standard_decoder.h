@@ -47,8 +47,6 @@ class StandardDecoder : public Model {
     bool sliding = false;             // sliding-window attention
     bool is_moe() const { return moe.router.data != nullptr; }
   };
-  // Parts of this model the GPU backend has no kernels for yet (empty: it runs everywhere).
-  std::vector<std::string> features_without_gpu_path() const;
   // The weights as declared (views into the file), for backends that run this model elsewhere.
   const Options& options() const { return options_; }
   const std::vector<Layer>& layers() const { return layers_; }

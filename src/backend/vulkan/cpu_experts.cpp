@@ -85,6 +85,7 @@ void CpuExperts::compute(CommandList& cmd, const Task& t, ThreadPool& pool) {
   p.n_expert_used = hp_.n_expert_used;
   p.n_ff_exp = hp_.n_ff_exp;
   p.renormalize = hp_.expert_weights_norm;
+  p.activation = hp_.expert_activation;  // the weights come from the GPU's router, scaled there
   std::vector<bool> included(static_cast<size_t>(p.n_expert), true);
   included.back() = false;
   const auto* ids = static_cast<const int32_t*>(ids_.mapped());

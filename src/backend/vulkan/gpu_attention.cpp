@@ -16,7 +16,7 @@ uint64_t attention_upload_bytes(const AttentionWeights& a, const ModelHParams& h
   return 2 * upload_bytes(half_q) + upload_bytes(a.wk) + upload_bytes(a.wv) + upload_bytes(a.wo) +
          upload_bytes(a.q_norm, hp.head_dim) + upload_bytes(a.k_norm, hp.head_dim) +
          upload_bytes(a.bq, q_dim) + upload_bytes(a.bk, kv_dim) + upload_bytes(a.bv, kv_dim) +
-         upload_bytes(a.bo, hp.n_embd);
+         upload_bytes(a.bo, hp.n_embd) + upload_bytes(a.sinks, hp.n_head);
 }
 
 GpuAttentionWeights upload_attention(DeviceWeights& w, const AttentionWeights& a,
@@ -49,6 +49,7 @@ GpuAttentionWeights upload_attention(DeviceWeights& w, const AttentionWeights& a
   l.bk = w.floats(a.bk, kv_dim, layer_bias(il, "attn_k"));
   l.bv = w.floats(a.bv, kv_dim, layer_bias(il, "attn_v"));
   l.bo = w.floats(a.bo, hp.n_embd, layer_bias(il, "attn_output"));
+  l.extras.sinks = w.floats(a.sinks, hp.n_head, name("attn_sinks"));
   return l;
 }
 
@@ -117,7 +118,7 @@ void GpuAttention::record(GpuOps& ops, const GpuAttentionWeights& l, ActivationI
   ops.attention(kv.type, q_.address(), q_dim, attn_.address(), q_dim, cache.k, cache.v,
                 step.attention_info(), step.pages(), kv.page_size, n, hp.n_head, hp.n_head_kv,
                 hp.head_dim, 1.0f / std::sqrt(static_cast<float>(hp.head_dim)),
-                splits ? partials_.address() : 0, splits);
+                splits ? partials_.address() : 0, splits, l.extras);
   if (l.wq_gate.address) ops.sigmoid_mul(attn_.address(), q_gate_.address(), n * q_dim);
   ActivationInput attn(ops, attn_in_, attn_.address(), q_dim, n, q_dim);
   project(l.wo, attn, out, hp.n_embd);

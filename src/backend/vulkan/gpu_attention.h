@@ -20,6 +20,7 @@ struct GpuAttentionWeights {
   GpuMatrix wq, wq_gate, wk, wv, wo;        // wq_gate: address 0 without an output gate
   uint64_t q_norm = 0, k_norm = 0;          // [head_dim], or 0
   uint64_t bq = 0, bk = 0, bv = 0, bo = 0;  // projection biases, or 0
+  AttentionExtras extras;                   // sinks and sliding window (gpt-oss)
 };
 
 // Bytes upload_attention places.

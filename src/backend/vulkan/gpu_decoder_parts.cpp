@@ -48,6 +48,9 @@ uint64_t ffn_upload_bytes(const DenseFfnWeights& dense, const MoeFfnWeights& moe
   if (moe.shared_gate) total += aligned_bytes(static_cast<uint64_t>(hp.n_embd) * 4);
   total +=
       upload_bytes(moe.router_bias, hp.n_expert) + upload_bytes(moe.selection_bias, hp.n_expert);
+  total += upload_bytes(moe.gate_bias, hp.n_expert * hp.n_ff_exp) +
+           upload_bytes(moe.up_bias, hp.n_expert * hp.n_ff_exp) +
+           upload_bytes(moe.down_bias, hp.n_expert * hp.n_embd);
   return total;
 }
 
@@ -64,6 +67,9 @@ GpuFfnWeights upload_ffn(DeviceWeights& w, const DenseFfnWeights& dense, const M
   l.router = optional(moe.router, "ffn_gate_inp");
   l.router_bias = w.floats(moe.router_bias, hp.n_expert, layer_bias(il, "ffn_gate_inp"));
   l.selection_bias = w.floats(moe.selection_bias, hp.n_expert, layer_bias(il, "exp_probs_b"));
+  l.gate_bias = w.floats(moe.gate_bias, hp.n_expert * hp.n_ff_exp, layer_bias(il, "ffn_gate_exps"));
+  l.up_bias = w.floats(moe.up_bias, hp.n_expert * hp.n_ff_exp, layer_bias(il, "ffn_up_exps"));
+  l.down_bias = w.floats(moe.down_bias, hp.n_expert * hp.n_embd, layer_bias(il, "ffn_down_exps"));
   if (moe.gate_exps.data) {
     STRATA_CHECK(on_device.empty() || static_cast<int64_t>(on_device.size()) == hp.n_expert,
                  "{}: a placement of {} experts for {} experts", name("ffn_gate_exps"),
@@ -270,16 +276,25 @@ void GpuFfn::record(GpuOps& ops, const GpuFfnWeights& l, int64_t il, ActivationI
       }
     };
     const RoundedRows xg = input.for_weights(e.gate.type), xu = input.for_weights(e.up.type);
-    if (e.gate.type == e.up.type) {
+    // gpt-oss's experts add biases before their clamped activation: no fused kernel for that.
+    const bool oai = hp.expert_activation == ExpertActivation::swiglu_oai;
+    if (e.gate.type == e.up.type && !l.gate_bias && !oai) {
       product(e.gate, &e.up, xg, k, hidden_.address());
     } else {
       product(e.gate, nullptr, xg, k, hidden_.address());
       product(e.up, nullptr, xu, k, hidden2_.address());
-      ops.swiglu(hidden_.address(), hidden2_.address(), pairs * ff);
+      ops.expert_bias(hidden_.address(), l.gate_bias, ids, e.slots, pairs, ff);
+      ops.expert_bias(hidden2_.address(), l.up_bias, ids, e.slots, pairs, ff);
+      if (oai) {
+        ops.swiglu_oai(hidden_.address(), hidden2_.address(), pairs * ff);
+      } else {
+        ops.swiglu(hidden_.address(), hidden2_.address(), pairs * ff);
+      }
     }
     ActivationInput hidden(ops, hidden_in_, hidden_.address(), ff, pairs, ff);
     const RoundedRows h = hidden.for_weights(e.down.type);
     product(e.down, nullptr, h, 1, y);
+    ops.expert_bias(y, l.down_bias, ids, e.slots, pairs, hp.n_embd);
   };
   // RAM experts uploaded for this batch: one DMA from their host-visible memory on the transfer
   // queue, recorded by the previous layer where it could.

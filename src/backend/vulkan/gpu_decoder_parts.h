@@ -29,6 +29,8 @@ struct GpuFfnWeights {
   GpuMatrix shared_gate_w, shared_up, shared_down;  // shared expert
   GpuMatrix shared_gate_inp;                        // [1][n_embd] F32, or address 0
   uint64_t router_bias = 0, selection_bias = 0;     // [n_expert] f32, or 0
+  // Per-expert biases (gpt-oss): [n_expert][n_ff_exp] gate and up, [n_expert][n_embd] down; or 0.
+  uint64_t gate_bias = 0, up_bias = 0, down_bias = 0;
   // Experts split between the device and RAM (hybrid plans): the stacks hold held_experts
   // experts; expert_slots ([n_expert] int32 on the device) gives each expert's slot, -1 for one in
   // RAM. expert_slots 0: the stacks hold every expert.

@@ -174,14 +174,6 @@ std::unique_ptr<Model> load_gpu_model(const std::string& path,
     }
     log::info("running {} on {}", path, labels[0]);
   }
-  std::vector<std::string> missing;
-  if (auto* standard = dynamic_cast<const StandardDecoder*>(cpu.get())) {
-    missing = standard->features_without_gpu_path();
-  }
-  STRATA_CHECK(missing.empty(),
-               "{}: the GPU backend has no kernels yet for {} ({} architecture); run it with "
-               "--device none",
-               path, fmt::join(missing, ", "), hp.arch);
   if (auto* hybrid = dynamic_cast<HybridDecoder*>(cpu.get())) {
     cpu.release();
     auto gpu = std::make_unique<GpuHybridDecoder>(std::unique_ptr<HybridDecoder>(hybrid),

@@ -242,14 +242,14 @@ void GpuOps::attention(GgmlType kv_type, uint64_t q, int64_t q_stride, uint64_t 
                        int64_t out_stride, uint64_t k_cache, uint64_t v_cache, uint64_t tokens,
                        uint64_t pages, int64_t page_size, int64_t n_tok, int64_t n_heads,
                        int64_t n_kv_heads, int64_t head_dim, float scale, uint64_t partials,
-                       int64_t splits) {
+                       int64_t splits, const AttentionExtras& extras) {
   STRATA_CHECK(head_dim <= 512 && head_dim % 32 == 0,
                "GPU attention: head size {} (needs a multiple of 32, at most 512)", head_dim);
   STRATA_CHECK(splits == 0 || partials != 0, "GPU attention: split without a partials buffer");
   struct {
-    uint64_t q, out, k_cache, v_cache, tokens, pages, partials;
+    uint64_t q, out, k_cache, v_cache, tokens, pages, partials, sinks;
     uint32_t n_heads, n_kv_heads, head_dim, q_stride, out_stride, row_bytes, page_size, splits;
-    uint32_t scale, pad = 0;  // scale: the float's bits
+    uint32_t scale, window;  // scale: the float's bits
   } p{q,
       out,
       k_cache,
@@ -257,6 +257,7 @@ void GpuOps::attention(GgmlType kv_type, uint64_t q, int64_t q_stride, uint64_t 
       tokens,
       pages,
       partials,
+      extras.sinks,
       u32(n_heads),
       u32(n_kv_heads),
       u32(head_dim),
@@ -265,14 +266,16 @@ void GpuOps::attention(GgmlType kv_type, uint64_t q, int64_t q_stride, uint64_t 
       u32(kv_row_bytes(kv_type, head_dim)),
       u32(page_size),
       u32(splits),
-      std::bit_cast<uint32_t>(scale)};
+      std::bit_cast<uint32_t>(scale),
+      u32(extras.window)};
   cmd.dispatch(device.kernel(typed("attention", kv_type)), p, u32(n_heads), u32(n_tok),
                u32(std::max<int64_t>(splits, 1)));
   if (splits == 0) return;
   struct {
-    uint64_t out, tokens, partials;
-    uint32_t n_heads, head_dim, out_stride, splits;
-  } c{out, tokens, partials, u32(n_heads), u32(head_dim), u32(out_stride), u32(splits)};
+    uint64_t out, tokens, partials, sinks;
+    uint32_t n_heads, head_dim, out_stride, splits, window, pad = 0;
+  } c{out,           tokens,          partials,    extras.sinks,      u32(n_heads),
+      u32(head_dim), u32(out_stride), u32(splits), u32(extras.window)};
   cmd.dispatch(device.kernel("attention_combine"), c, u32(n_heads), u32(n_tok));
 }
 
@@ -326,6 +329,18 @@ void GpuOps::add_bias(uint64_t x, uint64_t bias, int64_t rows, int64_t cols) {
   grid((rows * cols + 63) / 64, gx, gy);
   cmd.dispatch(device.kernel("elementwise_add_bias"),
                ElementPush{x, bias, u32(rows * cols), u32(cols)}, gx, gy);
+}
+
+void GpuOps::expert_bias(uint64_t x, uint64_t bias, uint64_t ids, uint64_t slots, int64_t pairs,
+                         int64_t cols) {
+  if (!bias) return;
+  struct {
+    uint64_t x, bias, ids, slots;
+    uint32_t pairs, cols;
+  } p{x, bias, ids, slots, u32(pairs), u32(cols)};
+  uint32_t gx, gy;
+  grid((pairs * cols + 63) / 64, gx, gy);
+  cmd.dispatch(device.kernel("expert_bias"), p, gx, gy);
 }
 
 void GpuOps::swiglu(uint64_t gate, uint64_t up, int64_t n) {

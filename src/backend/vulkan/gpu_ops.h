@@ -23,6 +23,13 @@ bool gpu_supports(GgmlType type);
 // multiple of 32 values.
 void check_gpu_matrix(const GpuMatrix& w, const char* what);
 
+// gpt-oss's attention: one sink logit per query head ([n_heads] f32 on the device, 0: none) and
+// a sliding window (each token sees its last `window` positions; 0: all).
+struct AttentionExtras {
+  uint64_t sinks = 0;
+  int64_t window = 0;
+};
+
 // How moe_route turns router logits into expert weights (model/blocks.h MoeParams).
 struct MoeRouting {
   bool renormalize = true;
@@ -83,7 +90,8 @@ struct GpuOps {
   void attention(GgmlType kv_type, uint64_t q, int64_t q_stride, uint64_t out, int64_t out_stride,
                  uint64_t k_cache, uint64_t v_cache, uint64_t tokens, uint64_t pages,
                  int64_t page_size, int64_t n_tok, int64_t n_heads, int64_t n_kv_heads,
-                 int64_t head_dim, float scale, uint64_t partials = 0, int64_t splits = 0);
+                 int64_t head_dim, float scale, uint64_t partials = 0, int64_t splits = 0,
+                 const AttentionExtras& extras = {});
   // out = x rounded as the CPU quantizes activations for weights of `weight_type` (the partner
   // format: Q8_0, Q8_1, Q8_K, F16, BF16), kept as floats. Returns false, writing nothing, when
   // the partner is F32 (x is used as it is).
@@ -91,6 +99,10 @@ struct GpuOps {
                          int64_t out_stride, int64_t rows, int64_t cols);
   void add(uint64_t x, uint64_t y, int64_t n);                           // x += y
   void add_bias(uint64_t x, uint64_t bias, int64_t rows, int64_t cols);  // x[r][c] += bias[c]
+  // x[p][c] += bias[ids[p]][c] for `pairs` rows of cols, skipping the pairs whose expert has a
+  // negative slot in `slots` ([n_expert] int32; 0: no slot map). No bias (0): nothing.
+  void expert_bias(uint64_t x, uint64_t bias, uint64_t ids, uint64_t slots, int64_t pairs,
+                   int64_t cols);
   void swiglu(uint64_t gate, uint64_t up, int64_t n);
   // gate = gpt-oss's clamped SwiGLU of gate and up (ops::swiglu_oai, alpha 1.702, limit 7)
   void swiglu_oai(uint64_t gate, uint64_t up, int64_t n);  // gate = silu(gate) * up

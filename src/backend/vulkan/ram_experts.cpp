@@ -1,5 +1,6 @@
 #include "backend/vulkan/ram_experts.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -58,6 +59,24 @@ RamExperts place_ram_experts(DeviceWeights& w, const MoeFfnWeights& moe, const M
     views[i]->data = base + offset;
     views[i]->rows = stacks[i]->rows / hp.n_expert * r.count;
     offset += r.bytes[i];
+  }
+  if (moe.gate_bias) {  // the biases follow the experts into their slots
+    const int64_t widths[3] = {hp.n_ff_exp, hp.n_ff_exp, hp.n_embd};
+    const float* sources[3] = {moe.gate_bias, moe.up_bias, moe.down_bias};
+    const float** targets[3] = {&r.pinned_view.gate_bias, &r.pinned_view.up_bias,
+                                &r.pinned_view.down_bias};
+    r.pinned_biases.resize(static_cast<size_t>((2 * hp.n_ff_exp + hp.n_embd) * r.count));
+    float* next = r.pinned_biases.data();
+    for (int i = 0; i < 3; ++i) {
+      *targets[i] = next;
+      for (size_t e = 0; e < r.slot.size(); ++e) {
+        if (r.slot[e] >= 0) {
+          std::copy_n(sources[i] + static_cast<int64_t>(e) * widths[i], widths[i],
+                      next + r.slot[e] * widths[i]);
+        }
+      }
+      next += widths[i] * r.count;
+    }
   }
   return r;
 }

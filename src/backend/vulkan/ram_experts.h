@@ -29,7 +29,8 @@ struct RamExperts {
   // order, back to back at offsets 0, bytes[0], bytes[0] + bytes[1].
   const Buffer* pinned = nullptr;
   uint64_t bytes[3] = {0, 0, 0};
-  MoeFfnWeights pinned_view;  // the CPU's view of `pinned`
+  MoeFfnWeights pinned_view;         // the CPU's view of `pinned`
+  std::vector<float> pinned_biases;  // its expert biases (gpt-oss), in the same slot order
 
   explicit operator bool() const { return count > 0; }
   uint64_t total_bytes() const { return bytes[0] + bytes[1] + bytes[2]; }

@@ -351,6 +351,64 @@ TEST_P(GpuAttention, SplitBlocksEqualOneWorkgroupOverLongCaches) {
   EXPECT_LT(nmse(got.data(), want.data(), want.size()), 1e-10);
 }
 
+// gpt-oss's attention: sliding windows (16: inside one block; 600: across block edges, so split
+// mode skips whole blocks) and one sink logit per query head, through one workgroup and through
+// split blocks (the same bits), against the CPU's attend_block with the same options.
+TEST_P(GpuAttention, SlidingWindowsAndSinksMatchTheCpu) {
+  const GgmlType type = GetParam();
+  Device& dev = test_device();
+  const int64_t kv_heads = 2, group = 2, heads = kv_heads * group, hd = 64, capacity = 2048;
+  auto cache = ops::test_kv::make_cache(type, kv_heads, hd, capacity, 64, 9);
+  ops::test_kv::store_random(cache.view, capacity, 93);
+  const std::vector<int32_t> lengths = {1, 16, 17, 511, 600, 1100, 2048};
+  const int64_t n_tok = static_cast<int64_t>(lengths.size());
+  const auto q = random_floats(static_cast<size_t>(n_tok * heads * hd), 94);
+  const std::vector<float> sinks = {2.0f, -1.5f, 0.4f, 5.0f};
+  std::vector<int32_t> tokens;
+  for (int32_t len : lengths) tokens.insert(tokens.end(), {len, 0});
+  const int64_t splits = attention_blocks(capacity);
+  Buffer kc = upload(dev, cache.k), vc = upload(dev, cache.v), qb = upload(dev, q),
+         tb = upload(dev, tokens), pb = upload(dev, cache.pages), sb = upload(dev, sinks);
+  Buffer partials = dev.allocate(static_cast<uint64_t>(n_tok * heads * splits * (hd + 2) * 4),
+                                 MemoryKind::device, "partials");
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  for (const int64_t window : {int64_t{0}, int64_t{16}, int64_t{600}}) {
+    for (const bool with_sinks : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "window " << window << " sinks " << with_sinks);
+      AttentionExtras extras;
+      extras.window = window;
+      extras.sinks = with_sinks ? sb.address() : 0;
+      Buffer whole = dev.allocate(q.size() * 4, MemoryKind::device, "out");
+      Buffer split = dev.allocate(q.size() * 4, MemoryKind::device, "out");
+      run(dev, [&](CommandList& cmd) {
+        GpuOps ops{dev, cmd};
+        ops.attention(type, qb.address(), heads * hd, whole.address(), heads * hd, kc.address(),
+                      vc.address(), tb.address(), pb.address(), 64, n_tok, heads, kv_heads, hd,
+                      scale, 0, 0, extras);
+        ops.attention(type, qb.address(), heads * hd, split.address(), heads * hd, kc.address(),
+                      vc.address(), tb.address(), pb.address(), 64, n_tok, heads, kv_heads, hd,
+                      scale, partials.address(), splits, extras);
+      });
+      EXPECT_EQ(download<uint32_t>(dev, whole, q.size()), download<uint32_t>(dev, split, q.size()));
+      const auto got = download<float>(dev, split, q.size());
+      std::vector<float> want(q.size());
+      for (int64_t t = 0; t < n_tok; ++t) {
+        const int64_t n_pos = lengths[static_cast<size_t>(t)];
+        const int64_t first = window > 0 ? std::max<int64_t>(0, n_pos - window) : 0;
+        for (int64_t kvh = 0; kvh < kv_heads; ++kvh) {
+          ops::AttendOptions options;
+          options.first_position = &first;
+          options.sinks = with_sinks ? &sinks[static_cast<size_t>(kvh * group)] : nullptr;
+          const size_t off = static_cast<size_t>(t * heads * hd + kvh * group * hd);
+          ops::attend_block(cache.view, kvh, &q[off], 0, group, 1, &n_pos, scale, &want[off], 0,
+                            options);
+        }
+      }
+      EXPECT_LT(nmse(got.data(), want.data(), want.size()), 1e-10);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(F16AndQ8_0, GpuAttention, testing::Values(GgmlType::F16, GgmlType::Q8_0),
                          type_name);
 

@@ -11,13 +11,16 @@
 // (splits != 0: decode, few tokens over long caches, flash-decoding): workgroup z computes block z
 // alone and writes {m, l, acc[head_dim]} to partials[(t * n_heads + h) * splits + z];
 // attention_combine.comp merges them in order exactly as one workgroup does, so both modes give
-// the same bits.
+// the same bits. Sliding windows (window != 0) skip the blocks before a token's window and start
+// its first block at the window; sinks (gpt-oss, one logit per query head) join the denominator
+// after the last block (add_sink).
 #include "common.glsl"
 layout(local_size_x = 64) in;
 layout(push_constant) uniform Push {
-  uint64_t q, out_, k_cache, v_cache, tokens, pages, partials;
+  uint64_t q, out_, k_cache, v_cache, tokens, pages, partials, sinks;
   uint n_heads, n_kv_heads, head_dim, q_stride, out_stride, row_bytes, page_size, splits;
   float scale;
+  uint window;
 } pc;
 
 #define MAX_HEAD_DIM 512u
@@ -97,7 +100,9 @@ void main() {
   const uint kvh = h / (pc.n_heads / pc.n_kv_heads);
   const uint n_pos = uint(Ints(pc.tokens).v[2u * t]);
   const uint split = gl_WorkGroupID.z;
-  if (pc.splits != 0u && split * BLOCK_POSITIONS >= n_pos) return;  // uniform: no such block
+  const uint first = first_position(n_pos, pc.window);
+  if (pc.splits != 0u && (split * BLOCK_POSITIONS >= n_pos || (split + 1u) * BLOCK_POSITIONS <= first))
+    return;  // uniform: no such block
   const uint page_offset = uint(Ints(pc.tokens).v[2u * t + 1u]);
   const uint64_t qbase = uint64_t(t) * pc.q_stride + h * pc.head_dim;
   // Queries meet the keys rounded to the keys' partner format (F16 for F16 keys, Q8_0 for
@@ -124,7 +129,8 @@ void main() {
   float m, l, acc[8];
   if (pc.splits != 0u) {  // this block only, for attention_combine.comp
     const uint p0 = split * BLOCK_POSITIONS;
-    attend_block(p0, min(n_pos, p0 + BLOCK_POSITIONS), page_offset, kvh, tid, dims, m, l, acc);
+    attend_block(max(p0, first), min(n_pos, p0 + BLOCK_POSITIONS), page_offset, kvh, tid, dims, m,
+                 l, acc);
     const uint64_t base = (uint64_t(t * pc.n_heads + h) * pc.splits + split) * (pc.head_dim + 2u);
     if (tid == 0u) {
       stf(pc.partials, base, m);
@@ -138,10 +144,12 @@ void main() {
   }
   float M = -1.0 / 0.0, L = 0.0, ACC[8];
   for (uint i = 0u; i < 8u; ++i) ACC[i] = 0.0;
-  for (uint p0 = 0u; p0 < n_pos; p0 += BLOCK_POSITIONS) {
-    attend_block(p0, min(n_pos, p0 + BLOCK_POSITIONS), page_offset, kvh, tid, dims, m, l, acc);
+  for (uint p0 = first / BLOCK_POSITIONS * BLOCK_POSITIONS; p0 < n_pos; p0 += BLOCK_POSITIONS) {
+    attend_block(max(p0, first), min(n_pos, p0 + BLOCK_POSITIONS), page_offset, kvh, tid, dims, m,
+                 l, acc);
     merge_block(M, L, ACC, m, l, acc, dims);
   }
+  if (pc.sinks != 0ul) add_sink(M, L, ACC, ldf(pc.sinks, h), dims);
   const uint64_t obase = uint64_t(t) * pc.out_stride + h * pc.head_dim;
   for (uint i = 0u; i < dims; ++i) {
     const uint d = tid + 64u * i;

@@ -4,8 +4,8 @@
 #include "common.glsl"
 layout(local_size_x = 64) in;
 layout(push_constant) uniform Push {
-  uint64_t out_, tokens, partials;
-  uint n_heads, head_dim, out_stride, splits;
+  uint64_t out_, tokens, partials, sinks;
+  uint n_heads, head_dim, out_stride, splits, window, pad;
 } pc;
 
 #include "attention_merge.glsl"
@@ -16,7 +16,8 @@ void main() {
   const uint dims = (pc.head_dim + 63u) / 64u;
   float M = -1.0 / 0.0, L = 0.0, ACC[8], acc[8];
   for (uint i = 0u; i < 8u; ++i) ACC[i] = 0.0;
-  for (uint b = 0u; b * BLOCK_POSITIONS < n_pos; ++b) {
+  for (uint b = first_position(n_pos, pc.window) / BLOCK_POSITIONS; b * BLOCK_POSITIONS < n_pos;
+       ++b) {
     const uint64_t base = (uint64_t(t * pc.n_heads + h) * pc.splits + b) * (pc.head_dim + 2u);
     for (uint i = 0u; i < dims; ++i) {
       const uint d = tid + 64u * i;
@@ -24,6 +25,7 @@ void main() {
     }
     merge_block(M, L, ACC, ldf(pc.partials, base), ldf(pc.partials, base + 1u), acc, dims);
   }
+  if (pc.sinks != 0ul) add_sink(M, L, ACC, ldf(pc.sinks, h), dims);
   const uint64_t obase = uint64_t(t) * pc.out_stride + h * pc.head_dim;
   for (uint i = 0u; i < dims; ++i) {
     const uint d = tid + 64u * i;
