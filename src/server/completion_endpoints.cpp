@@ -34,9 +34,11 @@ bool write(httplib::DataSink& sink, const std::string& s) {
 
 }  // namespace
 
-std::vector<int32_t> Server::chat_prompt(const GenerationRequest& r, bool& starts_in_reasoning) {
+std::vector<int32_t> Server::chat_prompt(const GenerationRequest& r, bool& starts_in_reasoning,
+                                         std::string& open_message) {
   ChatTemplateInputs in;
   in.messages = normalize_messages(r.messages);
+  adapt_messages(tool_call_style_, in.messages);
   in.tools = r.tools;
   in.add_generation_prompt = !r.continue_final_message;
   in.enable_thinking = r.enable_thinking;
@@ -87,12 +89,17 @@ std::vector<int32_t> Server::chat_prompt(const GenerationRequest& r, bool& start
   starts_in_reasoning =
       trimmed.ends_with("<think>") || (r.continue_final_message && open != std::string::npos &&
                                        (close == std::string::npos || close < open));
+  if (tool_call_style_ == ToolCallStyle::harmony) {
+    // Channels, not <think> blocks: the output continues the message the prompt opened.
+    starts_in_reasoning = false;
+    open_message = harmony_open_message(text);
+  }
   const bool has_bos = !in.bos_token.empty() && text.starts_with(in.bos_token);
   return tokenizer_.encode(text, /*parse_special=*/true, /*add_bos=*/!has_bos);
 }
 
 std::shared_ptr<const grammar::TokenTrie> Server::token_trie() {
-  std::call_once(trie_once_, [this] { trie_ = vocabulary_trie(tokenizer_); });
+  std::call_once(trie_once_, [this] { trie_ = vocabulary_trie(tokenizer_, tag_tokens_); });
   return trie_;
 }
 
@@ -123,9 +130,10 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
 
   // Prompt tokens.
   bool starts_in_reasoning = false;
+  std::string open_message;
   std::vector<int32_t> prompt;
   if (chat) {
-    prompt = chat_prompt(r, starts_in_reasoning);
+    prompt = chat_prompt(r, starts_in_reasoning, open_message);
   } else if (r.prompt_is_tokens) {
     prompt = r.prompt_tokens;
     for (int32_t t : prompt) {
@@ -164,20 +172,22 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
   job.sampling.logit_bias = r.logit_bias;
   job.top_logprobs = r.top_logprobs;
   if (!r.sampling.seed) job.sampling.seed = std::random_device{}();
-  if (!r.ignore_eos) job.end_tokens = tokenizer_.vocab().end_of_generation;
+  if (!r.ignore_eos) job.end_tokens = end_tokens_;
   if (auto script = scripted_.next()) {  // TEST ONLY: see scripted_output.h
     job.constraint = std::make_shared<ScriptedTokens>(
-        tokenizer_.encode(*script, /*parse_special=*/true), tokenizer_.vocab().end_of_generation);
+        tokenizer_.encode(*script, /*parse_special=*/true), end_tokens_);
   } else if (auto format = output_grammar(r, tool_call_style_)) {
     if (!format->unenforced.empty())
       log::warn("output format: not enforced: {}", fmt::join(format->unenforced, ", "));
     // A thinking model reasons first (the prompt opened <think>, or the model opens it): the
-    // format applies after </think>.
+    // format applies after </think>. (harmony's grammar covers its reasoning message itself.)
+    const bool think_tags = tool_call_style_ != ToolCallStyle::harmony;
     const std::optional<int32_t> think = tokenizer_.vocab().find("<think>");
     job.constraint = std::make_shared<GrammarConstraint>(
-        format->grammar, token_trie(), tokenizer_, tokenizer_.vocab().end_of_generation,
+        format->grammar, token_trie(), tokenizer_, end_tokens_,
         starts_in_reasoning ? "</think>" : "",
-        chat && !starts_in_reasoning && think && r.enable_thinking != false ? *think : -1);
+        chat && think_tags && !starts_in_reasoning && think && r.enable_thinking != false ? *think
+                                                                                          : -1);
   }
 
   std::optional<OutputParserOptions> parse;
@@ -186,9 +196,12 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
                                 .starts_in_reasoning = starts_in_reasoning,
                                 .parse_tool_calls = !r.tools.is_null(),
                                 .tools = r.tools,
-                                .max_tool_calls = r.parallel_tool_calls ? 0 : 1};
+                                .max_tool_calls = r.parallel_tool_calls ? 0 : 1,
+                                .style = tool_call_style_,
+                                .open_message = open_message};
   }
-  auto run = std::make_shared<GenerationRun>(scheduler_, tokenizer_, std::move(job), r.stop, parse);
+  auto run = std::make_shared<GenerationRun>(scheduler_, tokenizer_, std::move(job), r.stop, parse,
+                                             chat ? tag_tokens_ : std::vector<int32_t>{});
 
   const std::string id = response_id(chat ? "chatcmpl-" : "cmpl-");
   const int64_t created = now_seconds();

@@ -1,5 +1,6 @@
 #include "server/generation.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "server/api_error.h"
@@ -9,12 +10,15 @@ namespace strata::server {
 
 GenerationRun::GenerationRun(Scheduler& scheduler, const Tokenizer& tokenizer, GenerationJob job,
                              std::vector<std::string> stops,
-                             std::optional<OutputParserOptions> chat)
+                             std::optional<OutputParserOptions> chat,
+                             std::vector<int32_t> tag_tokens)
     : scheduler_(scheduler),
       channel_(std::make_shared<TokenChannel>()),
+      tokenizer_(tokenizer),
       detok_(tokenizer, /*render_special=*/false),
-      stop_(std::move(stops)) {
-  if (chat) parser_.emplace(std::move(*chat));
+      stop_(std::move(stops)),
+      tag_tokens_(std::move(tag_tokens)) {
+  if (chat) parser_ = make_output_parser(std::move(*chat));
   job.on_token = [ch = channel_](int32_t token) {
     std::lock_guard lock(ch->mutex);
     ch->tokens.push_back(token);
@@ -57,6 +61,12 @@ void GenerationRun::cancel() {
   scheduler_.cancel(id_);
 }
 
+std::string GenerationRun::token_text(int32_t token) {
+  if (!std::binary_search(tag_tokens_.begin(), tag_tokens_.end(), token)) return detok_.push(token);
+  // A tag ends whatever character was open before it.
+  return detok_.flush() + tokenizer_.token_bytes(token, /*render_special=*/true);
+}
+
 void GenerationRun::add_text(const std::string& text, TextEvents& ev) {
   if (stopped_early_ || text.empty()) return;
   StopMatcher::Result r = stop_.push(text);
@@ -91,7 +101,7 @@ TextEvents GenerationRun::next(std::chrono::milliseconds wait) {
     if (stopped_early_) break;
     ++tokens_used_;
     if (i < logprobs.size()) pending_logprobs_.push_back(std::move(logprobs[i]));
-    add_text(detok_.push(tokens[i]), ev);
+    add_text(token_text(tokens[i]), ev);
   }
   if (stopped_early_) {
     // The rest is not wanted: the job ends at its next token (tokens after this are dropped).

@@ -45,8 +45,11 @@ struct TextEvents {
 class GenerationRun {
  public:
   // Submits the job (its callbacks are set here). Throws ApiError 503 when the queue is full.
+  // tag_tokens (sorted): special tokens whose text the chat parser reads (format_tag_tokens);
+  // other control tokens add no text.
   GenerationRun(Scheduler& scheduler, const Tokenizer& tokenizer, GenerationJob job,
-                std::vector<std::string> stops, std::optional<OutputParserOptions> chat);
+                std::vector<std::string> stops, std::optional<OutputParserOptions> chat,
+                std::vector<int32_t> tag_tokens = {});
   ~GenerationRun();  // cancels the job if it is still running
 
   // Waits up to `wait` for tokens; returns what they add. After `finished`, do not call again.
@@ -59,12 +62,16 @@ class GenerationRun {
   void add_text(const std::string& text, TextEvents& ev);
   // Text past the stop matcher into the event: through the chat parser, or as content.
   void emit(const std::string& text, TextEvents& ev);
+  // The token's text: detokenized, or a tag's own text.
+  std::string token_text(int32_t token);
 
   Scheduler& scheduler_;
   std::shared_ptr<TokenChannel> channel_;
+  const Tokenizer& tokenizer_;
   StreamingDetokenizer detok_;
   StopMatcher stop_;
-  std::optional<OutputParser> parser_;
+  std::unique_ptr<ChatOutputParser> parser_;
+  std::vector<int32_t> tag_tokens_;  // sorted
   uint64_t id_ = 0;
   std::vector<TokenLogprobs> pending_logprobs_;  // of tokens whose text is not out yet
   int64_t tokens_used_ = 0;                      // generated tokens that made it into the text

@@ -8,14 +8,17 @@
 
 namespace strata::server {
 
-std::shared_ptr<const grammar::TokenTrie> vocabulary_trie(const Tokenizer& tokenizer) {
+std::shared_ptr<const grammar::TokenTrie> vocabulary_trie(const Tokenizer& tokenizer,
+                                                          std::span<const int32_t> tag_tokens) {
   const Vocab& vocab = tokenizer.vocab();
   std::vector<std::string> bytes(static_cast<size_t>(vocab.size()));
   for (int32_t id = 0; id < vocab.size(); ++id) {
-    if (vocab.types[static_cast<size_t>(id)] == TokenType::control) continue;
-    // User-defined tokens (<tool_call>, <think>) only where a grammar names them.
+    const TokenType type = vocab.types[static_cast<size_t>(id)];
+    const bool tag = std::find(tag_tokens.begin(), tag_tokens.end(), id) != tag_tokens.end();
+    if (type == TokenType::control && !tag) continue;
+    // User-defined tokens (<tool_call>, <think>) and tags only where a grammar names them.
     const std::string text = tokenizer.token_bytes(id, /*render_special=*/true);
-    if (vocab.types[static_cast<size_t>(id)] == TokenType::user_defined) {
+    if (type == TokenType::user_defined || tag) {
       bytes[static_cast<size_t>(id)] = kSpecialTokenMark + text;
     } else if (text.find(kSpecialTokenMark) == std::string::npos) {
       bytes[static_cast<size_t>(id)] = text;  // (a raw 0xFF byte is never valid UTF-8 anyway)

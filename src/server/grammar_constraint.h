@@ -6,6 +6,7 @@
 // output may also open with it (a model that decides to think), which sets the trigger.
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -16,8 +17,11 @@
 namespace strata::server {
 
 // The vocabulary as the grammar layer sees it: each token's bytes; control tokens (end of turn,
-// chat markers) are never part of a constrained output. Built once per tokenizer (~151K tokens).
-std::shared_ptr<const grammar::TokenTrie> vocabulary_trie(const Tokenizer& tokenizer);
+// chat markers) are never part of a constrained output, except the chat format's tags
+// (`tag_tokens`, e.g. harmony's <|channel|>), which stand where a grammar names them, as
+// user-defined tokens do. Built once per tokenizer (~151K tokens).
+std::shared_ptr<const grammar::TokenTrie> vocabulary_trie(const Tokenizer& tokenizer,
+                                                          std::span<const int32_t> tag_tokens = {});
 
 class GrammarConstraint final : public TokenConstraint {
  public:

@@ -103,6 +103,56 @@ Element xml_style_call(GrammarBuilder& b, const std::string& name, const Json& p
   return b.sequence(parts);
 }
 
+// One GLM-4.5 call: <tool_call>f\n then per argument
+// <arg_key>p</arg_key>\n<arg_value>VALUE</arg_value>\n, then </tool_call>. A string argument is
+// free text (without a closing tag), any other type is JSON under its schema, as the template
+// writes it (tojson). Declared parameters come in order; those not required may be left out.
+Element glm_style_call(GrammarBuilder& b, const std::string& name, const Json& parameters,
+                       std::vector<std::string>& unenforced) {
+  std::vector<Element> parts = {tag(b, "<tool_call>"), b.literal(name + "\n")};
+  const auto props = parameters.find("properties");
+  std::vector<std::string> required;
+  if (const auto r = parameters.find("required"); r != parameters.end() && r->is_array()) {
+    for (const auto& n : *r) {
+      if (n.is_string()) required.push_back(n.get<std::string>());
+    }
+  }
+  if (props != parameters.end() && props->is_object()) {
+    for (const auto& [param, schema] : props->items()) {
+      const bool is_string = schema.is_object() && schema.value("type", Json()) == "string";
+      const Element value = is_string ? text_without(b, "</arg_value>", "glm-value-text")
+                                      : grammar::add_json_schema(b, schema, &unenforced);
+      const Element element =
+          b.sequence({tag(b, "<arg_key>"), b.literal(param), tag(b, "</arg_key>"), b.literal("\n"),
+                      tag(b, "<arg_value>"), value, tag(b, "</arg_value>"), b.literal("\n")});
+      const bool needed = std::find(required.begin(), required.end(), param) != required.end();
+      parts.push_back(needed ? element : b.optional(element));
+    }
+  }
+  parts.push_back(tag(b, "</tool_call>"));
+  return b.sequence(parts);
+}
+
+// One harmony call message, the prompt having opened the assistant's message:
+// <|channel|>commentary to=functions.f <|constrain|>json<|message|>{...}. The turn then ends
+// with <|call|> (an end token, allowed where the grammar is complete).
+Element harmony_style_call(GrammarBuilder& b, const std::string& name, const Json& parameters,
+                           std::vector<std::string>& unenforced) {
+  const Element arguments = grammar::add_json_schema(b, parameters, &unenforced);
+  return b.sequence({tag(b, "<|channel|>"), b.literal("commentary to=functions." + name + " "),
+                     tag(b, "<|constrain|>"), b.literal("json"), tag(b, "<|message|>"), arguments});
+}
+
+// harmony: `answer` (a final or call message) after an optional analysis message:
+// <|channel|>analysis<|message|>REASONING<|end|><|start|>assistant
+Element harmony_after_reasoning(GrammarBuilder& b, Element answer) {
+  const Element analysis =
+      b.sequence({tag(b, "<|channel|>"), b.literal("analysis"), tag(b, "<|message|>"),
+                  text_without(b, "<|end|>", "harmony-analysis"), tag(b, "<|end|>"),
+                  tag(b, "<|start|>"), b.literal("assistant")});
+  return b.sequence({b.optional(analysis), answer});
+}
+
 // One or more calls (at most one without parallel_tool_calls), of the named tool or any tool.
 Element tool_calls(GrammarBuilder& b, const GenerationRequest& r, ToolCallStyle style,
                    std::vector<std::string>& unenforced) {
@@ -112,9 +162,21 @@ Element tool_calls(GrammarBuilder& b, const GenerationRequest& r, ToolCallStyle 
     const std::string name = tool["function"]["name"].get<std::string>();
     if (!r.tool_choice_name.empty() && name != r.tool_choice_name) continue;
     try {
-      calls.push_back(style == ToolCallStyle::json
-                          ? json_style_call(b, name, parameters_of(tool), unenforced)
-                          : xml_style_call(b, name, parameters_of(tool), unenforced));
+      const Json& parameters = parameters_of(tool);
+      switch (style) {
+        case ToolCallStyle::json:
+          calls.push_back(json_style_call(b, name, parameters, unenforced));
+          break;
+        case ToolCallStyle::xml:
+          calls.push_back(xml_style_call(b, name, parameters, unenforced));
+          break;
+        case ToolCallStyle::glm:
+          calls.push_back(glm_style_call(b, name, parameters, unenforced));
+          break;
+        case ToolCallStyle::harmony:
+          calls.push_back(harmony_style_call(b, name, parameters, unenforced));
+          break;
+      }
     } catch (const Error& e) {
       throw ApiError(400, "invalid_request_error",
                      fmt::format("tools[{}] ('{}'): its parameters schema cannot be enforced: {}",
@@ -123,18 +185,13 @@ Element tool_calls(GrammarBuilder& b, const GenerationRequest& r, ToolCallStyle 
     }
   }
   // The calls open the output (the templates' prompts end where the answer starts) and follow
-  // each other on new lines, as the templates write them.
+  // each other on new lines, as the templates write them. A harmony turn ends at its call.
   const Element one = b.choice(calls);
-  if (!r.parallel_tool_calls) return one;
+  if (!r.parallel_tool_calls || style == ToolCallStyle::harmony) return one;
   return b.sequence({one, b.repeat(b.sequence({b.literal("\n"), one}), 0, -1)});
 }
 
 }  // namespace
-
-ToolCallStyle tool_call_style(std::string_view template_source) {
-  return template_source.find("<function=") != std::string_view::npos ? ToolCallStyle::xml
-                                                                      : ToolCallStyle::json;
-}
 
 std::optional<OutputGrammar> output_grammar(const GenerationRequest& r, ToolCallStyle style) {
   const bool calls_required = r.tool_choice == "required" && !r.tools.is_null();
@@ -155,10 +212,14 @@ std::optional<OutputGrammar> output_grammar(const GenerationRequest& r, ToolCall
       bad_request("response_format", "the response_format schema cannot be enforced: {}", e.what());
     }
   }
+  // harmony: the value is the final message's text.
+  if (value && style == ToolCallStyle::harmony)
+    value = b.sequence({tag(b, "<|channel|>"), b.literal("final"), tag(b, "<|message|>"), *value});
   Element root = value ? *value : tool_calls(b, r, style, out.unenforced);
   // Tools offered with tool_choice auto: a tool call is also a valid answer.
   if (value && !r.tools.is_null() && r.tool_choice == "auto")
     root = b.choice({*value, tool_calls(b, r, style, out.unenforced)});
+  if (style == ToolCallStyle::harmony) root = harmony_after_reasoning(b, root);
   try {
     out.grammar = b.build(root);
   } catch (const Error& e) {

@@ -1,8 +1,10 @@
 #pragma once
 // The grammar a request's output must follow, if any: response_format (json_object, json_schema)
 // and enforced tool calls (tool_choice "required" or a named function) written in the model's own
-// tool-call format. A request that offers tools with tool_choice "auto" and asks for a JSON
-// format may answer either way: a tool call or the JSON value.
+// tool-call format (chat_format.h: every style). A request that offers tools with tool_choice
+// "auto" and asks for a JSON format may answer either way: a tool call or the JSON value.
+// harmony: the grammar covers the whole output: an optional analysis message (free reasoning),
+// then the call's message (commentary to=functions.f <|constrain|>json) or the final one.
 
 #include <memory>
 #include <optional>
@@ -11,15 +13,10 @@
 #include <vector>
 
 #include "grammar/grammar.h"
+#include "server/chat_format.h"
 #include "server/request.h"
 
 namespace strata::server {
-
-// How the chat template writes a tool call inside <tool_call>...</tool_call>:
-// json: Qwen3 `{"name": "f", "arguments": {...}}`; xml: Qwen3-Coder `<function=f>` with one
-// `<parameter=p>` element per argument.
-enum class ToolCallStyle { json, xml };
-ToolCallStyle tool_call_style(std::string_view template_source);
 
 struct OutputGrammar {
   std::shared_ptr<const grammar::Grammar> grammar;

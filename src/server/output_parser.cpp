@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "server/harmony_parser.h"
 #include "server/stop_matcher.h"
 
 namespace strata::server {
@@ -16,11 +17,18 @@ bool is_space(char c) {
 
 }  // namespace
 
+std::unique_ptr<ChatOutputParser> make_output_parser(OutputParserOptions options) {
+  if (options.style == ToolCallStyle::harmony)
+    return std::make_unique<HarmonyParser>(std::move(options));
+  return std::make_unique<OutputParser>(std::move(options));
+}
+
 OutputParser::OutputParser(OutputParserOptions options)
     : options_(std::move(options)),
       mode_(options_.parse_reasoning && options_.starts_in_reasoning ? Mode::reasoning
                                                                      : Mode::content),
-      trim_next_(mode_ == Mode::reasoning) {}
+      // (GLM answers open with a newline before <think> or the text)
+      trim_next_(mode_ == Mode::reasoning || options_.style == ToolCallStyle::glm) {}
 
 void OutputParser::emit(ParsedDelta& out, std::string_view text) const {
   if (mode_ == Mode::reasoning) {
@@ -109,7 +117,7 @@ void OutputParser::run(ParsedDelta& out, bool at_end) {
       if (!(tool_calls_seen_ > 0 && std::all_of(before.begin(), before.end(), is_space)))
         emit(out, before);
       mode_ = tag == kThinkOpen ? Mode::reasoning : Mode::tool_call;
-      if (mode_ == Mode::tool_call) stream_.emplace(options_.tools);
+      if (mode_ == Mode::tool_call) stream_.emplace(options_.tools, options_.style);
       trim_next_ = mode_ == Mode::reasoning;
     }
     buffer_.erase(0, at + tag.size());
@@ -138,7 +146,7 @@ void OutputParser::end_tool_call(ParsedDelta& out, bool closed) {
       out.add_tool_call_delta({.index = tool_calls_seen_, .arguments = std::move(rest)});
     call = ToolCall{stream_id_, stream_->name(), stream_->arguments()};
   } else if (closed) {
-    call = parse_tool_call(tool_body_, options_.tools);
+    call = parse_tool_call(tool_body_, options_.tools, options_.style);
     if (call) {
       out.add_tool_call_delta({.index = tool_calls_seen_,
                                .id = call->id,

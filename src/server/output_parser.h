@@ -1,15 +1,19 @@
 #pragma once
 // Splits a chat model's streamed output into what OpenAI clients expect: `content`,
-// `reasoning_content` (the text inside <think>...</think>) and `tool_calls` (each
-// <tool_call>...</tool_call> block, parsed). Works on text deltas: a tag split across deltas is
-// held back until it is known, so streamed and non-streamed responses carry the same text.
+// `reasoning_content` and `tool_calls`. OutputParser reads the tag formats (the text inside
+// <think>...</think> is reasoning, each <tool_call>...</tool_call> block a call: Qwen3 JSON,
+// Qwen3-Coder XML or GLM-4.5 bodies); HarmonyParser (harmony_parser.h) reads gpt-oss's channels.
+// Both work on text deltas: a tag split across deltas is held back until it is known, so
+// streamed and non-streamed responses carry the same text.
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "server/chat_format.h"
 #include "server/tool_call_stream.h"
 #include "server/tool_calls.h"
 
@@ -21,6 +25,9 @@ struct OutputParserOptions {
   bool parse_tool_calls = false;     // only when the request offered tools
   nlohmann::json tools{};            // the request's tools, for parameter types
   int max_tool_calls = 0;            // > 0: the output ends after that many calls
+  ToolCallStyle style = ToolCallStyle::json;  // which parser, and which tool-call bodies
+  // harmony: the message the prompt leaves open (see harmony_open_message).
+  std::string open_message = "assistant";
 };
 
 // A piece of a tool call as a stream carries it: the first piece of call `index` names it (id and
@@ -55,17 +62,32 @@ struct ParsedDelta {
   }
 };
 
-class OutputParser {
+// One response's output, read as it streams.
+class ChatOutputParser {
+ public:
+  virtual ~ChatOutputParser() = default;
+  virtual ParsedDelta push(std::string_view text) = 0;
+  // End of the output: releases held text.
+  virtual ParsedDelta finish() = 0;
+  virtual int tool_calls_seen() const = 0;
+  // max_tool_calls were made: the rest of the output is dropped (the generation can end).
+  virtual bool closed() const = 0;
+};
+
+// The parser for options.style.
+std::unique_ptr<ChatOutputParser> make_output_parser(OutputParserOptions options);
+
+// The tag formats (json, xml, glm).
+class OutputParser final : public ChatOutputParser {
  public:
   explicit OutputParser(OutputParserOptions options);
 
-  ParsedDelta push(std::string_view text);
-  // End of the output: releases held text; an unterminated tool call block stays content.
-  ParsedDelta finish();
+  ParsedDelta push(std::string_view text) override;
+  // An unterminated tool call block stays content.
+  ParsedDelta finish() override;
 
-  int tool_calls_seen() const { return tool_calls_seen_; }
-  // max_tool_calls were made: the rest of the output is dropped (the generation can end).
-  bool closed() const { return closed_; }
+  int tool_calls_seen() const override { return tool_calls_seen_; }
+  bool closed() const override { return closed_; }
 
  private:
   enum class Mode { content, reasoning, tool_call };

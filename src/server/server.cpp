@@ -72,6 +72,8 @@ Server::Server(Model& model, const Tokenizer& tokenizer, Scheduler& scheduler,
   }
   chat_template_ = std::make_unique<ChatTemplate>(chat_template_source_);
   tool_call_style_ = tool_call_style(chat_template_source_);
+  end_tokens_ = end_of_turn_tokens(tool_call_style_, tokenizer.vocab());
+  tag_tokens_ = format_tag_tokens(tool_call_style_, tokenizer.vocab());
   created_ = std::chrono::duration_cast<std::chrono::seconds>(
                  std::chrono::system_clock::now().time_since_epoch())
                  .count();
@@ -281,7 +283,8 @@ void Server::routes() {
                                     ? nlohmann::ordered_json(options_.default_max_tokens)
                                     : nlohmann::ordered_json(nullptr)},
                  {"model_defaults_source", model_defaults_.source}}},
-               {"chat_template", chat_template_source_}});
+               {"chat_template", chat_template_source_},
+               {"chat_format", tool_call_style_name(tool_call_style_)}});
   });
 }
 

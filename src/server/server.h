@@ -65,8 +65,10 @@ class Server {
   // POST /v1/chat/completions (chat) and /v1/completions (defined in completion_endpoints.cpp).
   void handle_generation(const httplib::Request& req, httplib::Response& res, bool chat);
   // The chat template rendered and tokenized; sets starts_in_reasoning when the prompt ends
-  // inside an opened <think> block.
-  std::vector<int32_t> chat_prompt(const struct GenerationRequest& r, bool& starts_in_reasoning);
+  // inside an opened <think> block, and (harmony) open_message to the message the prompt leaves
+  // open.
+  std::vector<int32_t> chat_prompt(const struct GenerationRequest& r, bool& starts_in_reasoning,
+                                   std::string& open_message);
   // The vocabulary trie for output grammars, built at the first constrained request.
   std::shared_ptr<const grammar::TokenTrie> token_trie();
 
@@ -79,7 +81,9 @@ class Server {
   SamplingParams default_sampling_;
   std::unique_ptr<ChatTemplate> chat_template_;
   std::string chat_template_source_;
-  ToolCallStyle tool_call_style_ = ToolCallStyle::json;
+  ToolCallStyle tool_call_style_ = ToolCallStyle::json;  // from the chat template
+  std::vector<int32_t> end_tokens_;                      // that end a turn (end_of_turn_tokens)
+  std::vector<int32_t> tag_tokens_;  // whose text the chat parser reads (format_tag_tokens)
   ScriptedOutputs scripted_;
   std::once_flag trie_once_;
   std::shared_ptr<const grammar::TokenTrie> trie_;

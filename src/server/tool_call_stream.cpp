@@ -24,6 +24,24 @@ size_t tag_prefix_at_end(std::string_view text, std::string_view tag) {
   return 0;
 }
 
+// How many bytes at the end of `text` begin a UTF-8 character that is not complete yet (held
+// back: a piece escaped alone would turn them into U+FFFD).
+size_t incomplete_utf8_suffix(std::string_view text) {
+  for (size_t n = 1; n <= std::min<size_t>(3, text.size()); ++n) {
+    const auto c = static_cast<unsigned char>(text[text.size() - n]);
+    if ((c & 0xC0) == 0x80) continue;  // a continuation byte: look further back
+    const size_t length = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    return length > n ? n : 0;
+  }
+  return 0;
+}
+
+std::string_view trimmed(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
 enum class Match { yes, no, more };
 
 // Reads the JSON form's header, {"name": "f", "arguments": , up to the arguments' first byte.
@@ -76,6 +94,7 @@ void ToolCallStream::recognize() {
   HeaderReader r(body_);
   r.skip_space();
   if (r.at() >= body_.size()) return;
+  if (glm_ && body_[r.at()] != '<' && body_[r.at()] != '{') return recognize_glm(r.at());
   if (body_[r.at()] == '<') {
     constexpr std::string_view kOpen = "<function=";
     const std::string_view rest = std::string_view(body_).substr(r.at());
@@ -114,6 +133,23 @@ void ToolCallStream::recognize() {
   form_ = Form::json;
   started_ = true;
   pos_ = r.at() - 1;  // the arguments' opening brace
+}
+
+// GLM: the function's name runs to the first newline or tag.
+void ToolCallStream::recognize_glm(size_t at) {
+  constexpr size_t kMaxName = 256;
+  const std::string_view rest = std::string_view(body_).substr(at);
+  const size_t end = rest.find_first_of("\n<");
+  const std::string_view name = trimmed(rest.substr(0, end));
+  if (!is_glm_function_name(name) || (end == std::string_view::npos && rest.size() > kMaxName)) {
+    form_ = Form::not_streamed;
+    return;
+  }
+  if (end == std::string_view::npos) return;  // the name may go on
+  name_ = std::string(name);
+  form_ = Form::glm;
+  started_ = true;
+  pos_ = at + end;
 }
 
 std::string ToolCallStream::scan_json() {
@@ -179,6 +215,7 @@ std::string ToolCallStream::scan_xml(bool at_end) {
       const size_t hold =
           std::max(tag_prefix_at_end(value, "\n</parameter>"), tag_prefix_at_end(value, kClose));
       value.remove_suffix(hold);
+      value.remove_suffix(incomplete_utf8_suffix(value));
     }
     if (!value_started_) {
       if (value.empty()) {
@@ -210,15 +247,80 @@ std::string ToolCallStream::scan_xml(bool at_end) {
   return emit(std::move(out));
 }
 
+std::string ToolCallStream::scan_glm(bool at_end) {
+  constexpr std::string_view kKey = "<arg_key>", kKeyEnd = "</arg_key>", kValue = "<arg_value>",
+                             kValueEnd = "</arg_value>";
+  std::string out;
+  for (;;) {
+    const std::string_view rest = std::string_view(body_).substr(pos_);
+    if (!in_value_) {
+      // Waits for a whole <arg_key>NAME</arg_key> <arg_value> before writing the member's name.
+      size_t skip = 0;
+      while (skip < rest.size() && is_space(rest[skip])) ++skip;
+      const std::string_view next = rest.substr(skip);
+      const size_t key_end = next.find(kKeyEnd);
+      if (!next.starts_with(kKey) || key_end == std::string_view::npos) break;
+      size_t value_at = key_end + kKeyEnd.size();
+      while (value_at < next.size() && is_space(next[value_at])) ++value_at;
+      if (!next.substr(value_at).starts_with(kValue)) break;
+      const std::string key(trimmed(next.substr(kKey.size(), key_end - kKey.size())));
+      out += parameters_++ == 0 ? "{" : ",";
+      out += nlohmann::json(key).dump() + ":";
+      value_type_ = tool_parameter_type(tools_, name_, key);
+      string_value_ = value_type_ == "string";
+      if (string_value_) out += '"';
+      in_value_ = true;
+      pos_ += skip + value_at + kValue.size();
+      continue;
+    }
+    const size_t close = rest.find(kValueEnd);
+    if (close == std::string_view::npos) {
+      if (!string_value_) break;  // read as JSON when it is complete
+      std::string_view value = rest;
+      if (!at_end) {
+        value.remove_suffix(tag_prefix_at_end(value, kValueEnd));
+        value.remove_suffix(incomplete_utf8_suffix(value));
+      }
+      out += json_escaped(value);
+      pos_ += value.size();
+      break;
+    }
+    const std::string_view value = rest.substr(0, close);
+    out +=
+        string_value_ ? json_escaped(value) + '"' : glm_argument_value(value, value_type_).dump();
+    pos_ += close + kValueEnd.size();
+    in_value_ = false;
+  }
+  return emit(std::move(out));
+}
+
+// The body is complete: a value left open (its </arg_value> missing) ends with it.
+std::string ToolCallStream::finish_glm() {
+  std::string rest = scan_glm(/*at_end=*/true);
+  if (in_value_) {
+    rest +=
+        emit(string_value_
+                 ? std::string("\"")
+                 : glm_argument_value(std::string_view(body_).substr(pos_), value_type_).dump());
+    pos_ = body_.size();
+    in_value_ = false;
+  }
+  rest += emit(parameters_ == 0 ? "{}" : "}");
+  arguments_done_ = true;
+  return rest;
+}
+
 std::string ToolCallStream::feed(std::string_view text) {
   body_.append(text);
   if (form_ == Form::unknown) recognize();
   if (form_ == Form::json) return scan_json();
   if (form_ == Form::xml) return scan_xml(/*at_end=*/false);
+  if (form_ == Form::glm) return scan_glm(/*at_end=*/false);
   return {};
 }
 
 std::string ToolCallStream::finish() {
+  if (form_ == Form::glm && !arguments_done_) return finish_glm();
   if (form_ != Form::xml || arguments_done_) return {};
   std::string rest = scan_xml(/*at_end=*/true);
   if (!arguments_done_) {

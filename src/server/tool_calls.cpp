@@ -1,5 +1,6 @@
 #include "server/tool_calls.h"
 
+#include <algorithm>
 #include <atomic>
 #include <random>
 
@@ -100,12 +101,57 @@ std::optional<ToolCall> parse_xml_form(std::string_view body, const nlohmann::js
   return ToolCall{next_tool_call_id(), std::string(function), arguments.dump()};
 }
 
+// Text between `open` and `close` at the start of `rest` (after spaces); advances past `close`.
+bool take_tagged(std::string_view& rest, std::string_view open, std::string_view close,
+                 std::string_view& value) {
+  rest = trim(rest);
+  if (!rest.starts_with(open)) return false;
+  const size_t end = rest.find(close, open.size());
+  if (end == std::string_view::npos) return false;
+  value = rest.substr(open.size(), end - open.size());
+  rest.remove_prefix(end + close.size());
+  return true;
+}
+
+std::optional<ToolCall> parse_glm_form(std::string_view body, const nlohmann::json& tools) {
+  const size_t name_end = std::min(body.find_first_of("\n<"), body.size());
+  const std::string_view name = trim(body.substr(0, name_end));
+  if (!is_glm_function_name(name)) return std::nullopt;
+  std::string_view rest = body.substr(name_end), key, value;
+  nlohmann::ordered_json arguments = nlohmann::ordered_json::object();
+  while (!trim(rest).empty()) {
+    if (!take_tagged(rest, "<arg_key>", "</arg_key>", key) ||
+        !take_tagged(rest, "<arg_value>", "</arg_value>", value))
+      return std::nullopt;
+    const std::string k(trim(key));
+    arguments[k] = glm_argument_value(value, tool_parameter_type(tools, std::string(name), k));
+  }
+  return ToolCall{next_tool_call_id(), std::string(name), arguments.dump()};
+}
+
 }  // namespace
 
-std::optional<ToolCall> parse_tool_call(std::string_view body, const nlohmann::json& tools) {
+bool is_glm_function_name(std::string_view name) {
+  if (name.empty() || name.front() == '{') return false;
+  return std::none_of(name.begin(), name.end(), [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '<' || c == '>';
+  });
+}
+
+nlohmann::ordered_json glm_argument_value(std::string_view value, const std::string& type) {
+  if (type != "string") {
+    auto j = nlohmann::ordered_json::parse(value, nullptr, false);
+    if (!j.is_discarded()) return j;
+  }
+  return std::string(value);
+}
+
+std::optional<ToolCall> parse_tool_call(std::string_view body, const nlohmann::json& tools,
+                                        ToolCallStyle style) {
   body = trim(body);
   if (body.starts_with('{')) return parse_json_form(body);
   if (body.starts_with("<function=")) return parse_xml_form(body, tools);
+  if (style == ToolCallStyle::glm) return parse_glm_form(body, tools);
   return std::nullopt;
 }
 

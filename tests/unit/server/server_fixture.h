@@ -44,8 +44,9 @@ inline std::string chat_model_path() {
 }
 
 struct ServerStack {
-  explicit ServerStack(SchedulerOptions so = {}, ServerOptions opts = {})
-      : model(Model::load(chat_model_path())),
+  explicit ServerStack(SchedulerOptions so = {}, ServerOptions opts = {},
+                       const std::string& model_path = chat_model_path())
+      : model(Model::load(model_path)),
         tokenizer(Tokenizer::from_gguf(model->file())),
         pool(2),
         scheduler(*model, pool, so) {

@@ -230,6 +230,47 @@ TEST(JinjaStatements, Macros) {
   });
 }
 
+TEST(JinjaStatements, IdiomsOfHarmonyAndGlmTemplates) {
+  check({
+      // After each message, the ones that follow it (a slice from loop.index), and membership in a
+      // message (harmony templates: a later final answer drops earlier reasoning).
+      {R"({%- set rest = messages[1:] -%}{%- for m in rest -%}{{ m.role }}:{%- for f in rest[loop.index:] %}{{ f.role[0] }}{%- endfor %}{{ '+' if 'tool_calls' in m else '-' }};{%- endfor -%})",
+       R"({"messages": [{"role": "system"}, {"role": "user"}, {"role": "assistant", "tool_calls": []}, {"role": "tool"}]})",
+       R"(user:at-;assistant:t+;tool:-;)"},
+      // A schema type given as a list of names, told apart from a string and a mapping.
+      {R"({%- for t in types -%}{%- if t is iterable and t is not string and t is not mapping and t[0] is defined -%}{{ t | join(" | ") }}{%- elif t is mapping -%}object{%- else -%}{{ t }}{%- endif -%};{%- endfor -%})",
+       R"({"types": [["string", "null"], "integer", {"a": 1}, []]})",
+       R"(string | null;integer;object;[];)"},
+      // A recursive macro with a default argument; {{ }} without a dash keeps the indentation
+      // before it (harmony's TypeScript-like tool signatures).
+      {R"({%- macro ts(s, nullable=false) -%}
+    {%- if s.type == "array" -%}
+        {{- ts(s['items']) + "[]" }}
+    {%- elif s.type == "object" -%}
+        {{- "{" }}
+        {{ ts(s.properties.x) }}
+        {{- "}" }}
+    {%- else -%}
+        {{- s.type }}{{- " | null" if nullable else "" }}
+    {%- endif -%}
+{%- endmacro -%}
+{{- ts({"type": "array", "items": {"type": "object", "properties": {"x": {"type": "number"}}}}) }}|{{ ts({"type": "string"}, true) }})",
+       R"({})",
+       R"({
+        number}[]|string | null)"},
+      // GLM arguments: strings as they are, other values as JSON with non-ASCII kept.
+      {R"({%- for k, v in args.items() -%}<arg_key>{{ k }}</arg_key><arg_value>{{ v | tojson(ensure_ascii=False) if v is not string else v }}</arg_value>{%- endfor -%})",
+       R"({"args": {"city": "Zürich", "days": 2, "opts": {"ü": [true, null]}}})",
+       R"(<arg_key>city</arg_key><arg_value>Zürich</arg_value><arg_key>days</arg_key><arg_value>2</arg_value><arg_key>opts</arg_key><arg_value>{"ü": [true, null]}</arg_value>)"},
+      // Reasoning split out of a content that carries it in <think> tags.
+      {R"({%- set c = content -%}{%- if '</think>' in c -%}[{{ c.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n') }}][{{ c.split('</think>')[-1].lstrip('\n') }}]{%- endif -%})",
+       R"({"content": "<think>\nstep one\n</think>\n\nanswer"})", R"([step one][answer])"},
+      // A suffix only when a variable is defined and false.
+      {R"({%- for on in [true, false] -%}{%- set enable_thinking = on -%}{{ 'hi' }}{{- '/nothink' if (enable_thinking is defined and not enable_thinking and not 'hi'.endswith('/nothink')) else '' -}};{%- endfor -%}{{ '/x' if (undefined_flag is defined and not undefined_flag) else 'none' }})",
+       R"({})", R"(hi;hi/nothink;none)"},
+  });
+}
+
 TEST(JinjaFilters, ToJson) {
   check({
       {R"({{ tools|tojson }})",
