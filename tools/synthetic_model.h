@@ -9,19 +9,24 @@
 namespace strata::tools {
 
 struct SyntheticModelSpec {
-  std::string arch = "qwen3moe";  // qwen3moe, qwen35moe, qwen3 or llama
-  std::string ftype = "Q4_K_M";   // Q4_K_M, or one tensor type for all matrices (Q8_0, IQ4_XS...)
+  // qwen3moe, qwen35moe, qwen3next, gpt-oss, glm4moe, mixtral (a llama file with experts),
+  // qwen3 or llama (dense).
+  std::string arch = "qwen3moe";
+  // Q4_K_M (mixed, as GGUF quantizers make it), MXFP4_MOE (routed experts MXFP4, every other
+  // matrix Q8_0, as the published gpt-oss files), or one tensor type for all matrices.
+  std::string ftype = "Q4_K_M";
   int64_t n_layer = 2;
   int64_t n_embd = 256;
   int64_t n_head = 4;
   int64_t n_head_kv = 2;
   int64_t head_dim = 64;
-  int64_t n_ff = 512;  // dense FFN (qwen3, llama)
+  int64_t n_ff = 512;  // dense FFN (qwen3, llama, glm4moe's leading dense layers)
   int64_t n_expert = 8;
   int64_t n_expert_used = 2;
   int64_t n_ff_exp = 256;
-  // qwen35moe (Gated DeltaNet hybrid): shared expert, GDN heads, attention layer interval.
+  // Shared expert (qwen35moe, qwen3next; glm4moe: a multiple of n_ff_exp).
   int64_t n_ff_shexp = 256;
+  // Gated DeltaNet hybrids (qwen35moe, qwen3next): GDN heads, attention layer interval.
   int64_t ssm_conv_kernel = 4;
   int64_t ssm_k_heads = 2;    // ssm.group_count
   int64_t ssm_v_heads = 4;    // ssm.time_step_rank
@@ -31,6 +36,16 @@ struct SyntheticModelSpec {
   int64_t n_vocab = 512;
   int64_t n_ctx_train = 40960;
   float rope_base = 1e6f;
+  float rms_eps = 1e-6f;
+  // gpt-oss: the even layers' attention window; YaRN (0: none) over the original context.
+  int64_t sliding_window = 128;
+  float yarn_factor = 0.0f;
+  int64_t yarn_original_context = 4096;
+  // glm4moe: dense layers before the MoE ones, per-head q/k norms (GLM-4.5-Air has none), the
+  // routed weights' scale.
+  int64_t n_leading_dense = 1;
+  bool qk_norm = true;
+  float expert_weights_scale = 1.0f;
   double hot_fraction = 0.0;  // fraction of experts made hot (0: uniform router)
   double skew = 4.0;          // how strongly the router prefers hot experts
   uint64_t seed = 1;
@@ -49,6 +64,17 @@ SyntheticModelSpec qwen3_30b_a3b_spec(int64_t layers);
 // The shape of Qwen3.5/3.6-35B-A3B (40 layers, without the multi-token-prediction block) with
 // `layers` layers.
 SyntheticModelSpec qwen35_35b_a3b_spec(int64_t layers);
+
+// The shape of gpt-oss-20b (24 layers) with `layers` layers; ftype MXFP4_MOE as published.
+SyntheticModelSpec gpt_oss_20b_spec(int64_t layers);
+
+// The shape of GLM-4.5-Air (46 layers, without the NextN block) with `layers` layers.
+SyntheticModelSpec glm_45_air_spec(int64_t layers);
+
+// The preset of that name ("qwen3-30b-a3b", "qwen35-35b-a3b", "gpt-oss-20b", "glm-4.5-air") with
+// `layers` layers (0: all); throws for an unknown name.
+SyntheticModelSpec synthetic_preset(const std::string& name, int64_t layers);
+const char* synthetic_preset_names();  // for help and errors
 
 // Writes the model to `path` (via a temporary file); reports progress on stderr.
 void write_synthetic_model(const SyntheticModelSpec& spec, const std::string& path);

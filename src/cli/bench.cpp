@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -32,6 +33,22 @@ namespace {
 struct Stat {
   double mean = 0, stddev = 0;
 };
+
+// Cached positions a token of a tg run (n tokens after `depth`) reads per KV layer, on average
+// over the run and the layers: all before it, but at most the window in sliding-window layers
+// (gpt-oss: the even layers, model/archs/gpt_oss.cpp).
+double average_kv_positions_read(const ModelHParams& hp, int64_t depth, int64_t n) {
+  const double sliding_share = hp.sliding_window > 0 && hp.n_layer > 0
+                                   ? static_cast<double>((hp.n_layer + 1) / 2) / hp.n_layer
+                                   : 0.0;
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double position = static_cast<double>(depth + i);
+    const double windowed = std::min(position, static_cast<double>(hp.sliding_window));
+    sum += (1 - sliding_share) * position + sliding_share * windowed;
+  }
+  return n > 0 ? sum / static_cast<double>(n) : 0.0;
+}
 
 Stat stat_of(const std::vector<double>& v) {
   Stat s;
@@ -364,7 +381,7 @@ void add_bench_command(CLI::App& app) {
     const double experts_per_token =
         o->n_gen > 0 ? static_cast<double>(experts_after - experts_before) / o->n_gen : 0.0;
     const double expert_bytes = experts_per_token * static_cast<double>(model->expert_bytes());
-    const double kv_bytes = (o->depth + 0.5 * (o->n_gen - 1)) *
+    const double kv_bytes = average_kv_positions_read(model->hparams(), o->depth, o->n_gen) *
                             static_cast<double>(session.kv_cache().bytes_per_position());
     const double state_bytes = static_cast<double>(model->recurrent_bytes_per_token());
     const double bytes_per_token =

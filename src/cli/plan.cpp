@@ -88,9 +88,10 @@ void add_plan_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "plan", "Predict the fastest placement of a model on this or a hypothetical machine");
   cmd->add_option("-m,--model", o->model_path, "GGUF model file");
-  cmd->add_option("--arch", o->arch,
-                  "Published architecture instead of a file: qwen3-30b-a3b, qwen3-coder-30b-a3b, "
-                  "qwen3.5-35b-a3b");
+  std::string presets;
+  for (const auto& name : plan::architecture_preset_names())
+    presets += (presets.empty() ? "" : ", ") + name;
+  cmd->add_option("--arch", o->arch, "Published architecture instead of a file: " + presets);
   cmd->add_option("--quant-size", o->quant_size,
                   "With --arch: the quantized file's size (18.56G = 18.56 GB; GiB also accepted)");
   cmd->add_option("--bpw", o->bpw, "With --arch: bits per weight of the quantized matrices");

@@ -162,13 +162,13 @@ DecodeEstimate estimate_decode(const ModelInventory& inv, const HardwareProfile&
     }
     if (a == kCpuDevice) d.cpu_weight_bytes += static_cast<double>(layer.dense_bytes());
     if (layer.has_kv_cache) {
-      const double kv_bytes =
-          inv.layer_kv_bytes_per_token(kv_bytes_per_element) * static_cast<double>(context_tokens);
+      // A sliding-window layer reads only the window's positions.
+      const double positions = layer.attended_positions(static_cast<double>(context_tokens));
+      const double kv_bytes = inv.layer_kv_bytes_per_token(kv_bytes_per_element) * positions;
       if (calibrated) {
         // The KV heads are tasks spread over the threads.
         const double rounds = std::ceil(static_cast<double>(inv.n_head_kv) / hw.threads);
-        const double compute_ms =
-            attention_work_ns(*cal, inv, static_cast<double>(context_tokens), rounds) / 1e6;
+        const double compute_ms = attention_work_ns(*cal, inv, positions, rounds) / 1e6;
         d.kv_ms[a] += std::max(compute_ms, ms_for(kv_bytes, hw.ram_bandwidth_gbps));
       } else {
         d.kv_ms[a] += ms_for(kv_bytes, bw[a]);
@@ -239,8 +239,12 @@ PrefillEstimate estimate_prefill(const ModelInventory& inv, const HardwareProfil
   PrefillEstimate p;
   const double batch = c.prefill_micro_batch;
   // Attention over the batch itself (a prompt of one micro-batch): QK^T and PV.
-  const double attention_flops =
-      4.0 * inv.kv_layers() * inv.n_head * inv.head_dim * batch * batch / 2.0;
+  double attention_pairs = 0;
+  for (const LayerInventory& layer : inv.layers) {
+    if (!layer.has_kv_cache) continue;
+    attention_pairs += layer.kv_window > 0 ? layer.causal_pairs(batch) : batch * batch / 2.0;
+  }
+  const double attention_flops = 4.0 * inv.n_head * inv.head_dim * attention_pairs;
   const double flops = 2.0 * static_cast<double>(inv.active_params()) * batch + attention_flops;
   if (!hw.gpus.empty()) {
     // The whole batch computes on the GPUs (each layer on the GPU holding its attention, else the
@@ -287,9 +291,10 @@ PrefillEstimate estimate_prefill(const ModelInventory& inv, const HardwareProfil
         if (gbps > 0) p.compute_ms += ms_for(active * static_cast<double>(w.bytes), gbps);
       }
       if (layer.has_kv_cache) {
-        // Token i attends over i + 1 positions; (token, KV head) tasks spread over the threads.
+        // Token i attends over i + 1 positions (at most the window in sliding layers); (token,
+        // KV head) tasks spread over the threads.
         p.attention_ms +=
-            attention_work_ns(cal, inv, batch * (batch + 1) / 2.0, inv.n_head_kv, true) / threads /
+            attention_work_ns(cal, inv, layer.causal_pairs(batch), inv.n_head_kv, true) / threads /
             1e6;
       } else {
         // The recurrence over the batch, one task per value head.

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "plan/architecture_tensors.h"
 #include "plan/calibration.h"
 #include "util/error.h"
 
@@ -42,6 +43,16 @@ int64_t ModelInventory::active_params() const {
   return sum;
 }
 
+double LayerInventory::attended_positions(double context) const {
+  return kv_window > 0 ? std::min(context, static_cast<double>(kv_window)) : context;
+}
+
+double LayerInventory::causal_pairs(double tokens) const {
+  const double w = static_cast<double>(kv_window);
+  if (kv_window <= 0 || tokens <= w) return tokens * (tokens + 1) / 2;
+  return w * (w + 1) / 2 + (tokens - w) * w;  // past the window each token reads w positions
+}
+
 namespace {
 
 void add_typed(std::vector<TypedWeights>& v, GgmlType type, uint64_t bytes, int64_t elements,
@@ -56,12 +67,40 @@ void add_typed(std::vector<TypedWeights>& v, GgmlType type, uint64_t bytes, int6
   v.push_back({type, bytes, elements, expert_down});
 }
 
+// One expert's slice of a routed-expert bias (gpt-oss).
+struct ExpertVector {
+  bool down = false;  // ffn_down_exps.bias
+  uint64_t slice_bytes = 0;
+};
+
+// Expert biases travel with their expert: their bytes join the slice of the expert matrices they
+// belong to (read at their rate); they are no matrix product of their own.
+void fold_expert_vectors(LayerInventory& l, const std::vector<ExpertVector>& vectors) {
+  for (const auto& [down, slice_bytes] : vectors) {
+    TypedWeights* target = nullptr;
+    for (auto& w : l.expert_slice_by_type) {
+      if (w.expert_down == down) {
+        target = &w;
+        break;
+      }
+    }
+    if (!target && !l.expert_slice_by_type.empty()) target = &l.expert_slice_by_type.front();
+    if (target) {
+      target->bytes += slice_bytes;
+    } else {
+      add_typed(l.expert_slice_by_type, GgmlType::F32, slice_bytes, 0, down);
+    }
+  }
+}
+
 // Sums tensors into per-layer totals; routed-expert tensors also get their per-expert slices.
+// Tensors of blocks past n_layer (NextN / MTP, never run) count as other bytes.
 void summarize(ModelInventory& inv) {
   inv.layers.assign(static_cast<size_t>(inv.n_layer), LayerInventory{});
   // Qwen3.5's Gated DeltaNet layers name their fused q/k/v projection attn_qkv, like attention:
   // a layer with recurrent tensors is the one that keeps a state instead of a KV cache.
   std::vector<bool> has_recurrent(inv.layers.size(), false);
+  std::vector<std::vector<ExpertVector>> expert_vectors(inv.layers.size());
   for (auto& t : inv.tensors) {
     if (t.layer < 0 || t.layer >= inv.n_layer) {
       if (t.role == TensorRole::embeddings) {
@@ -85,8 +124,13 @@ void summarize(ModelInventory& inv) {
         l.expert_bytes += t.bytes;
         l.expert_slice_bytes += t.expert_slice_bytes;
         l.active_params += t.elements / inv.n_expert * inv.n_expert_used;
+        const bool down = t.name.find("ffn_down_exps") != std::string::npos;
+        if (!t.matrix) {
+          expert_vectors[static_cast<size_t>(t.layer)].push_back({down, t.expert_slice_bytes});
+          continue;
+        }
         add_typed(l.expert_slice_by_type, t.type, t.expert_slice_bytes, t.elements / inv.n_expert,
-                  t.name.find("ffn_down_exps") != std::string::npos);
+                  down);
         l.expert_matrices += 1;
         continue;
       }
@@ -110,6 +154,7 @@ void summarize(ModelInventory& inv) {
   }
   for (size_t i = 0; i < inv.layers.size(); ++i) {
     inv.layers[i].has_kv_cache = !has_recurrent[i];
+    fold_expert_vectors(inv.layers[i], expert_vectors[i]);
   }
   // Tied embeddings: the LM head reads the whole embedding matrix every token.
   bool has_output = false;
@@ -147,10 +192,18 @@ ModelInventory inventory_from_gguf(const GgufFile& file) {
       file.find_int(p + "attention.key_length").value_or(inv.n_head ? inv.n_embd / inv.n_head : 0));
   inv.n_expert = static_cast<int>(file.find_int(p + "expert_count").value_or(0));
   inv.n_expert_used = static_cast<int>(file.find_int(p + "expert_used_count").value_or(0));
-  inv.n_ff_exp = static_cast<int>(file.find_int(p + "expert_feed_forward_length").value_or(0));
+  // Mixtral-style llama files give the experts' width as feed_forward_length.
+  const int64_t n_ff = inv.n_expert > 0 ? file.find_int(p + "feed_forward_length").value_or(0) : 0;
+  inv.n_ff_exp = static_cast<int>(file.find_int(p + "expert_feed_forward_length").value_or(n_ff));
   inv.n_ctx_train = file.find_int(p + "context_length").value_or(0);
-  STRATA_CHECK(inv.n_layer > 0 && inv.n_layer < 100000, "{}: {}block_count: expected > 0, found {}",
-               file.name(), p, inv.n_layer);
+  const int blocks = inv.n_layer;
+  STRATA_CHECK(blocks > 0 && blocks < 100000, "{}: {}block_count: expected > 0, found {}",
+               file.name(), p, blocks);
+  // GLM-4.5's NextN block is counted in block_count; plain decoding never runs it.
+  const int64_t nextn = file.find_int(p + "nextn_predict_layers").value_or(0);
+  STRATA_CHECK(nextn >= 0 && nextn < blocks, "{}: {}nextn_predict_layers is {} of {} blocks",
+               file.name(), p, nextn, blocks);
+  inv.n_layer = blocks - static_cast<int>(nextn);
   for (const auto& t : file.tensors()) {
     InventoryTensor it;
     it.name = t.name;
@@ -159,13 +212,20 @@ ModelInventory inventory_from_gguf(const GgufFile& file) {
     it.bytes = t.bytes;
     it.elements = t.elements();
     it.type = t.type;
-    it.matrix = t.shape.size() >= 2 && t.shape[1] > 1;
+    // Biases are added, not multiplied (gpt-oss's per-expert ones are 2-D: [n_ff, n_expert]).
+    const bool bias = t.name.size() > 5 && t.name.compare(t.name.size() - 5, 5, ".bias") == 0;
+    it.matrix = !bias && t.shape.size() >= 2 && t.shape[1] > 1;
     if (it.role == TensorRole::embeddings && t.shape.size() >= 2) inv.n_vocab = t.shape[1];
-    STRATA_CHECK(it.layer < inv.n_layer, "{}: tensor {} is in layer {}, but the model has {}",
-                 file.name(), t.name, it.layer, inv.n_layer);
+    STRATA_CHECK(it.layer < blocks, "{}: tensor {} is in layer {}, but the model has {}",
+                 file.name(), t.name, it.layer, blocks);
     inv.tensors.push_back(std::move(it));
   }
   summarize(inv);
+  // gpt-oss: even layers attend over a sliding window (the loader's pattern, archs/gpt_oss.cpp).
+  const int64_t window = file.find_int(p + "attention.sliding_window").value_or(0);
+  if (inv.arch == "gpt-oss" && window > 0) {
+    for (size_t il = 0; il < inv.layers.size(); il += 2) inv.layers[il].kv_window = window;
+  }
   // Recurrent state per sequence: d_inner x d_state f32 (Gated DeltaNet / Mamba keys).
   const int64_t d_inner = file.find_int(p + "ssm.inner_size").value_or(0);
   const int64_t d_state = file.find_int(p + "ssm.state_size").value_or(0);
@@ -184,122 +244,12 @@ ModelInventory inventory_from_gguf(const GgufFile& file) {
 
 namespace {
 
-ArchitectureSpec qwen3_30b_a3b(std::string name, int64_t n_ctx_train) {
-  // FIELD "Architecture facts": 48 layers, hidden 2048, 32 query heads, 4 KV heads, head_dim 128,
-  // 128 experts, 8 used, expert FFN 768, no shared expert, vocab 151,936; untied output head.
-  ArchitectureSpec s;
-  s.name = std::move(name);
-  s.arch = "qwen3moe";
-  s.n_layer = 48;
-  s.n_embd = 2048;
-  s.n_head = 32;
-  s.n_head_kv = 4;
-  s.head_dim = 128;
-  s.n_expert = 128;
-  s.n_expert_used = 8;
-  s.n_ff_exp = 768;
-  s.n_vocab = 151936;
-  s.n_ctx_train = n_ctx_train;
-  return s;
-}
-
-ArchitectureSpec qwen35_35b_a3b() {
-  // FIELD C1: 40 layers (30 Gated DeltaNet + 10 full attention, one every 4), 256 experts, top-8,
-  // hidden 2048. The rest follows the Qwen3-Next design this model card describes (assumed, not
-  // in FIELD): 16 query heads, 2 KV heads, head_dim 256, gated attention output; DeltaNet with
-  // 16 key heads and 32 value heads of 128; expert FFN 512 plus one shared expert of 512;
-  // vocab 248,320. Check: 34.7 B parameters, 2.95 B active per token ("35B-A3B").
-  ArchitectureSpec s;
-  s.name = "Qwen3.5-35B-A3B";
-  s.arch = "qwen35moe";
-  s.n_layer = 40;
-  s.n_embd = 2048;
-  s.n_head = 16;
-  s.n_head_kv = 2;
-  s.head_dim = 256;
-  s.attention_output_gate = true;
-  s.n_expert = 256;
-  s.n_expert_used = 8;
-  s.n_ff_exp = 512;
-  s.n_ff_shexp = 512;
-  s.n_vocab = 248320;
-  s.n_ctx_train = 262144;
-  s.full_attention_interval = 4;
-  s.linear_n_k_heads = 16;
-  s.linear_n_v_heads = 32;
-  s.linear_head_dim = 128;
-  return s;
-}
-
-struct PendingTensor {
-  std::string name;
-  TensorRole role;
-  int layer;
-  int64_t elements;
-  bool quantized;  // matrices take the quant's bits; vectors, routers and convs stay f32
-};
-
-std::vector<PendingTensor> architecture_tensors(const ArchitectureSpec& s) {
-  std::vector<PendingTensor> out;
-  const int64_t e = s.n_embd;
-  auto add = [&](int layer, const std::string& base, int64_t elements, bool quantized) {
-    const std::string name =
-        (layer >= 0 ? "blk." + std::to_string(layer) + "." : std::string()) + base + ".weight";
-    out.push_back({name, classify_tensor(name), layer, elements, quantized});
-  };
-  add(-1, "token_embd", e * s.n_vocab, true);
-  for (int l = 0; l < s.n_layer; ++l) {
-    add(l, "attn_norm", e, false);
-    const bool full = s.full_attention_interval <= 1 || (l + 1) % s.full_attention_interval == 0;
-    if (full) {
-      const int64_t q = int64_t{s.n_head} * s.head_dim, kv = int64_t{s.n_head_kv} * s.head_dim;
-      add(l, "attn_q", e * q * (s.attention_output_gate ? 2 : 1), true);
-      add(l, "attn_k", e * kv, true);
-      add(l, "attn_v", e * kv, true);
-      add(l, "attn_output", q * e, true);
-      add(l, "attn_q_norm", s.head_dim, false);
-      add(l, "attn_k_norm", s.head_dim, false);
-    } else {
-      const int64_t k = int64_t{s.linear_n_k_heads} * s.linear_head_dim;
-      const int64_t v = int64_t{s.linear_n_v_heads} * s.linear_head_dim;
-      add(l, "ssm_in", e * (2 * k + 2 * v), true);  // q, k, v, z
-      add(l, "ssm_beta_alpha", e * 2 * s.linear_n_v_heads, true);
-      add(l, "ssm_conv1d", (2 * k + v) * s.linear_conv_kernel, false);
-      add(l, "ssm_out", v * e, true);
-      add(l, "ssm_a", s.linear_n_v_heads, false);
-      add(l, "ssm_dt", s.linear_n_v_heads, false);
-      add(l, "ssm_norm", s.linear_head_dim, false);
-    }
-    add(l, "post_attention_norm", e, false);
-    add(l, "ffn_gate_inp", e * s.n_expert, false);
-    const int64_t exp = e * s.n_ff_exp * s.n_expert;
-    add(l, "ffn_gate_exps", exp, true);
-    add(l, "ffn_up_exps", exp, true);
-    add(l, "ffn_down_exps", exp, true);
-    if (s.n_ff_shexp > 0) {
-      add(l, "ffn_gate_inp_shexp", e, false);
-      add(l, "ffn_gate_shexp", e * s.n_ff_shexp, true);
-      add(l, "ffn_up_shexp", e * s.n_ff_shexp, true);
-      add(l, "ffn_down_shexp", e * s.n_ff_shexp, true);
-    }
-  }
-  add(-1, "output_norm", e, false);
-  if (!s.tied_embeddings) add(-1, "output", e * s.n_vocab, true);
-  return out;
+uint64_t fixed_type_bytes(GgmlType type, int64_t elements) {
+  const GgmlTypeInfo& info = ggml_type_info(type);
+  return static_cast<uint64_t>(elements / info.block_elems * info.block_bytes);
 }
 
 }  // namespace
-
-std::optional<ArchitectureSpec> architecture_preset(std::string_view name) {
-  if (name == "qwen3-30b-a3b") return qwen3_30b_a3b("Qwen3-30B-A3B", 40960);
-  if (name == "qwen3-coder-30b-a3b") return qwen3_30b_a3b("Qwen3-Coder-30B-A3B", 262144);
-  if (name == "qwen3.5-35b-a3b") return qwen35_35b_a3b();
-  return std::nullopt;
-}
-
-std::vector<std::string> architecture_preset_names() {
-  return {"qwen3-30b-a3b", "qwen3-coder-30b-a3b", "qwen3.5-35b-a3b"};
-}
 
 ModelInventory inventory_from_architecture(const ArchitectureSpec& s, const WeightSize& size) {
   STRATA_CHECK(s.n_layer > 0 && s.n_embd > 0 && s.n_head_kv > 0 && s.head_dim > 0,
@@ -308,16 +258,26 @@ ModelInventory inventory_from_architecture(const ArchitectureSpec& s, const Weig
   STRATA_CHECK((size.bits_per_weight > 0) != (size.file_bytes > 0),
                "architecture {}: give either bits per weight or the file size", s.name);
   const auto pending = architecture_tensors(s);
+  // Bytes that do not depend on the quantization: f32 vectors and routers, fixed-type experts.
   int64_t quantized = 0, plain = 0;
-  for (const auto& t : pending) (t.quantized ? quantized : plain) += t.elements;
+  double fixed_bytes = 0;
+  for (const auto& t : pending) {
+    if (t.fixed_type) {
+      fixed_bytes += static_cast<double>(fixed_type_bytes(*t.fixed_type, t.elements));
+    } else {
+      (t.quantized ? quantized : plain) += t.elements;
+    }
+  }
   double bpw = size.bits_per_weight;
   if (size.file_bytes > 0) {
     // Metadata (tokenizer, ~5-10 MB) is ignored: under 0.1% of these files.
-    const double f32_bytes = 4.0 * static_cast<double>(plain);
-    STRATA_CHECK(static_cast<double>(size.file_bytes) > f32_bytes,
-                 "architecture {}: a file of {} bytes cannot hold {} f32 parameters", s.name,
-                 size.file_bytes, plain);
-    bpw = (static_cast<double>(size.file_bytes) - f32_bytes) * 8.0 / static_cast<double>(quantized);
+    const double kept_bytes = 4.0 * static_cast<double>(plain) + fixed_bytes;
+    STRATA_CHECK(static_cast<double>(size.file_bytes) > kept_bytes,
+                 "architecture {}: a file of {} bytes cannot hold its {} bytes of f32 and "
+                 "fixed-type tensors",
+                 s.name, size.file_bytes, kept_bytes);
+    bpw =
+        (static_cast<double>(size.file_bytes) - kept_bytes) * 8.0 / static_cast<double>(quantized);
   }
   ModelInventory inv;
   inv.name = s.name;
@@ -343,11 +303,18 @@ ModelInventory inventory_from_architecture(const ArchitectureSpec& s, const Weig
     it.role = t.role;
     it.layer = t.layer;
     it.elements = t.elements;
-    it.bytes = t.quantized ? static_cast<uint64_t>(std::llround(t.elements * bpw / 8.0))
-                           : static_cast<uint64_t>(t.elements) * 4;
     // The type whose measured rates price these bytes on a calibrated CPU.
-    it.type = t.quantized ? quant_type : GgmlType::F32;
-    it.matrix = t.quantized || (t.role == TensorRole::router && t.elements > s.n_embd);
+    if (t.fixed_type) {
+      it.type = *t.fixed_type;
+      it.bytes = fixed_type_bytes(it.type, t.elements);
+    } else if (t.quantized) {
+      it.type = quant_type;
+      it.bytes = static_cast<uint64_t>(std::llround(static_cast<double>(t.elements) * bpw / 8.0));
+    } else {
+      it.type = GgmlType::F32;
+      it.bytes = static_cast<uint64_t>(t.elements) * 4;
+    }
+    it.matrix = t.matrix;
     if (t.role == TensorRole::routed_experts && s.n_expert > 0) {
       // Whole per-expert slices, as in real files (a slice is rows of whole quant blocks).
       const auto n = static_cast<uint64_t>(s.n_expert);
@@ -356,6 +323,9 @@ ModelInventory inventory_from_architecture(const ArchitectureSpec& s, const Weig
     inv.tensors.push_back(std::move(it));
   }
   summarize(inv);
+  for (size_t il = 0; il < inv.layers.size() && s.sliding_window > 0; il += 2) {
+    inv.layers[il].kv_window = s.sliding_window;  // gpt-oss: even layers
+  }
   // Gated DeltaNet state: per value head a head_dim x head_dim f32 matrix, plus the conv window.
   const uint64_t state = uint64_t{4} * s.linear_n_v_heads * s.linear_head_dim * s.linear_head_dim +
                          uint64_t{4} * (s.linear_conv_kernel - 1) *

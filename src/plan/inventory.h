@@ -1,7 +1,7 @@
 #pragma once
-// What a plan places: every tensor of a model with its bytes, layer and role, routed-expert tensors
-// cut into per-expert slices, and per-layer totals. Built from a GGUF file, or from a published
-// architecture (no weights needed) with the bytes of a quantization.
+// What a plan places: every tensor of a model with its bytes, layer and role, routed-expert
+// tensors (and their biases) cut into per-expert slices, and per-layer totals. Built from a GGUF
+// file, or from a published architecture (no weights needed) with the bytes of a quantization.
 
 #include <cstdint>
 #include <optional>
@@ -11,6 +11,7 @@
 
 #include "gguf/gguf_file.h"
 #include "model/tensor_role.h"
+#include "plan/architecture_presets.h"
 
 namespace strata::plan {
 
@@ -39,6 +40,9 @@ struct InventoryTensor {
 
 struct LayerInventory {
   bool has_kv_cache = true;  // full attention; false: recurrent (linear attention) state instead
+  // Sliding-window attention (gpt-oss): a token reads at most this many cached positions; 0: all.
+  // The cache still stores every position (strata's KV cache is not a ring buffer).
+  int64_t kv_window = 0;
   uint64_t attention_bytes = 0;  // attention or recurrent weights and norms: always read
   uint64_t router_bytes = 0;
   uint64_t shared_expert_bytes = 0;
@@ -55,6 +59,10 @@ struct LayerInventory {
   uint64_t dense_bytes() const {
     return attention_bytes + router_bytes + shared_expert_bytes + dense_ffn_bytes;
   }
+  // Cached positions a token at `context` attends over.
+  double attended_positions(double context) const;
+  // (token, position) pairs of causal attention within a prompt of `tokens` tokens.
+  double causal_pairs(double tokens) const;
 };
 
 struct ModelInventory {
@@ -100,38 +108,9 @@ struct ModelInventory {
 
 ModelInventory inventory_from_gguf(const GgufFile& file);
 
-// A published architecture: enough to build the tensor list without weights.
-struct ArchitectureSpec {
-  std::string name;
-  std::string arch;  // qwen3moe, qwen35moe
-  int n_layer = 0;
-  int n_embd = 0;
-  int n_head = 0;
-  int n_head_kv = 0;
-  int head_dim = 0;
-  bool attention_output_gate = false;  // q projection doubled (gated attention, Qwen3-Next style)
-  int n_expert = 0;
-  int n_expert_used = 0;
-  int n_ff_exp = 0;
-  int n_ff_shexp = 0;  // 0: no shared expert
-  int64_t n_vocab = 0;
-  int64_t n_ctx_train = 0;
-  bool tied_embeddings = false;
-  // Hybrids: every `full_attention_interval`-th layer has full attention (KV cache), the others
-  // are Gated DeltaNet layers with recurrent state. 0 or 1: all layers have full attention.
-  int full_attention_interval = 0;
-  int linear_n_k_heads = 0;
-  int linear_n_v_heads = 0;
-  int linear_head_dim = 0;
-  int linear_conv_kernel = 4;
-};
-
-// Built-in presets: qwen3-30b-a3b, qwen3-coder-30b-a3b, qwen3.5-35b-a3b.
-std::optional<ArchitectureSpec> architecture_preset(std::string_view name);
-std::vector<std::string> architecture_preset_names();
-
 // How many bytes the weights take: bits per weight for every matrix, or the published file size
-// (distributed over the matrices at a uniform bits per weight; norms stay f32).
+// (distributed over the matrices at a uniform bits per weight; norms stay f32). Experts of a
+// fixed type (gpt-oss's MXFP4) keep that type's bytes; the rest takes the given bits or size.
 struct WeightSize {
   double bits_per_weight = 0;
   uint64_t file_bytes = 0;

@@ -15,6 +15,12 @@ double gib(uint64_t bytes) {
   return static_cast<double>(bytes) / 1073741824.0;
 }
 
+// attention, sliding (attention over a window: gpt-oss) or recurrent (Gated DeltaNet).
+const char* layer_kind(const LayerInventory& l) {
+  if (!l.has_kv_cache) return "recurrent";
+  return l.kv_window > 0 ? "sliding" : "attention";
+}
+
 std::string context_label(int64_t ctx) {
   return ctx % 1024 == 0 ? fmt::format("{}K", ctx / 1024) : fmt::format("{}", ctx);
 }
@@ -144,8 +150,7 @@ std::string plan_text(const ModelInventory& inv, const HardwareProfile& hw, cons
     const auto& li = inv.layers[l];
     uint64_t gpu_bytes = lp.attention_device != kCpuDevice ? li.dense_bytes() : 0;
     for (int d : lp.expert_device) gpu_bytes += d != kCpuDevice ? li.expert_slice_bytes : 0;
-    out += fmt::format("  {:>5}  {:<9}  {:<9}  {:<22}  {:>6.0f} MiB\n", l,
-                       li.has_kv_cache ? "attention" : "recurrent",
+    out += fmt::format("  {:>5}  {:<9}  {:<9}  {:<22}  {:>6.0f} MiB\n", l, layer_kind(li),
                        device_name(hw, lp.attention_device), experts_cell(lp, hw),
                        gpu_bytes / 1048576.0);
   }
@@ -273,7 +278,8 @@ nlohmann::json plan_json(const ModelInventory& inv, const HardwareProfile& hw, c
       experts[dev].push_back(e);
     }
     layers.push_back({{"layer", l},
-                      {"kind", inv.layers[l].has_kv_cache ? "attention" : "recurrent"},
+                      {"kind", layer_kind(inv.layers[l])},
+                      {"kv_window", inv.layers[l].kv_window},
                       {"attention", device_name(hw, lp.attention_device)},
                       {"dense_bytes", inv.layers[l].dense_bytes()},
                       {"expert_slice_bytes", inv.layers[l].expert_slice_bytes},

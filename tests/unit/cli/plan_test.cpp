@@ -141,6 +141,41 @@ TEST(PlanCommand, GivenLlamaCppFlagsArePricedNextToThePlan) {
   EXPECT_NE(r.output.find("unknown device 'TPU'"), std::string::npos) << r.output;
 }
 
+// gpt-oss (MXFP4 experts, sliding layers), GLM-4.5-Air (a dense first layer, a NextN block) and
+// Qwen3-Next (one KV layer in four) are planned from their published shapes.
+TEST(PlanCommand, MoreArchitecturePresetsArePlanned) {
+  const auto help = run_strata("plan --help");
+  for (const char* name : {"gpt-oss-20b", "gpt-oss-120b", "glm-4.5-air", "qwen3-next-80b-a3b"}) {
+    EXPECT_TRUE(contains(help.output, name)) << name << "\n" << help.output;
+  }
+  struct Case {
+    const char* args;
+    size_t layers;
+    const char* first_kind;
+  };
+  const Case cases[] = {{"--arch gpt-oss-20b --quant-size 12.1G", 24, "sliding"},
+                        {"--arch gpt-oss-120b --bpw 8.5", 36, "sliding"},
+                        {"--arch glm-4.5-air --bpw 4.8", 46, "attention"},
+                        {"--arch qwen3-next-80b-a3b --bpw 4.8", 48, "recurrent"}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.args);
+    const auto r = run_strata(
+        std::string("plan ") + c.args + " --gpu 8G:448 --ram 128G:50 --cores 8 --ctx 8192 --json",
+        false);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto j = nlohmann::json::parse(r.output);
+    EXPECT_TRUE(j["fits"].get<bool>());
+    ASSERT_EQ(j["layers"].size(), c.layers);
+    EXPECT_EQ(j["layers"][0]["kind"], c.first_kind);
+    EXPECT_GT(j["predicted"]["decode_tok_s"].get<double>(), 0);
+  }
+  const auto text =
+      run_strata("plan --arch gpt-oss-20b --quant-size 12.1G --gpu 8G:448 --ram 32G:50 --cores 8");
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_TRUE(contains(text.output, "gpt-oss-20b")) << text.output;
+  EXPECT_TRUE(contains(text.output, "sliding")) << text.output;
+}
+
 TEST(PlanCommand, BadFlagsAreReported) {
   auto r = run_strata("plan --arch qwen3-coder-30b-a3b --quant-size 18.56G --gpu 8G --ram 32G:29");
   EXPECT_NE(r.exit_code, 0);

@@ -132,6 +132,20 @@ TEST(BenchCommand, JsonReportsSpeedsBytesAndRoofline) {
   EXPECT_GT(j["bytes_per_token"].get<double>(), j["dense_bytes_per_token"].get<double>());
 }
 
+// gpt-oss's sliding layers (layer 0 of the tiny model, window 16) read only their window of the
+// cache: at depth 64 a token reads 64-67 positions in layer 1 and 16 in layer 0.
+TEST(BenchCommand, SlidingWindowLayersReadOnlyTheirWindow) {
+  const std::string model =
+      (test::oracle_dir() / "archs" / "models" / "tiny-gpt-oss-Q8_0.gguf").string();
+  const auto r = run_strata(
+      "bench -m " + model + " --device none -p 0 -n 4 -d 64 -r 1 --no-bandwidth --json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  // f16 K and V of 2 KV heads x 64 in 2 layers: 1024 bytes a position; positions 64..67.
+  const double full = (64 + 67) / 2.0, windowed = 16;
+  EXPECT_NEAR(j["kv_bytes_per_token"].get<double>(), (full + windowed) / 2 * 1024, 1e-6);
+}
+
 TEST(BenchCommand, UsesThePlannedSettingsUnlessFlagsAreGiven) {
   const std::string model = (test::oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string();
   auto r = run_strata("bench -m " + model + " -p 8 -n 2 -r 1 --json --no-bandwidth", false);
