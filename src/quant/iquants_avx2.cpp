@@ -6,6 +6,7 @@
 
 #include <immintrin.h>
 
+#include "quant/avx2_common.h"
 #include "quant/kernel_table.h"
 #include "quant/kquants_common.h"
 #include "quant/multi_dot.h"
@@ -13,22 +14,9 @@
 namespace strata::quant {
 namespace {
 
-inline __m256i load256(const void* p) {
-  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
-}
-inline __m128i load128(const void* p) {
-  return _mm_loadu_si128(static_cast<const __m128i*>(p));
-}
 // Two 16-byte pieces as one 256-bit vector.
 inline __m256i load2x128(const void* lo, const void* hi) {
   return _mm256_inserti128_si256(_mm256_castsi128_si256(load128(lo)), load128(hi), 1);
-}
-
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
 }
 
 inline __m256i value_table() {

@@ -8,26 +8,13 @@
 
 #include <immintrin.h>
 
+#include "quant/avx2_common.h"
 #include "quant/kernel_table.h"
 #include "quant/multi_dot.h"
 #include "quant/mxfp4_common.h"
 
 namespace strata::quant {
 namespace {
-
-inline __m256i load256(const void* p) {
-  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
-}
-inline __m128i load128(const void* p) {
-  return _mm_loadu_si128(static_cast<const __m128i*>(p));
-}
-
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 
 // The 32 signed values of the block at p: elements 0..15 in the low lane, 16..31 in the high lane.
 inline __m256i block_values(const uint8_t* p, __m256i table) {

@@ -23,18 +23,8 @@ class GpuArchOracleLogits : public testing::TestWithParam<ArchCase> {};
 TEST_P(GpuArchOracleLogits, MatchesReferenceEngine) {
   const ArchCase& c = GetParam();
   const auto dir = oracle_dir() / "archs";
-  const auto reference = LogitsFile::read((dir / "logits" / c.logits).string());
-  const std::string path = (dir / "models" / c.model).string();
-  auto gpu = vk::load_gpu_model(path, vk::test::shared_test_device());
-  const auto ours = teacher_forced_logits(*gpu, reference, "f16", 1);
-  const LogitsComparison r = compare_logits(reference, ours);
-  const auto cpu = teacher_forced_logits(path, reference, "f16", 2);
-  const double vs_cpu = nmse(ours.data(), cpu.data(), cpu.size());
-  std::printf(
-      "%-40s rows %3d  nmse %.2e (unflipped %.2e)  first row %.2e  worst row %.2e  "
-      "argmax %d/%d  vs cpu %.2e\n",
-      c.logits.c_str(), r.rows, r.nmse, r.nmse_unflipped, r.first_row_nmse, r.worst_row_nmse,
-      r.argmax_agree, r.clear_rows, vs_cpu);
+  const auto [r, vs_cpu] = whole_gpu_against_reference((dir / "models" / c.model).string(),
+                                                       (dir / "logits" / c.logits).string());
   if (c.model.find("-F16") != std::string::npos) {
     EXPECT_LT(r.worst_row_nmse, 1e-5);
   } else {

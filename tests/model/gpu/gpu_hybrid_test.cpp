@@ -22,6 +22,7 @@
 
 #include "backend/vulkan/gpu_hybrid_decoder.h"
 #include "backend/vulkan/gpu_model.h"
+#include "gpu_oracle_cases.h"
 #include "model/hybrid_decoder.h"
 #include "model/oracle_compare.h"
 #include "runtime/sampler.h"
@@ -57,18 +58,8 @@ class GpuGdnOracleLogits : public testing::TestWithParam<GdnCase> {};
 TEST_P(GpuGdnOracleLogits, MatchesReferenceEngineAndCpu) {
   const GdnCase& c = GetParam();
   const auto dir = oracle_dir() / "gdn";
-  const auto reference = LogitsFile::read((dir / "logits" / c.logits).string());
-  const std::string path = (dir / "models" / c.model).string();
-  auto gpu = vk::load_gpu_model(path, vk::test::shared_test_device());
-  const auto ours = teacher_forced_logits(*gpu, reference, "f16", 1);
-  const LogitsComparison r = compare_logits(reference, ours);
-  const auto cpu = teacher_forced_logits(path, reference, "f16", 2);
-  const double vs_cpu = nmse(ours.data(), cpu.data(), cpu.size());
-  std::printf(
-      "%-40s rows %3d  nmse %.2e (unflipped %.2e)  first row %.2e  worst row %.2e  "
-      "argmax %d/%d  vs cpu %.2e\n",
-      c.logits.c_str(), r.rows, r.nmse, r.nmse_unflipped, r.first_row_nmse, r.worst_row_nmse,
-      r.argmax_agree, r.clear_rows, vs_cpu);
+  const auto [r, vs_cpu] = whole_gpu_against_reference((dir / "models" / c.model).string(),
+                                                       (dir / "logits" / c.logits).string());
   EXPECT_LT(r.first_row_nmse, 1e-5);
   EXPECT_LT(r.nmse_unflipped, 1e-3);
   EXPECT_LT(r.nmse, 3e-3);

@@ -11,11 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "backend/vulkan/gpu_model.h"
 #include "model/hparams.h"
 #include "model/model.h"
 #include "model/oracle_compare.h"
 #include "plan/cost_model.h"
 #include "support/test_support.h"
+#include "unit/vulkan/gpu_test_device.h"
 
 namespace strata::test {
 
@@ -75,6 +77,28 @@ inline plan::Placement all_on_gpu(const ModelHParams& hp) {
     l.expert_device.assign(static_cast<size_t>(hp.n_expert), 1);
   }
   return p;
+}
+
+// A model whole on the test device, teacher-forced against a reference file (f16 cache): the
+// comparison (printed) and the NMSE between the GPU's and the CPU path's logits.
+struct GpuAgainstReference {
+  LogitsComparison comparison;
+  double vs_cpu = 0;
+};
+inline GpuAgainstReference whole_gpu_against_reference(const std::string& model,
+                                                       const std::string& logits) {
+  const auto reference = LogitsFile::read(logits);
+  auto gpu = vk::load_gpu_model(model, vk::test::shared_test_device());
+  const auto ours = teacher_forced_logits(*gpu, reference, "f16", 1);
+  const LogitsComparison r = compare_logits(reference, ours);
+  const auto cpu = teacher_forced_logits(model, reference, "f16", 2);
+  const double vs_cpu = nmse(ours.data(), cpu.data(), cpu.size());
+  std::printf(
+      "%-40s rows %3d  nmse %.2e (unflipped %.2e)  first row %.2e  worst row %.2e  "
+      "argmax %d/%d  vs cpu %.2e\n",
+      std::filesystem::path(logits).filename().c_str(), r.rows, r.nmse, r.nmse_unflipped,
+      r.first_row_nmse, r.worst_row_nmse, r.argmax_agree, r.clear_rows, vs_cpu);
+  return {r, vs_cpu};
 }
 
 // Prints the comparison and holds it to the whole-GPU thresholds.

@@ -98,20 +98,8 @@ std::string vocabulary_with(const std::string& name, const std::vector<std::stri
 std::string model_with(const std::string& name, const std::vector<std::string>& extra,
                        const std::string& chat_template) {
   const auto path = test::temp_dir() / (name + "-chat-model.gguf");
-  tools::SyntheticModelSpec spec;
-  spec.arch = "qwen3moe";
-  spec.ftype = "Q8_0";
-  spec.n_layer = 1;
-  spec.n_embd = 64;
-  spec.n_head = 2;
-  spec.n_head_kv = 1;
-  spec.head_dim = 32;
-  spec.n_expert = 4;
-  spec.n_expert_used = 2;
-  spec.n_ff_exp = 64;
-  spec.n_vocab = 151680;
-  spec.vocab_from = vocabulary_with(name, extra, chat_template);
-  tools::write_synthetic_model(spec, path.string());
+  tools::write_synthetic_model(
+      test_support::tiny_chat_spec(1, vocabulary_with(name, extra, chat_template)), path.string());
   return path.string();
 }
 

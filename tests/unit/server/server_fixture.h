@@ -20,24 +20,31 @@
 
 namespace strata::server::test_support {
 
+// A tiny qwen3moe of n_layer layers on the vocabulary (and chat template) of `vocab_from`.
+inline tools::SyntheticModelSpec tiny_chat_spec(int n_layer, const std::string& vocab_from) {
+  tools::SyntheticModelSpec spec;
+  spec.arch = "qwen3moe";
+  spec.ftype = "Q8_0";
+  spec.n_layer = n_layer;
+  spec.n_embd = 64;
+  spec.n_head = 2;
+  spec.n_head_kv = 1;
+  spec.head_dim = 32;
+  spec.n_expert = 4;
+  spec.n_expert_used = 2;
+  spec.n_ff_exp = 64;
+  spec.n_vocab = 151680;
+  spec.vocab_from = vocab_from;
+  return spec;
+}
+
 // The model file, generated once per test binary.
 inline std::string chat_model_path() {
   static const std::string path = [] {
     const auto p = test::temp_dir() / "server-chat-model.gguf";
-    tools::SyntheticModelSpec spec;
-    spec.arch = "qwen3moe";
-    spec.ftype = "Q8_0";
-    spec.n_layer = 2;
-    spec.n_embd = 64;
-    spec.n_head = 2;
-    spec.n_head_kv = 1;
-    spec.head_dim = 32;
-    spec.n_expert = 4;
-    spec.n_expert_used = 2;
-    spec.n_ff_exp = 64;
-    spec.n_vocab = 151680;
-    spec.vocab_from = (test::oracle_dir() / "tokenizer" / "qwen3-vocab.gguf").string();
-    tools::write_synthetic_model(spec, p.string());
+    tools::write_synthetic_model(
+        tiny_chat_spec(2, (test::oracle_dir() / "tokenizer" / "qwen3-vocab.gguf").string()),
+        p.string());
     return p.string();
   }();
   return path;
