@@ -35,12 +35,12 @@ struct Stat {
 };
 
 // Cached positions a token of a tg run (n tokens after `depth`) reads per KV layer, on average
-// over the run and the layers: all before it, but at most the window in sliding-window layers
-// (gpt-oss: the even layers, model/archs/gpt_oss.cpp).
+// over the run and the layers: all before it, but at most the window in sliding-window layers.
 double average_kv_positions_read(const ModelHParams& hp, int64_t depth, int64_t n) {
-  const double sliding_share = hp.sliding_window > 0 && hp.n_layer > 0
-                                   ? static_cast<double>((hp.n_layer + 1) / 2) / hp.n_layer
-                                   : 0.0;
+  int64_t sliding_layers = 0;
+  for (int64_t il = 0; il < hp.n_layer; ++il) sliding_layers += hp.layer_window(il) > 0;
+  const double sliding_share =
+      hp.n_layer > 0 ? static_cast<double>(sliding_layers) / static_cast<double>(hp.n_layer) : 0.0;
   double sum = 0;
   for (int64_t i = 0; i < n; ++i) {
     const double position = static_cast<double>(depth + i);

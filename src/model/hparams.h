@@ -33,7 +33,20 @@ struct ModelHParams {
   ExpertActivation expert_activation = ExpertActivation::swiglu;
   ops::YarnScaling yarn;       // factor 0: none
   int64_t sliding_window = 0;  // the window of sliding-window layers (gpt-oss); 0: none
+
+  // The window layer `layer` attends over (0: all positions); see sliding_layer_window.
+  int64_t layer_window(int64_t layer) const;
 };
+
+// gpt-oss's files carry no pattern key: its even layers slide, its odd ones attend over all
+// positions (the GGUF engines' default period 2). The one place that says which layers slide.
+inline int64_t sliding_layer_window(int64_t layer, int64_t sliding_window) {
+  return sliding_window > 0 && layer % 2 == 0 ? sliding_window : 0;
+}
+
+inline int64_t ModelHParams::layer_window(int64_t layer) const {
+  return sliding_layer_window(layer, sliding_window);
+}
 
 // Reads the keys every transformer arch shares; the vocabulary size comes from
 // "{arch}.vocab_size" or the tokenizer's token list, else the embedding tensor.

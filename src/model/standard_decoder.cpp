@@ -19,10 +19,6 @@ StandardDecoder::StandardDecoder(GgufFile file, ModelHParams hparams, Options op
   output_norm_ = loader.vector("output_norm.weight", hp.n_embd);
   output_ = loader.optional_matrix("output.weight", hp.n_embd, hp.n_vocab);
   if (!output_.data) output_ = token_embd_;  // tied embeddings
-  STRATA_CHECK(
-      options_.sliding.empty() || static_cast<int64_t>(options_.sliding.size()) == hp.n_layer,
-      "{}: {} sliding-window flags for {} layers", file_.name(), options_.sliding.size(),
-      hp.n_layer);
   STRATA_CHECK(options_.leading_dense >= 0 && options_.leading_dense <= hp.n_layer,
                "{}: {}.leading_dense_block_count is {} of {} layers", file_.name(), hp.arch,
                options_.leading_dense, hp.n_layer);
@@ -37,7 +33,6 @@ StandardDecoder::StandardDecoder(GgufFile file, ModelHParams hparams, Options op
     } else {
       l.dense = declare_dense_ffn(loader, hp, il);
     }
-    l.sliding = !options_.sliding.empty() && options_.sliding[static_cast<size_t>(il)];
   }
   warn_unused_tensors(loader, file_.name(), hp, options_.skipped_layers);
 }
@@ -82,7 +77,7 @@ void StandardDecoder::run_layers(std::span<const SequenceKv> kv, int64_t first, 
     layer_caches_.clear();
     for (const SequenceKv& sequence_kv : kv) layer_caches_.push_back(sequence_kv[il]);
     const TokenPlacement at{layout_.sequence, layout_.position, layer_caches_};
-    attn_params.sliding_window = l.sliding ? hp.sliding_window : 0;
+    attn_params.sliding_window = hp.layer_window(il);
     attention_block(l.attn, attn_params, normed_.data(), n, at, delta_.data(), pool);
     add_residual(x, delta_.data(), static_cast<int64_t>(size));
 

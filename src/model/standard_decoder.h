@@ -22,8 +22,6 @@ class StandardDecoder : public Model {
     int64_t leading_dense = 0;  // MoE models: the first layers keep a dense FFN (GLM-4.5)
     // The pre-FFN norm's tensor name (gpt-oss and GLM-4.5 call it post_attention_norm).
     const char* ffn_norm = "ffn_norm";
-    // [n_layer] sliding-window attention layers (hparams.sliding_window); empty: none.
-    std::vector<bool> sliding;
     int64_t skipped_layers = 0;  // blocks after n_layer not loaded (multi-token prediction)
   };
 
@@ -44,7 +42,6 @@ class StandardDecoder : public Model {
     const float* ffn_norm = nullptr;  // [n_embd]
     DenseFfnWeights dense;            // dense layers
     MoeFfnWeights moe;                // MoE layers (moe.router.data set)
-    bool sliding = false;             // sliding-window attention
     bool is_moe() const { return moe.router.data != nullptr; }
   };
   // The weights as declared (views into the file), for backends that run this model elsewhere.

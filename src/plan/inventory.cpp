@@ -4,6 +4,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "model/hparams.h"
 #include "plan/architecture_tensors.h"
 #include "plan/calibration.h"
 #include "util/error.h"
@@ -221,10 +222,11 @@ ModelInventory inventory_from_gguf(const GgufFile& file) {
     inv.tensors.push_back(std::move(it));
   }
   summarize(inv);
-  // gpt-oss: even layers attend over a sliding window (the loader's pattern, archs/gpt_oss.cpp).
-  const int64_t window = file.find_int(p + "attention.sliding_window").value_or(0);
-  if (inv.arch == "gpt-oss" && window > 0) {
-    for (size_t il = 0; il < inv.layers.size(); il += 2) inv.layers[il].kv_window = window;
+  // gpt-oss: its sliding layers attend over a window (the loader's pattern).
+  if (inv.arch == "gpt-oss") {
+    const int64_t window = file.find_int(p + "attention.sliding_window").value_or(0);
+    for (size_t il = 0; il < inv.layers.size(); ++il)
+      inv.layers[il].kv_window = sliding_layer_window(static_cast<int64_t>(il), window);
   }
   // Recurrent state per sequence: d_inner x d_state f32 (Gated DeltaNet / Mamba keys).
   const int64_t d_inner = file.find_int(p + "ssm.inner_size").value_or(0);
@@ -323,9 +325,8 @@ ModelInventory inventory_from_architecture(const ArchitectureSpec& s, const Weig
     inv.tensors.push_back(std::move(it));
   }
   summarize(inv);
-  for (size_t il = 0; il < inv.layers.size() && s.sliding_window > 0; il += 2) {
-    inv.layers[il].kv_window = s.sliding_window;  // gpt-oss: even layers
-  }
+  for (size_t il = 0; il < inv.layers.size(); ++il)
+    inv.layers[il].kv_window = sliding_layer_window(static_cast<int64_t>(il), s.sliding_window);
   // Gated DeltaNet state: per value head a head_dim x head_dim f32 matrix, plus the conv window.
   const uint64_t state = uint64_t{4} * s.linear_n_v_heads * s.linear_head_dim * s.linear_head_dim +
                          uint64_t{4} * (s.linear_conv_kernel - 1) *

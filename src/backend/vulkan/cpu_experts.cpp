@@ -4,6 +4,7 @@
 #include <cstring>
 #include <span>
 
+#include "model/decoder.h"
 #include "util/error.h"
 #include "util/profiler.h"
 
@@ -80,12 +81,10 @@ void CpuExperts::compute(CommandList& cmd, const Task& t, ThreadPool& pool) {
   // The RAM stacks hold ram.count experts; the selections of the others go to one more place,
   // which the CPU skips.
   const int64_t skipped = static_cast<int64_t>(ram.slot.size());
-  MoeParams p;
+  // The model's parameters (its expert activation above all); the weights come from the GPU's
+  // router, already scaled.
+  MoeParams p = moe_params(hp_);
   p.n_expert = skipped + 1;
-  p.n_expert_used = hp_.n_expert_used;
-  p.n_ff_exp = hp_.n_ff_exp;
-  p.renormalize = hp_.expert_weights_norm;
-  p.activation = hp_.expert_activation;  // the weights come from the GPU's router, scaled there
   std::vector<bool> included(static_cast<size_t>(p.n_expert), true);
   included.back() = false;
   const auto* ids = static_cast<const int32_t*>(ids_.mapped());

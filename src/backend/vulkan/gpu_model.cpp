@@ -182,9 +182,7 @@ std::unique_ptr<Model> load_gpu_model(const std::string& path,
     return gpu;
   }
   auto* standard = dynamic_cast<StandardDecoder*>(cpu.get());
-  STRATA_CHECK(standard,
-               "{}: architecture '{}' has no GPU path yet (supported on the GPU: "
-               "qwen35moe, qwen3moe, qwen3, llama); run it with --device none",
+  STRATA_CHECK(standard, "{}: architecture '{}' has no GPU path yet; run it with --device none",
                path, cpu->hparams().arch);
   cpu.release();
   auto gpu = std::make_unique<GpuStandardDecoder>(std::unique_ptr<StandardDecoder>(standard),

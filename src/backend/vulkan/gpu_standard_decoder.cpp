@@ -58,7 +58,7 @@ void GpuStandardDecoder::upload_weights(const std::vector<std::shared_ptr<Device
       l.attn_norm = w.floats(src.attn_norm, hp.n_embd, layer_tensor(il, "attn_norm"));
       l.ffn_norm = w.floats(src.ffn_norm, hp.n_embd, layer_tensor(il, "ffn_norm"));
       l.attn = upload_attention(w, src.attn, hp, il, /*gated_q=*/false);
-      l.attn.extras.window = src.sliding ? hp.sliding_window : 0;
+      l.attn.extras.window = hp.layer_window(il);
       l.ffn = upload_ffn(w, src.dense, src.moe, hp, il, layer_experts(placement_plan_.experts, il));
       stage->ffn->expect_uploads(l.ffn);
     }

@@ -1,9 +1,10 @@
 // gpt-oss (gpt-oss-20b, gpt-oss-120b): pre-norm decoder whose layers alternate sliding-window
-// attention (even layers) and full attention, both with biases on q/k/v/o and one attention-sink
-// logit per head; NEOX RoPE over the whole head with YaRN scaling. Every FFN is a MoE: a biased
-// router, top-k of the logits weighted by the softmax over the chosen ones (the same as softmax
-// then renormalize), experts with biases and the clamped SwiGLU (alpha 1.702, limit 7, up + 1).
-// The pre-FFN norm is called post_attention_norm. Published files keep the experts in MXFP4.
+// attention (even layers: ModelHParams::layer_window) and full attention, both with biases on
+// q/k/v/o and one attention-sink logit per head; NEOX RoPE over the whole head with YaRN scaling.
+// Every FFN is a MoE: a biased router, top-k of the logits weighted by the softmax over the chosen
+// ones (the same as softmax then renormalize), experts with biases and the clamped SwiGLU
+// (alpha 1.702, limit 7, up + 1). The pre-FFN norm is called post_attention_norm. Published files
+// keep the experts in MXFP4.
 
 #include "model/archs/archs.h"
 #include "model/standard_decoder.h"
@@ -29,7 +30,6 @@ std::unique_ptr<Model> make_gpt_oss(GgufFile file) {
   o.moe = true;
   o.moe_layout.router_bias = o.moe_layout.expert_biases = true;
   o.ffn_norm = "post_attention_norm";
-  for (int64_t il = 0; il < hp.n_layer; ++il) o.sliding.push_back(il % 2 == 0);
   return std::make_unique<StandardDecoder>(std::move(file), std::move(hp), std::move(o));
 }
 
