@@ -1,6 +1,13 @@
 #pragma once
 // Block layouts of the GGUF quantization formats, bit-compatible with files written by other GGUF
 // tools. Shapes in comments; QK = elements per block. All multi-byte fields are little-endian.
+//
+// Every block is declared with alignment 1: a row inside a GGUF file, a repacked tile, a column of
+// a multi-row activation or a GPU staging buffer can start at any byte, so an fp16 or float field
+// must never be assumed aligned. With alignment 1 every field access compiles to an unaligned
+// load (the same instruction on x86, no cost) and is defined behaviour wherever the block lies.
+// A pointer or reference to a multi-byte field would still be misaligned (GCC flags pointers with
+// -Waddress-of-packed-member, not references; UBSan catches both): read and write fields by value.
 
 #include <cstdint>
 
@@ -11,6 +18,8 @@ namespace strata::quant {
 constexpr int kQK = 32;           // legacy and IQ4_NL block size
 constexpr int kQKK = 256;         // K-quant super-block size
 constexpr int kKScaleBytes = 12;  // packed 6-bit scales and mins of Q4_K / Q5_K
+
+#pragma pack(push, 1)
 
 // value = (q - 8) * d
 struct BlockQ4_0 {
@@ -107,13 +116,13 @@ inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22,
 
 // MXFP4 (OCP microscaling FP4): 32 E2M1 elements sharing one E8M0 exponent byte.
 // value = kMxfp4Values[q] * 2^(e - 128): the table holds twice the E2M1 values (0, 0.5, 1, 1.5,
-// 2, 3, 4, 6), hence -128 rather than the E8M0 bias 127. Bit 3 of q is the sign. Every field is a
-// byte, so the struct has alignment 1 (rows of 17-byte blocks start at any address); kernels
-// still read it through byte pointers.
+// 2, 3, 4, 6), hence -128 rather than the E8M0 bias 127. Bit 3 of q is the sign. Rows of 17-byte
+// blocks start at any address.
 struct BlockMXFP4 {
   uint8_t e;
   uint8_t qs[kQK / 2];  // element j in the low nibble of qs[j], element j+16 in the high nibble
 };
+#pragma pack(pop)
 inline constexpr int8_t kMxfp4Values[16] = {0, 1,  2,  3,  4,  6,  8,  12,
                                             0, -1, -2, -3, -4, -6, -8, -12};
 
@@ -131,6 +140,9 @@ static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
 static_assert(sizeof(BlockIQ4_NL) == 18);
 static_assert(sizeof(BlockIQ4_XS) == 136);
-static_assert(sizeof(BlockMXFP4) == 17 && alignof(BlockMXFP4) == 1);
+static_assert(sizeof(BlockMXFP4) == 17);
+static_assert(alignof(BlockQ4_0) == 1 && alignof(BlockQ8_0) == 1 && alignof(BlockQ2_K) == 1 &&
+              alignof(BlockQ4_K) == 1 && alignof(BlockQ6_K) == 1 && alignof(BlockQ8_K) == 1 &&
+              alignof(BlockIQ4_XS) == 1 && alignof(BlockMXFP4) == 1);
 
 }  // namespace strata::quant

@@ -285,14 +285,20 @@ float quantize_q8_block(const float* x, uint16_t& d_out, int8_t* qs, int& sum) {
 void quantize_q8_0(const float* src, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ8_0*>(dst);
   int sum;
-  for (int64_t i = 0; i < n / kQK; ++i) quantize_q8_block(src + i * kQK, b[i].d, b[i].qs, sum);
+  for (int64_t i = 0; i < n / kQK; ++i) {
+    f16_bits d;  // by value: the block field may be unaligned
+    quantize_q8_block(src + i * kQK, d, b[i].qs, sum);
+    b[i].d = d;
+  }
 }
 
 void quantize_q8_1(const float* src, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ8_1*>(dst);
   for (int64_t i = 0; i < n / kQK; ++i) {
     int sum;
-    const float d = quantize_q8_block(src + i * kQK, b[i].d, b[i].qs, sum);
+    f16_bits d16;  // by value: the block field may be unaligned
+    const float d = quantize_q8_block(src + i * kQK, d16, b[i].qs, sum);
+    b[i].d = d16;
     b[i].s = _cvtss_sh(static_cast<float>(sum) * d, _MM_FROUND_TO_NEAREST_INT);
   }
 }

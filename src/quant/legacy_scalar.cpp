@@ -265,7 +265,11 @@ float quantize_q8_block(const float* x, f16_bits& d_out, int8_t* qs, int& sum) {
 void quantize_q8_0(const float* src, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ8_0*>(dst);
   int sum;
-  for (int64_t i = 0; i < n / kQK; ++i, src += kQK) quantize_q8_block(src, b[i].d, b[i].qs, sum);
+  for (int64_t i = 0; i < n / kQK; ++i, src += kQK) {
+    f16_bits d;  // by value: the block field may be unaligned
+    quantize_q8_block(src, d, b[i].qs, sum);
+    b[i].d = d;
+  }
 }
 
 float vec_dot_q8_0_q8_0(int64_t n, const void* weights, const void* activations) {
@@ -294,7 +298,9 @@ void quantize_q8_1(const float* src, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ8_1*>(dst);
   for (int64_t i = 0; i < n / kQK; ++i, src += kQK) {
     int sum;
-    const float d = quantize_q8_block(src, b[i].d, b[i].qs, sum);
+    f16_bits d16;  // by value: the block field may be unaligned
+    const float d = quantize_q8_block(src, d16, b[i].qs, sum);
+    b[i].d = d16;
     b[i].s = f32_to_f16(static_cast<float>(sum) * d);  // from the unrounded d, as other tools do
   }
 }

@@ -10,7 +10,11 @@ strata=$1 make_model=$2 work=$3 placement=${4:-}
 read -ra placement_args <<< "$placement"
 mkdir -p "$work"
 model=$work/device-lost-model.gguf
-[[ -f $model ]] || "$make_model" --byte-vocab --vocab 512 --layers 2 -o "$model" 2>/dev/null
+# Written under a temporary name and renamed: tests running at once share this file.
+if [[ ! -f $model ]]; then
+  "$make_model" --byte-vocab --vocab 512 --layers 2 -o "$model.$$" 2>/dev/null
+  mv -f "$model.$$" "$model"
+fi
 icd=$(ls /usr/share/vulkan/icd.d/lvp_icd.*.json | head -1)
 log=$work/device-lost${placement:+-hybrid}.log
 VK_ICD_FILENAMES=$icd STRATA_VK_LOSE_DEVICE_AFTER=1 "$strata" serve -m "$model" --device vk0 \

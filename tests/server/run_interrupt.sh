@@ -12,7 +12,11 @@ set -m  # background jobs keep the default SIGINT action (a script without job c
 strata=$1 make_model=$2 work=$3
 mkdir -p "$work"
 model=$work/interrupt-model.gguf
-[[ -f $model ]] || "$make_model" --byte-vocab --vocab 512 --layers 2 -o "$model" 2>/dev/null
+# Written under a temporary name and renamed: tests running at once share this file.
+if [[ ! -f $model ]]; then
+  "$make_model" --byte-vocab --vocab 512 --layers 2 -o "$model.$$" 2>/dev/null
+  mv -f "$model.$$" "$model"
+fi
 export VK_ICD_FILENAMES
 VK_ICD_FILENAMES=$(ls /usr/share/vulkan/icd.d/lvp_icd.*.json | head -1)
 placement=(--device vk0,vk0 --n-cpu-moe 1)

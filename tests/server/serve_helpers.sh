@@ -3,14 +3,18 @@
 # a `strata serve` started in the background on a free port of 127.0.0.1, and its clean stop.
 
 # e2e_model MAKE_SYNTHETIC_MODEL VOCAB_GGUF WORK_DIR: prints the path of a random-weight Qwen3-MoE
-# chat model with the real Qwen3 vocabulary and chat template (generated once per WORK_DIR).
+# chat model with the real Qwen3 vocabulary and chat template (generated once per WORK_DIR, under
+# a temporary name then renamed, since runners running at once share it).
 e2e_model() {
   local model=$3/e2e-chat-model.gguf
   mkdir -p "$3"
-  [[ -f $model ]] || "$1" --arch qwen3moe --ftype Q8_0 --layers 2 --embd 64 --heads 2 \
-    --kv-heads 1 --head-dim 32 --experts 4 --experts-used 2 --expert-ff 64 --vocab 151680 \
-    --vocab-from "$2" -o "$model" > /dev/null 2>&1 ||
-    { echo "make-synthetic-model failed" >&2; return 1; }
+  if [[ ! -f $model ]]; then
+    "$1" --arch qwen3moe --ftype Q8_0 --layers 2 --embd 64 --heads 2 \
+      --kv-heads 1 --head-dim 32 --experts 4 --experts-used 2 --expert-ff 64 --vocab 151680 \
+      --vocab-from "$2" -o "$model.$$" > /dev/null 2>&1 ||
+      { echo "make-synthetic-model failed" >&2; return 1; }
+    mv -f "$model.$$" "$model"
+  fi
   echo "$model"
 }
 

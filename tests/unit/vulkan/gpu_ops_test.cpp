@@ -39,17 +39,18 @@ GpuMatrix on_device(const Buffer& b, GgmlType type, const TestMatrix& m) {
   return GpuMatrix{type, b.address(), m.rows, m.cols, m.row_bytes};
 }
 
-// y[t][r] = dequantized row r . x[t], summed in double: the exact product of the values the
-// CPU's dequantizer decodes.
+// y[t][r] = dequantized row (first_row + r) . x[t] for n_rows rows (all by default), summed in
+// double: the exact product of the values the CPU's dequantizer decodes.
 std::vector<float> reference_product(const TestMatrix& m, const std::vector<float>& x,
-                                     int64_t n_tok, int64_t row_offset = 0) {
-  std::vector<float> y(static_cast<size_t>(n_tok * m.rows));
+                                     int64_t n_tok, int64_t first_row = 0, int64_t n_rows = -1) {
+  if (n_rows < 0) n_rows = m.rows - first_row;
+  std::vector<float> y(static_cast<size_t>(n_tok * n_rows));
   for (int64_t t = 0; t < n_tok; ++t) {
-    for (int64_t r = 0; r < m.rows; ++r) {
+    for (int64_t r = 0; r < n_rows; ++r) {
       double s = 0;
       for (int64_t c = 0; c < m.cols; ++c)
-        s += static_cast<double>(m.dequantized[(row_offset + r) * m.cols + c]) * x[t * m.cols + c];
-      y[t * m.rows + r] = static_cast<float>(s);
+        s += static_cast<double>(m.dequantized[(first_row + r) * m.cols + c]) * x[t * m.cols + c];
+      y[t * n_rows + r] = static_cast<float>(s);
     }
   }
   return y;
@@ -150,8 +151,8 @@ TEST_P(GpuMatmul, ExpertsSelectedOnTheDevice) {
   std::vector<float> want_plain, want_fused;
   for (int64_t p = 0; p < pairs; ++p) {
     const std::vector<float> xt(x.begin() + p / k * cols, x.begin() + (p / k + 1) * cols);
-    const auto yg = reference_product(gate, xt, 1, ids[p] * rows);
-    const auto yu = reference_product(up, xt, 1, ids[p] * rows);
+    const auto yg = reference_product(gate, xt, 1, ids[p] * rows, rows);
+    const auto yu = reference_product(up, xt, 1, ids[p] * rows, rows);
     for (int64_t r = 0; r < rows; ++r) {
       want_plain.push_back(yg[r]);
       want_fused.push_back(yg[r] / (1.0f + std::exp(-yg[r])) * yu[r]);
