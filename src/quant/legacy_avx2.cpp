@@ -258,7 +258,7 @@ __m256 round_half_away(__m256 v) {
 
 // One block of 32 floats to d (f16) and 32 codes, exactly as the scalar reference; returns the
 // unrounded d and the sum of the codes.
-float quantize_q8_block(const float* x, uint16_t& d_out, int8_t* qs, int& sum) {
+Q8BlockScale quantize_q8_block(const float* x, int8_t* qs) {
   const __m256 sign = _mm256_set1_ps(-0.0f);
   const __m256 v0 = _mm256_loadu_ps(x), v1 = _mm256_loadu_ps(x + 8);
   const __m256 v2 = _mm256_loadu_ps(x + 16), v3 = _mm256_loadu_ps(x + 24);
@@ -269,37 +269,30 @@ float quantize_q8_block(const float* x, uint16_t& d_out, int8_t* qs, int& sum) {
   m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
   const float d = q8_block_scale(_mm_cvtss_f32(m4));
   const __m256 id = _mm256_set1_ps(q8_block_inverse(d));
-  d_out = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
+  const f16_bits d16 = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
   const __m256i i0 = _mm256_cvttps_epi32(round_half_away(_mm256_mul_ps(v0, id)));
   const __m256i i1 = _mm256_cvttps_epi32(round_half_away(_mm256_mul_ps(v1, id)));
   const __m256i i2 = _mm256_cvttps_epi32(round_half_away(_mm256_mul_ps(v2, id)));
   const __m256i i3 = _mm256_cvttps_epi32(round_half_away(_mm256_mul_ps(v3, id)));
-  sum = hsum_i32(_mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3)));
+  const int sum = hsum_i32(_mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3)));
   // Narrow 4 x 8 int32 to 32 int8; the packs interleave 128-bit lanes, the permute undoes it.
   const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
   const __m256i ordered = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs), ordered);
-  return d;
+  return {d, d16, sum};
 }
 
 void quantize_q8_0(const float* src, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ8_0*>(dst);
-  int sum;
-  for (int64_t i = 0; i < n / kQK; ++i) {
-    f16_bits d;  // by value: the block field may be unaligned
-    quantize_q8_block(src + i * kQK, d, b[i].qs, sum);
-    b[i].d = d;
-  }
+  for (int64_t i = 0; i < n / kQK; ++i) b[i].d = quantize_q8_block(src + i * kQK, b[i].qs).d16;
 }
 
 void quantize_q8_1(const float* src, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ8_1*>(dst);
   for (int64_t i = 0; i < n / kQK; ++i) {
-    int sum;
-    f16_bits d16;  // by value: the block field may be unaligned
-    const float d = quantize_q8_block(src + i * kQK, d16, b[i].qs, sum);
-    b[i].d = d16;
-    b[i].s = _cvtss_sh(static_cast<float>(sum) * d, _MM_FROUND_TO_NEAREST_INT);
+    const Q8BlockScale q = quantize_q8_block(src + i * kQK, b[i].qs);
+    b[i].d = q.d16;
+    b[i].s = _cvtss_sh(static_cast<float>(q.sum) * q.d, _MM_FROUND_TO_NEAREST_INT);
   }
 }
 

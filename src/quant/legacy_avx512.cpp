@@ -516,38 +516,31 @@ __m512 round_half_away(__m512 v) {
 
 // One block of 32 floats to d (f16) and 32 codes, exactly as the scalar reference; returns the
 // unrounded d and the sum of the codes.
-float quantize_q8_block(const float* x, uint16_t& d_out, int8_t* qs, int& sum) {
+Q8BlockScale quantize_q8_block(const float* x, int8_t* qs) {
   const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
   const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
   const float d = q8_block_scale(amax);
   const __m512 id = _mm512_set1_ps(q8_block_inverse(d));
-  d_out = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
+  const f16_bits d16 = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
   const __m512i i0 = _mm512_cvttps_epi32(round_half_away(_mm512_mul_ps(v0, id)));
   const __m512i i1 = _mm512_cvttps_epi32(round_half_away(_mm512_mul_ps(v1, id)));
-  sum = _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
+  const int sum = _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
   _mm_storeu_si128(reinterpret_cast<__m128i*>(qs), _mm512_cvtsepi32_epi8(i0));
   _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 16), _mm512_cvtsepi32_epi8(i1));
-  return d;
+  return {d, d16, sum};
 }
 
 void quantize_q8_0(const float* src, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ8_0*>(dst);
-  int sum;
-  for (int64_t i = 0; i < n / kQK; ++i) {
-    f16_bits d;  // by value: the block field may be unaligned
-    quantize_q8_block(src + i * kQK, d, b[i].qs, sum);
-    b[i].d = d;
-  }
+  for (int64_t i = 0; i < n / kQK; ++i) b[i].d = quantize_q8_block(src + i * kQK, b[i].qs).d16;
 }
 
 void quantize_q8_1(const float* src, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ8_1*>(dst);
   for (int64_t i = 0; i < n / kQK; ++i) {
-    int sum;
-    f16_bits d16;  // by value: the block field may be unaligned
-    const float d = quantize_q8_block(src + i * kQK, d16, b[i].qs, sum);
-    b[i].d = d16;
-    b[i].s = _cvtss_sh(static_cast<float>(sum) * d, _MM_FROUND_TO_NEAREST_INT);
+    const Q8BlockScale q = quantize_q8_block(src + i * kQK, b[i].qs);
+    b[i].d = q.d16;
+    b[i].s = _cvtss_sh(static_cast<float>(q.sum) * q.d, _MM_FROUND_TO_NEAREST_INT);
   }
 }
 

@@ -32,5 +32,14 @@ inline float q8_block_inverse(float d) {
   return d != 0.0f ? 1.0f / d : 0.0f;
 }
 
+// What quantizing one Q8 block yields besides its codes: the unrounded d, d as stored (f16) and
+// the sum of the codes. Returned by value, so the f16 is written into the (possibly unaligned)
+// block by plain assignment, never through a reference to the field.
+struct Q8BlockScale {
+  float d;
+  f16_bits d16;
+  int sum;
+};
+
 }  // namespace
 }  // namespace strata::quant

@@ -246,30 +246,24 @@ void dequantize_q8_0(const void* src, float* dst, int64_t n) {
   }
 }
 
-// Quantizes one block: stores d (f16) and the 32 codes, sets the sum of the codes, and returns the
-// unrounded d.
-float quantize_q8_block(const float* x, f16_bits& d_out, int8_t* qs, int& sum) {
+// Quantizes one block: writes the 32 codes, returns d (unrounded and as f16) and their sum.
+Q8BlockScale quantize_q8_block(const float* x, int8_t* qs) {
   float amax = 0.0f;
   for (int j = 0; j < kQK; ++j) amax = std::fabs(x[j]) > amax ? std::fabs(x[j]) : amax;
   const float d = q8_block_scale(amax);
   const float id = q8_block_inverse(d);
-  d_out = f32_to_f16(d);
-  sum = 0;
+  const f16_bits d16 = f32_to_f16(d);
+  int sum = 0;
   for (int j = 0; j < kQK; ++j) {
     qs[j] = static_cast<int8_t>(std::round(x[j] * id));  // ties away from zero
     sum += qs[j];
   }
-  return d;
+  return {d, d16, sum};
 }
 
 void quantize_q8_0(const float* src, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ8_0*>(dst);
-  int sum;
-  for (int64_t i = 0; i < n / kQK; ++i, src += kQK) {
-    f16_bits d;  // by value: the block field may be unaligned
-    quantize_q8_block(src, d, b[i].qs, sum);
-    b[i].d = d;
-  }
+  for (int64_t i = 0; i < n / kQK; ++i, src += kQK) b[i].d = quantize_q8_block(src, b[i].qs).d16;
 }
 
 float vec_dot_q8_0_q8_0(int64_t n, const void* weights, const void* activations) {
@@ -297,11 +291,10 @@ void dequantize_q8_1(const void* src, float* dst, int64_t n) {
 void quantize_q8_1(const float* src, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ8_1*>(dst);
   for (int64_t i = 0; i < n / kQK; ++i, src += kQK) {
-    int sum;
-    f16_bits d16;  // by value: the block field may be unaligned
-    const float d = quantize_q8_block(src, d16, b[i].qs, sum);
-    b[i].d = d16;
-    b[i].s = f32_to_f16(static_cast<float>(sum) * d);  // from the unrounded d, as other tools do
+    const Q8BlockScale q = quantize_q8_block(src, b[i].qs);
+    b[i].d = q.d16;
+    b[i].s =
+        f32_to_f16(static_cast<float>(q.sum) * q.d);  // from the unrounded d, as other tools do
   }
 }
 
