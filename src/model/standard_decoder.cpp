@@ -122,7 +122,12 @@ int64_t StandardDecoder::dense_bytes_per_token() const {
 int64_t StandardDecoder::expert_bytes() const {
   if (!options_.moe || options_.leading_dense >= hparams_.n_layer) return 0;
   const Layer& l = layers_[static_cast<size_t>(options_.leading_dense)];
-  return matrix_bytes({&l.moe.gate_exps, &l.moe.up_exps, &l.moe.down_exps}) / hparams_.n_expert;
+  const ModelHParams& hp = hparams_;
+  // gpt-oss's per-expert biases (f32) are read with the expert's matrices.
+  const int64_t bias_floats = (l.moe.gate_bias ? hp.n_ff_exp : 0) +
+                              (l.moe.up_bias ? hp.n_ff_exp : 0) + (l.moe.down_bias ? hp.n_embd : 0);
+  return matrix_bytes({&l.moe.gate_exps, &l.moe.up_exps, &l.moe.down_exps}) / hp.n_expert +
+         bias_floats * 4;
 }
 
 }  // namespace strata

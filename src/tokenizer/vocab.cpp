@@ -1,6 +1,7 @@
 #include "tokenizer/vocab.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "util/error.h"
 #include "util/log.h"
@@ -116,10 +117,18 @@ Vocab Vocab::from_gguf(const GgufFile& f) {
   for (int32_t special : {v.eos, v.eot, v.eom}) {
     if (special >= 0) v.end_of_generation.push_back(special);
   }
+  const auto special = [&](const char* text) -> std::optional<int32_t> {
+    const auto t = v.find(text);
+    if (t && v.types[static_cast<size_t>(*t)] != TokenType::normal) return t;
+    return std::nullopt;
+  };
   for (const char* text : kEndOfTurnTexts) {
-    if (auto t = v.find(text); t && v.types[static_cast<size_t>(*t)] != TokenType::normal) {
-      v.end_of_generation.push_back(*t);
-    }
+    if (const auto t = special(text)) v.end_of_generation.push_back(*t);
+  }
+  // The harmony vocabulary (gpt-oss): <|end|> closes one message (the reasoning) and the answer
+  // follows; only <|return|> and <|call|> end the turn. A file may still name <|end|> as EOS.
+  if (const auto end = special("<|end|>"); end && special("<|return|>") && special("<|call|>")) {
+    std::erase(v.end_of_generation, *end);
   }
   std::sort(v.end_of_generation.begin(), v.end_of_generation.end());
   v.end_of_generation.erase(std::unique(v.end_of_generation.begin(), v.end_of_generation.end()),

@@ -70,7 +70,7 @@ GpuPlacement placement_from_plan(const plan::Placement& p, const ModelHParams& h
 
 std::string describe_placement(const plan::Placement& p, const ModelHParams& hp,
                                const std::vector<std::string>& device_labels,
-                               uint64_t expert_bytes) {
+                               uint64_t bytes_per_expert) {
   const auto label = [&](int d) {
     if (d == plan::kCpuDevice) return std::string("the CPU");
     return d >= 1 && d <= static_cast<int>(device_labels.size())
@@ -106,15 +106,12 @@ std::string describe_placement(const plan::Placement& p, const ModelHParams& hp,
       in_ram_layers += held == 0;
     }
   }
-  const uint64_t per_expert = hp.n_layer && hp.n_expert
-                                  ? expert_bytes / static_cast<uint64_t>(hp.n_layer * hp.n_expert)
-                                  : 0;
   return fmt::format(
       "attention, routers and shared experts of {}; {} layers' experts whole on their GPU, {} "
       "layers' wholly in RAM, {} single experts on a GPU; {} experts ({}) in RAM computed by the "
       "CPU; token embeddings {}; output head on {}",
       where, whole, in_ram_layers, singles, in_ram,
-      format_bytes(static_cast<uint64_t>(in_ram) * per_expert),
+      format_bytes(static_cast<uint64_t>(in_ram) * bytes_per_expert),
       p.embeddings_device == plan::kCpuDevice ? "in RAM" : "on the GPU", label(p.output_device));
 }
 

@@ -48,9 +48,10 @@ bool set_gpu_timestamps(Model& model, bool on);
 
 // One line describing what a placement keeps where (device_labels[d - 1] names plan device d),
 // e.g. "attention, routers and shared experts of layers 0-23 on vk0, layers 24-47 on vk1; 40
-// layers' experts whole on their GPU, ...; 10.2 GB of experts in RAM computed by the CPU".
+// layers' experts whole on their GPU, ...; 120 experts (1.52 GiB) in RAM computed by the CPU".
+// bytes_per_expert: one routed expert of one layer (Model::expert_bytes).
 std::string describe_placement(const plan::Placement& placement, const ModelHParams& hp,
                                const std::vector<std::string>& device_labels,
-                               uint64_t expert_bytes);
+                               uint64_t bytes_per_expert);
 
 }  // namespace strata::vk

@@ -76,12 +76,18 @@ TEST(SyntheticArchs, LoadRunAndCountTheirBytes) {
     } else {
       EXPECT_EQ(model->dense_bytes_per_token(), dense);
     }
-    // One expert of the first MoE layer: gate, up and down (its biases are not counted).
+    // One expert of the first MoE layer: gate, up and down, with their biases where the file
+    // has them (gpt-oss).
     const std::string first = std::string(arch) == "glm4moe" ? "blk.1." : "blk.0.";
     int64_t experts = 0;
-    for (const char* name : {"ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"})
-      experts += static_cast<int64_t>(f.find_tensor(first + name)->bytes);
+    for (const char* name : {"ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight",
+                             "ffn_gate_exps.bias", "ffn_up_exps.bias", "ffn_down_exps.bias"}) {
+      if (const auto* t = f.find_tensor(first + name)) experts += static_cast<int64_t>(t->bytes);
+    }
     EXPECT_EQ(model->expert_bytes() * 8, experts);
+    if (std::string(arch) == "gpt-oss") {
+      EXPECT_TRUE(f.find_tensor(first + "ffn_down_exps.bias"));
+    }
   }
 }
 
