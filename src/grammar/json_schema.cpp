@@ -98,6 +98,15 @@ unsigned type_bit(const std::string& name, const std::string& path) {
                name);
 }
 
+// OpenAPI's "nullable": true adds null to the types a schema names.
+bool nullable(const json& s, const std::string& path) {
+  const auto it = s.find("nullable");
+  if (it == s.end()) return false;
+  if (!it->is_boolean())
+    schema_error(path, "\"nullable\" must be true or false, found {}", shown(*it));
+  return it->get<bool>();
+}
+
 unsigned value_type_bit(const json& v) {
   if (v.is_object()) return kObject;
   if (v.is_array()) return kArray;
@@ -597,7 +606,7 @@ class SchemaCompiler {
       for (const json& n : t.is_array() ? t : json::array({t})) {
         if (n.is_string()) m |= type_bit(n.get<std::string>(), "");
       }
-      if (s.value("nullable", false)) m |= kNull;
+      if (nullable(s, "")) m |= kNull;
       mask &= m;
     }
     if (s.contains("$ref") && s.at("$ref").is_string()) {
@@ -714,8 +723,7 @@ class SchemaCompiler {
                      shown(t));
       }
       for (const std::string& n : types) type_bit(n, path);
-      if (s.value("nullable", false) &&
-          std::find(types.begin(), types.end(), "null") == types.end()) {
+      if (nullable(s, path) && std::find(types.begin(), types.end(), "null") == types.end()) {
         types.push_back("null");
       }
     } else {
@@ -796,7 +804,7 @@ class SchemaCompiler {
         types.push_back(n.get<std::string>());
         type_bit(types.back(), path);
       }
-      if (s.value("nullable", false)) types.push_back("null");
+      if (nullable(s, path)) types.push_back("null");
       json kept = json::array();
       for (const json& v : values) {
         for (const std::string& n : types) {

@@ -280,9 +280,9 @@ GenerationRequest parse_chat_request(const Json& body) {
   if (const auto tools = body.find("tools"); tools != body.end() && !tools->is_null()) {
     if (!tools->is_array()) bad_request("tools", "'tools' must be an array");
     for (const auto& t : *tools) {
-      if (!t.is_object() || t.value("type", "function") != "function" || !t.contains("function") ||
-          !t["function"].is_object() || !t["function"].contains("name") ||
-          !t["function"]["name"].is_string())
+      if (!t.is_object() || t.value("type", Json("function")) != "function" ||
+          !t.contains("function") || !t["function"].is_object() ||
+          !t["function"].contains("name") || !t["function"]["name"].is_string())
         bad_request(
             "tools",
             "each tool must be {{\"type\": \"function\", \"function\": {{\"name\": ...}}}}");

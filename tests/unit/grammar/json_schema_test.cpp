@@ -372,6 +372,14 @@ TEST(JsonSchemaErrors, MalformedSchemasNameThePath) {
   expect_error({{"const", 1}, {"enum", {2}}}, "\"const\" 1 is not one of \"enum\" [2]");
   expect_error({{"type", "object"}, {"required", {"x"}}, {"additionalProperties", false}},
                "required property \"x\" is not in \"properties\"");
+  // Found by fuzz_json_schema: a non-boolean "nullable" escaped as a JSON library type error.
+  expect_error({{"type", "object"},
+                {"properties", {{"b", {{"type", "array"}, {"nullable", 2}}}}},
+                {"required", {"b"}}},
+               "at 'properties.b': \"nullable\" must be true or false, found 2");
+  expect_error({{"type", "integer"}, {"enum", {1, 2}}, {"nullable", "yes"}},
+               "\"nullable\" must be true or false, found \"yes\"");
+  expect_error({{"anyOf", {{{"type", "string"}, {"nullable", 0}}, kString}}}, "\"nullable\"");
 }
 
 TEST(JsonSchemaErrors, UnusableRecursion) {

@@ -49,6 +49,10 @@ TEST(ChatRequest, ToolChoiceNamesAnOfferedTool) {
   EXPECT_FALSE(parse_chat_request(chat({{"tools", kTools}, {"parallel_tool_calls", false}}))
                    .parallel_tool_calls);
   EXPECT_EQ(rejected_param(chat({{"parallel_tool_calls", "no"}})), "parallel_tool_calls");
+  // A tool whose "type" is not a string is a bad request, not a server error.
+  EXPECT_EQ(
+      rejected_param(chat({{"tools", Json::parse(R"([{"type": 5, "function": {"name": "f"}}])")}})),
+      "tools");
 }
 
 TEST(ChatRequest, ThinkingSwitchesInOrderOfStrength) {
