@@ -163,9 +163,10 @@ TEST(HybridPlan, NCpuMoeAndCpuMoeGiveTheReferenceTokens) {
                          "plan: attention, routers and shared experts of all 2 "
                          "layers on vk0"))
         << logged.output;
+    // The file's experts: 3 x 1.00 MiB (F16 [256, 256, 8]) per layer, 384 KiB per expert.
     EXPECT_TRUE(contains(logged.output, std::string(flag) == "--cpu-moe"
-                                            ? "16 experts (384.00 KiB) in RAM"
-                                            : "8 experts (192.00 KiB) in RAM"))
+                                            ? "16 experts (6.00 MiB) in RAM"
+                                            : "8 experts (3.00 MiB) in RAM"))
         << logged.output;
   }
 }
