@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "model/decode_prefetch.h"
 #include "ops/matmul.h"
 #include "plan/cpu_settings.h"
 #include "plan/hardware.h"
@@ -112,7 +113,10 @@ std::unique_ptr<Model> load_model(const ModelOptions& options) {
     try {
       const std::optional<plan::Placement> placement =
           choose_gpu_placement(options, vk::device_budgets(devices, budget));
-      return vk::load_gpu_model(options.path, devices, budget, placement ? &*placement : nullptr);
+      auto model =
+          vk::load_gpu_model(options.path, devices, budget, placement ? &*placement : nullptr);
+      tune_decode_prefetch(model->file());  // experts the plan keeps in RAM decode on the CPU
+      return model;
     } catch (const Error& e) {
       if (options.device != "auto" || options.placement.any_flag()) throw;
       log::warn("{}; running on the CPU instead", e.what());
@@ -126,6 +130,7 @@ std::unique_ptr<Model> load_model(const ModelOptions& options) {
                "run has none (--device {})",
                options.device);
   auto model = Model::load(options.path, mode);
+  tune_decode_prefetch(model->file());
   const ModelHParams& hp = model->hparams();
   log::info("loaded {} ({}, {} layers{}), {} threads", options.path, hp.arch, hp.n_layer,
             hp.n_expert ? fmt::format(", {} experts, {} used", hp.n_expert, hp.n_expert_used) : "",

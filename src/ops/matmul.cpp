@@ -28,9 +28,10 @@ void QuantizedRows::quantize(const float* x, int64_t n_rows, int64_t cols, int64
 
 namespace {
 
-// How far ahead of the row being computed a GEMV prefetches: a few KiB keeps enough lines in
-// flight for one core to stream at RAM speed (measured: +15-20% decode over hardware prefetch
-// alone on Zen 5, where 2 KiB gave +10% and 8 KiB the most).
+// How far ahead of the row being computed a GEMV prefetches when software prefetch is on: 8 KiB
+// gave the most (+15-20% decode) on the machine where it helped. On others it costs a third of
+// the decode speed (a Zen 4 VM, 2026-12-04: hardware prefetch alone 1.5x faster), so it is off
+// unless gemv_prefetch.h measured that it pays on this machine.
 constexpr int64_t kPrefetchBytes = 8192;
 
 // Tokens from which the tile GEMM (repacking rows once for all tokens) beats vec_dot_multi:
@@ -39,6 +40,7 @@ constexpr int64_t kPrefetchBytes = 8192;
 constexpr int64_t kMinGemmTokens = 3;
 
 std::atomic<bool> g_tile_gemm{true};
+std::atomic<bool> g_gemv_prefetch{false};
 
 // Prefetches the lines of [p, p + n) that lie before `end`.
 inline void prefetch_range(const uint8_t* p, int64_t n, const uint8_t* end) {
@@ -88,12 +90,16 @@ void matmul_rows_impl(const WeightMatrix& w, const QuantizedRows& a, TokenOf tok
   }
   const quant::VecDotFn dot = k.vec_dot;
   if (n_out == 1) {
-    // GEMV (decode): memory-bound; prefetch a row ahead so the next row's lines are in flight
-    // while this one is computed.
+    // GEMV (decode): memory-bound. With software prefetch, the lines a row ahead are requested
+    // while this one is computed; without, the hardware prefetchers stream alone.
     const uint8_t* act = a.row(token_of(0));
-    for (int64_t r = row_begin; r < row_end; ++r) {
-      prefetch_range(w.row(r) + kPrefetchBytes, w.row_bytes, w.data + w.bytes());
-      out[r] = dot(w.cols, w.row(r), act);
+    if (g_gemv_prefetch.load(std::memory_order_relaxed)) {
+      for (int64_t r = row_begin; r < row_end; ++r) {
+        prefetch_range(w.row(r) + kPrefetchBytes, w.row_bytes, w.data + w.bytes());
+        out[r] = dot(w.cols, w.row(r), act);
+      }
+    } else {
+      for (int64_t r = row_begin; r < row_end; ++r) out[r] = dot(w.cols, w.row(r), act);
     }
     return;
   }
@@ -126,6 +132,14 @@ void matmul_rows_indexed(const WeightMatrix& w, const QuantizedRows& a, const in
 
 void set_tile_gemm(bool enabled) {
   g_tile_gemm.store(enabled);
+}
+
+void set_gemv_prefetch(bool enabled) {
+  g_gemv_prefetch.store(enabled);
+}
+
+bool gemv_prefetch() {
+  return g_gemv_prefetch.load();
 }
 
 int64_t matmul_row_block(const WeightMatrix& w, int64_t n_tokens, int n_threads) {

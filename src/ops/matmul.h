@@ -66,6 +66,12 @@ void matmul(const WeightMatrix& w, const QuantizedRows& a, float* out, int64_t o
 // path, on by default; results are bit-identical either way). Off: `--repack off`, for A/B runs.
 void set_tile_gemm(bool enabled);
 
+// Whether single-token products (decode GEMVs) issue software prefetches a few KiB ahead of the
+// row being computed, besides the hardware prefetchers. Off by default; whether it pays depends
+// on the machine (gemv_prefetch.h measures it). Results are bit-identical either way.
+void set_gemv_prefetch(bool enabled);
+bool gemv_prefetch();
+
 // Rows per work item: enough to amortize scheduling, few enough to balance threads.
 int64_t matmul_row_block(const WeightMatrix& w, int64_t n_tokens, int n_threads);
 

@@ -1,0 +1,46 @@
+#include "model/decode_prefetch.h"
+
+#include "quant/quant.h"
+#include "util/format_bytes.h"
+#include "util/log.h"
+
+namespace strata {
+namespace {
+
+// The largest tensor a GEMV can run on (a weight type, whole blocks per row), or nullptr.
+const GgufTensorInfo* largest_weight_matrix(const GgufFile& file) {
+  const GgufTensorInfo* largest = nullptr;
+  for (const GgufTensorInfo& t : file.tensors()) {
+    if (t.shape.size() < 2 || !quant::is_supported(t.type)) continue;
+    const quant::TypeTraits& traits = quant::traits(t.type);
+    if (!traits.kernels.vec_dot || t.row_length() % traits.block_elems != 0) continue;
+    if (!largest || t.bytes > largest->bytes) largest = &t;
+  }
+  return largest;
+}
+
+}  // namespace
+
+ops::GemvPrefetchResult tune_decode_prefetch(const GgufFile& file,
+                                             const ops::GemvPrefetchOptions& options) {
+  const GgufTensorInfo* t = largest_weight_matrix(file);
+  if (!t) return {};
+  const int64_t cols = t->row_length();
+  const ops::WeightMatrix w{t->type, t->data.data(), cols, t->rows(),
+                            quant::row_bytes(t->type, cols)};
+  const ops::GemvPrefetchResult r = ops::tune_gemv_prefetch(w, options);
+  if (!r.measured) {
+    log::debug(
+        "decode GEMVs: software prefetch {} (the largest matrix, {}, is too small to measure)",
+        ops::gemv_prefetch() ? "on" : "off", t->name);
+    return r;
+  }
+  log::info(
+      "decode GEMVs: software prefetch {} (measured on {} of {}: {:.1f} ms with it, {:.1f} ms "
+      "without)",
+      r.prefetch ? "on" : "off", format_bytes(static_cast<uint64_t>(r.bytes)), t->name,
+      r.best_with_ms, r.best_without_ms);
+  return r;
+}
+
+}  // namespace strata

@@ -1,0 +1,15 @@
+#pragma once
+// Decides, on a loaded file's weights, whether decode GEMVs use software prefetch on this machine
+// (ops/gemv_prefetch.h), and says so in the log.
+
+#include "gguf/gguf_file.h"
+#include "ops/gemv_prefetch.h"
+
+namespace strata {
+
+// Measures on the file's largest weight matrix (what decode streams the most of). Leaves the
+// setting alone and logs at debug level when the file is too small to tell RAM from cache.
+ops::GemvPrefetchResult tune_decode_prefetch(const GgufFile& file,
+                                             const ops::GemvPrefetchOptions& options = {});
+
+}  // namespace strata

@@ -1,0 +1,44 @@
+// The load-time prefetch measurement runs on the file's largest weight matrix: the one decode
+// streams the most of, never a norm vector or a tensor no GEMV can read.
+
+#include "model/decode_prefetch.h"
+
+#include <gtest/gtest.h>
+
+#include "gguf/gguf_writer.h"
+#include "ops/matmul.h"
+#include "quant/quant.h"
+
+namespace strata {
+namespace {
+
+std::vector<uint8_t> zeros(GgmlType type, int64_t cols, int64_t rows) {
+  return std::vector<uint8_t>(static_cast<size_t>(quant::row_bytes(type, cols) * rows));
+}
+
+TEST(DecodePrefetch, MeasuresOnTheLargestWeightMatrix) {
+  const bool saved = ops::gemv_prefetch();
+  GgufWriter w;
+  w.set_string("general.architecture", "llama");
+  w.add_tensor("blk.0.attn_norm.weight", GgmlType::F32, {100000}, zeros(GgmlType::F32, 100000, 1));
+  w.add_tensor("blk.0.ffn_up.weight", GgmlType::Q8_0, {512, 96}, zeros(GgmlType::Q8_0, 512, 96));
+  w.add_tensor("output.weight", GgmlType::Q4_K, {1024, 160}, zeros(GgmlType::Q4_K, 1024, 160));
+  const std::vector<uint8_t> bytes = w.to_bytes();
+  const GgufFile file = GgufFile::parse("prefetch.gguf", bytes);
+
+  ops::GemvPrefetchOptions options;
+  options.min_bytes = 0;
+  const ops::GemvPrefetchResult r = tune_decode_prefetch(file, options);
+  EXPECT_TRUE(r.measured);
+  EXPECT_EQ(r.bytes, quant::row_bytes(GgmlType::Q4_K, 1024) * 160);  // not the 400 KB norm
+  EXPECT_EQ(ops::gemv_prefetch(), r.prefetch);
+
+  // At the default threshold (tens of MiB) a file this small is not measured.
+  ops::set_gemv_prefetch(true);
+  EXPECT_FALSE(tune_decode_prefetch(file).measured);
+  EXPECT_TRUE(ops::gemv_prefetch());
+  ops::set_gemv_prefetch(saved);
+}
+
+}  // namespace
+}  // namespace strata
