@@ -1,11 +1,13 @@
 // Prompt processing and decode see the same products: matmul over many tokens (the tile GEMM
 // where the weight type has one) equals one single-token matmul (the GEMV path) per token, for the
-// plain and the indexed (expert) forms, with row blocks that leave short tiles.
+// plain and the indexed (expert) forms, with row blocks that leave short tiles. The GEMV path gives
+// the same bits with and without software prefetch, and the scalar reference's dot products.
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -92,6 +94,31 @@ TEST(MatmulGemm, IndexedTokensEqualPerTokenGemv) {
       }
     }
   }
+}
+
+TEST(MatmulGemm, GemvSameWithAndWithoutPrefetchAsTheScalarReference) {
+  const bool saved = gemv_prefetch();
+  ThreadPool pool(2);
+  // Rows of a few KiB, so the prefetch distance (8 KiB) runs past the end of the matrix.
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_0, GgmlType::Q6_K, GgmlType::Q8_0,
+                        GgmlType::MXFP4, GgmlType::F16}) {
+    SCOPED_TRACE(std::string(ggml_type_name(type)));
+    const int64_t cols = 2816, rows = 67;
+    const Problem p = make_problem(type, cols, rows, 1);
+    std::vector<float> with(static_cast<size_t>(rows)), without(static_cast<size_t>(rows));
+    set_gemv_prefetch(true);
+    matmul(p.w, p.a, with.data(), rows, pool);
+    set_gemv_prefetch(false);
+    matmul(p.w, p.a, without.data(), rows, pool);
+    ASSERT_EQ(std::memcmp(with.data(), without.data(), with.size() * sizeof(float)), 0);
+    const quant::VecDotFn reference = quant::kernels_exact(type, quant::Isa::scalar).vec_dot;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float expected = reference(cols, p.w.row(r), p.a.row(0));
+      ASSERT_NEAR(without[static_cast<size_t>(r)], expected, 1e-4 * (1 + std::fabs(expected)))
+          << "row " << r;
+    }
+  }
+  set_gemv_prefetch(saved);
 }
 
 }  // namespace
