@@ -93,13 +93,10 @@ void matmul_rows_impl(const WeightMatrix& w, const QuantizedRows& a, TokenOf tok
     // GEMV (decode): memory-bound. With software prefetch, the lines a row ahead are requested
     // while this one is computed; without, the hardware prefetchers stream alone.
     const uint8_t* act = a.row(token_of(0));
-    if (g_gemv_prefetch.load(std::memory_order_relaxed)) {
-      for (int64_t r = row_begin; r < row_end; ++r) {
-        prefetch_range(w.row(r) + kPrefetchBytes, w.row_bytes, w.data + w.bytes());
-        out[r] = dot(w.cols, w.row(r), act);
-      }
-    } else {
-      for (int64_t r = row_begin; r < row_end; ++r) out[r] = dot(w.cols, w.row(r), act);
+    const bool prefetch = g_gemv_prefetch.load(std::memory_order_relaxed);
+    for (int64_t r = row_begin; r < row_end; ++r) {
+      if (prefetch) prefetch_range(w.row(r) + kPrefetchBytes, w.row_bytes, w.data + w.bytes());
+      out[r] = dot(w.cols, w.row(r), act);
     }
     return;
   }
