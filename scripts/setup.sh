@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git
+  ccache                        # compiler cache: CI and rebuilds reuse earlier objects
   clang libclang-rt-14-dev      # libFuzzer + sanitizers for the fuzz targets
   clang-format
   libfmt-dev libcli11-dev nlohmann-json3-dev
