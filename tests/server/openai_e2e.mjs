@@ -1,6 +1,6 @@
 // The official OpenAI client library (npm `openai`) against a running `strata serve`.
 //   node openai_e2e.mjs NODE_PREFIX BASE_URL API_KEY N_CTX DEFAULT_MAX_TOKENS [DEVICE]
-// DEVICE (the server runs on a GPU; in CI that is lavapipe, about 2 s a token): the output-format
+// DEVICE (the server runs on a GPU; in CI that is lavapipe, 10-20 tokens a second): the output-format
 // checks shrink to one short enforced call, which shows that the grammar masks the GPU's logits;
 // the long sampled ones (device-independent: the mask is applied to the logits row whatever
 // computed it) run in the CPU variant.

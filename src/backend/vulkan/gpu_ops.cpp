@@ -33,6 +33,15 @@ uint32_t u32(int64_t v) {
   return static_cast<uint32_t>(v);
 }
 
+// matmul.comp's grid: a row of fewer than 64 groups of 32 gets the smallest power of two >= its
+// groups of the 64 threads, and the rest of the workgroup takes the next rows.
+void matmul_grid(const GpuMatrix& w, uint32_t& gx, uint32_t& gy) {
+  int64_t leaves = 64;
+  while (leaves > 1 && leaves / 2 >= w.cols / 32) leaves /= 2;
+  const int64_t rows_per_workgroup = 64 / leaves;
+  grid((w.rows + rows_per_workgroup - 1) / rows_per_workgroup, gx, gy);
+}
+
 struct MatmulPush {
   uint64_t w, w2, x, y, ids, expert_stride, slots;
   uint32_t rows, cols, n_tok, x_stride, y_stride, x_div;
@@ -91,7 +100,7 @@ void GpuOps::matmul(const GpuMatrix& w, uint64_t x, int64_t x_stride, uint64_t y
   MatmulPush p{w.address,     0, x, y, 0, 0, 0, u32(w.rows), u32(w.cols), u32(n_tok), u32(x_stride),
                u32(y_stride), 1};
   uint32_t gx, gy;
-  grid(w.rows, gx, gy);
+  matmul_grid(w, gx, gy);
   cmd.dispatch(device.kernel(typed("matmul", w.type)), p, gx, gy,
                u32((n_tok + kMaxDecodeTokens - 1) / kMaxDecodeTokens));
 }
@@ -113,7 +122,7 @@ void GpuOps::matmul_swiglu(const GpuMatrix& gate, const GpuMatrix& up, uint64_t 
       gate.address,  up.address,    x, y, 0, 0, 0, u32(gate.rows), u32(gate.cols), u32(n_tok),
       u32(x_stride), u32(y_stride), 1};
   uint32_t gx, gy;
-  grid(gate.rows, gx, gy);
+  matmul_grid(gate, gx, gy);
   cmd.dispatch(device.kernel(typed("matmul_swiglu", gate.type)), p, gx, gy,
                u32((n_tok + kMaxDecodeTokens - 1) / kMaxDecodeTokens));
 }
@@ -136,7 +145,7 @@ void GpuOps::matmul_experts(const GpuMatrix& w, const GpuMatrix* up, uint64_t id
                u32(y_stride),
                u32(x_div)};
   uint32_t gx, gy;
-  grid(w.rows, gx, gy);
+  matmul_grid(w, gx, gy);
   cmd.dispatch(device.kernel(typed(up ? "matmul_swiglu" : "matmul", w.type)), p, gx, gy,
                u32(n_pairs));
 }

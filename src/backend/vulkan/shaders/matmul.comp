@@ -1,7 +1,11 @@
 #version 460
 // y[t][r] = W[r] . x[t] for up to 8 tokens per workgroup (decode and small batches), one weight
 // row per workgroup, its 32-element groups spread over the threads; each group is decoded once
-// for all the tokens. Expert mode (ids != 0): z indexes (token, chosen expert) pairs, the
+// for all the tokens. Rows of fewer than 64 groups (n_embd < 2048, small expert FFNs) share a
+// workgroup: each row gets `leaves` threads, the smallest power of two >= its groups, and
+// 64 / leaves rows fill the workgroup (GpuOps::matmul's grid divides by the same count). The
+// sums keep their order: the tree over 64 threads adds exact zeros above the row's groups, so
+// it equals the tree over `leaves`, and matmul_tiled.comp still agrees bit for bit. Expert mode (ids != 0): z indexes (token, chosen expert) pairs, the
 // weights are expert ids[pair] of a stacked tensor and the activation row is pair / x_div.
 // With a slot map (slots != 0: a layer keeping a subset of its experts, the hot set) the stack
 // holds the resident experts and expert e is at slot slots[e]; a pair whose expert is not
@@ -25,11 +29,16 @@ shared float partial2[MAX_TOK][THREADS];
 #endif
 
 void main() {
-  const uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
-  if (row >= pc.rows) return;  // uniform per workgroup
   const uint tid = gl_LocalInvocationID.x;
   const uint groups_per_block = BLOCK_ELEMS / 32u;
   const uint n_groups = pc.cols / 32u;
+  uint leaves = THREADS;
+  while (leaves > 1u && leaves / 2u >= n_groups) leaves /= 2u;
+  const uint lane = tid % leaves, base = tid - lane;  // base: this row's first thread
+  const uint row0 = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * (THREADS / leaves);
+  if (row0 >= pc.rows) return;  // uniform per workgroup
+  const uint row = row0 + tid / leaves;
+  const bool live = row < pc.rows;  // the last workgroup's spare rows still reach the barriers
   const uint64_t row_bytes = uint64_t(pc.cols / BLOCK_ELEMS) * BLOCK_BYTES;
 
   uint t0, n;
@@ -40,7 +49,7 @@ void main() {
     int e = Ints(pc.ids).v[t0];
     if (pc.slots != 0ul) e = Ints(pc.slots).v[e];
     if (e < 0) {  // uniform per workgroup: not resident here
-      if (tid == 0u) stf(pc.y, uint64_t(t0) * pc.y_stride + row, 0.0);
+      if (lane == 0u && live) stf(pc.y, uint64_t(t0) * pc.y_stride + row, 0.0);
       return;
     }
     w += uint64_t(e) * pc.expert_stride;
@@ -55,7 +64,7 @@ void main() {
   float acc[MAX_TOK], acc2[MAX_TOK];
   for (uint t = 0u; t < MAX_TOK; ++t) { acc[t] = 0.0; acc2[t] = 0.0; }
   float wv[32];
-  for (uint g = tid; g < n_groups; g += THREADS) {
+  for (uint g = lane; live && g < n_groups; g += leaves) {
     const uint64_t block = w + uint64_t(g / groups_per_block) * BLOCK_BYTES;
     dequant_group(block, g % groups_per_block, wv);
 #ifdef SWIGLU
@@ -85,8 +94,8 @@ void main() {
 #endif
   }
   barrier();
-  for (uint stride = THREADS / 2u; stride > 0u; stride /= 2u) {
-    if (tid < stride) {
+  for (uint stride = leaves / 2u; stride > 0u; stride /= 2u) {
+    if (lane < stride) {
       for (uint t = 0u; t < n; ++t) {
         partial[t][tid] += partial[t][tid + stride];
 #ifdef SWIGLU
@@ -96,11 +105,11 @@ void main() {
     }
     barrier();
   }
-  if (tid < n) {
-    float r = partial[tid][0];
+  for (uint t = lane; live && t < n; t += leaves) {
+    float r = partial[t][base];
 #ifdef SWIGLU
-    r = r / (1.0 + exp(-r)) * partial2[tid][0];
+    r = r / (1.0 + exp(-r)) * partial2[t][base];
 #endif
-    stf(pc.y, uint64_t(t0 + tid) * pc.y_stride + row, r);
+    stf(pc.y, uint64_t(t0 + t) * pc.y_stride + row, r);
   }
 }
