@@ -127,20 +127,35 @@ void main() {
     for (uint g = j; g < n_groups; g += LEAVES) {  // uniform: the same groups for every thread
       stage(g);
       barrier();
-      for (uint i = 0u; i < 2u; ++i) {
+      // The 2 x 4 products of the group, each summed over l in order as before; every shared
+      // value is loaded once per l for all of them (not once per product: on lavapipe each
+      // shared load is a gather, and they were 16x the cost of the rest of the step).
+      precise float s[2][4], s2[2][4];
+      for (uint i = 0u; i < 2u; ++i)
         for (uint c = 0u; c < 4u; ++c) {
-          precise float s = 0.0, s2 = 0.0;
-          for (uint l = 0u; l < 32u; ++l) {
-            const float xv = xs[c0 + c][l];
-            s = fma(ws[r0 + i][l], xv, s);
+          s[i][c] = 0.0;
+          s2[i][c] = 0.0;
+        }
+      for (uint l = 0u; l < 32u; ++l) {
+        const float w0 = ws[r0][l], w1 = ws[r0 + 1u][l];
 #ifdef SWIGLU
-            s2 = fma(ws2[r0 + i][l], xv, s2);
+        const float u0 = ws2[r0][l], u1 = ws2[r0 + 1u][l];
 #endif
-          }
-          leaf[i][c] += s;
-          leaf2[i][c] += s2;
+        for (uint c = 0u; c < 4u; ++c) {
+          const float xv = xs[c0 + c][l];
+          s[0][c] = fma(w0, xv, s[0][c]);
+          s[1][c] = fma(w1, xv, s[1][c]);
+#ifdef SWIGLU
+          s2[0][c] = fma(u0, xv, s2[0][c]);
+          s2[1][c] = fma(u1, xv, s2[1][c]);
+#endif
         }
       }
+      for (uint i = 0u; i < 2u; ++i)
+        for (uint c = 0u; c < 4u; ++c) {
+          leaf[i][c] += s[i][c];
+          leaf2[i][c] += s2[i][c];
+        }
       barrier();
     }
     // Binary counter: leaf jj closes one subtree per trailing 1 bit of jj.
