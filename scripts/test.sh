@@ -16,13 +16,16 @@ budget=${STRATA_TEST_BUDGET_SECONDS:-2700}
 start=$SECONDS
 phases=()
 reports=()
+running=""
 
 # phase NAME COMMAND...: runs COMMAND and records its wall time.
 phase() {
   local name=$1 began=$SECONDS
   shift
   echo "== $name"
+  running=$name
   "$@"
+  running=""
   phases+=("$(printf '%-16s %5d s' "$name" $((SECONDS - began)))")
 }
 
@@ -34,23 +37,25 @@ tests() {
 }
 
 report() {
-  local status=$?
+  local status=$? elapsed=$((SECONDS - start))
   echo
   echo "== wall time of each phase"
   printf '%s\n' "${phases[@]}"
-  printf '%-16s %5d s (budget %d s)\n' "total" $((SECONDS - start)) "$budget"
+  printf '%-16s %5d s (budget %d s)\n' "total" "$elapsed" "$budget"
   local existing=()
   for r in "${reports[@]}"; do [[ -f $r ]] && existing+=("$r"); done
   if ((${#existing[@]})); then
     echo
     python3 scripts/test-times.py --top 20 "${existing[@]}"
+    python3 scripts/test-times.py --summary "${existing[@]}"
   fi
-  if ((status == 0 && budget > 0 && SECONDS - start > budget)); then
-    echo "test.sh: the run took $((SECONDS - start)) s, over the budget of $budget s; the slowest" \
+  if ((status != 0)); then
+    echo "test.sh: ${running:-a step} failed (exit $status)" >&2
+  elif ((budget > 0 && elapsed > budget)); then
+    echo "test.sh: the run took $elapsed s, over the budget of $budget s; the slowest" \
       "tests are listed above (all of them: scripts/test-times.py ${existing[*]})" >&2
     status=1
   fi
-  ((${#existing[@]})) && python3 scripts/test-times.py --summary "${existing[@]}"
   exit "$status"
 }
 trap report EXIT
