@@ -3,10 +3,11 @@
 // row per workgroup, its 32-element groups spread over the threads; each group is decoded once
 // for all the tokens. Rows of fewer than 64 groups (n_embd < 2048, small expert FFNs) share a
 // workgroup: each row gets `leaves` threads, the smallest power of two >= its groups, and
-// 64 / leaves rows fill the workgroup (GpuOps::matmul's grid divides by the same count). The
+// 64 / leaves rows fill the workgroup (gpu_ops.cpp's matmul_grid divides by the same count). The
 // sums keep their order: the tree over 64 threads adds exact zeros above the row's groups, so
-// it equals the tree over `leaves`, and matmul_tiled.comp still agrees bit for bit. Expert mode (ids != 0): z indexes (token, chosen expert) pairs, the
-// weights are expert ids[pair] of a stacked tensor and the activation row is pair / x_div.
+// it equals the tree over `leaves`, and matmul_tiled.comp still agrees bit for bit.
+// Expert mode (ids != 0): z indexes (token, chosen expert) pairs, the weights are expert
+// ids[pair] of a stacked tensor and the activation row is pair / x_div.
 // With a slot map (slots != 0: a layer keeping a subset of its experts, the hot set) the stack
 // holds the resident experts and expert e is at slot slots[e]; a pair whose expert is not
 // resident (slot -1) gets zeros (another device computes it).
