@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "runtime/scheduler_slot.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -21,30 +22,6 @@ const char* finish_reason_name(FinishReason r) {
   return "?";
 }
 
-using Clock = std::chrono::steady_clock;
-
-struct Scheduler::Slot {
-  explicit Slot(KvPool& pool) : seq(pool) {}
-  enum class State { idle, prefill, decode };
-  State state = State::idle;
-  KvSequence seq;
-  std::vector<int32_t> tokens;  // the tokens whose k/v the sequence holds, in order
-  Clock::time_point last_used{};
-  // Hybrid models: the recurrent state after `tokens`, and a copy taken when the last prompt was
-  // read (a recurrent state cannot be rolled back, so a shorter prefix needs a snapshot).
-  std::vector<float> state_buffer, snapshot;
-  int64_t snapshot_position = -1;
-
-  // The running job.
-  uint64_t id = 0;
-  GenerationJob job;
-  std::optional<Sampler> sampler;
-  size_t prompt_done = 0;   // prompt tokens in the cache
-  int32_t next_token = -1;  // sampled, not yet in the cache (decode state)
-  JobResult result;
-  Clock::time_point started{}, prefill_done{};
-};
-
 namespace {
 
 size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b, size_t limit) {
@@ -52,10 +29,6 @@ size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& 
   const size_t max = std::min({a.size(), b.size(), limit});
   while (n < max && a[n] == b[n]) ++n;
   return n;
-}
-
-double seconds(Clock::duration d) {
-  return std::chrono::duration<double>(d).count();
 }
 
 }  // namespace
@@ -310,7 +283,8 @@ void Scheduler::admit(Queued q) {
   slot.sampler.emplace(slot.job.sampling);
   for (int32_t t : slot.job.prompt) slot.sampler->accept(t, /*generated=*/false);
   slot.prompt_done = reused;
-  slot.next_token = -1;
+  slot.pending.clear();
+  slot.draft.clear();
   slot.result = {};
   slot.result.prompt_tokens = static_cast<int64_t>(slot.job.prompt.size());
   slot.result.cached_tokens = static_cast<int64_t>(reused);
@@ -337,151 +311,6 @@ bool Scheduler::make_room(int64_t pages_needed, const Slot* keep) {
     victim->tokens.clear();
     victim->snapshot_position = -1;
   }
-  return true;
-}
-
-bool Scheduler::step() {
-  // Decode tokens first (one per running stream), then prompt chunks with what is left.
-  struct Part {
-    Slot* slot;
-    int64_t begin, count;  // tokens [begin, begin + count) of `feed` belong to this slot
-    bool wants_logits;
-  };
-  std::vector<Part> parts;
-  std::vector<int32_t> feed;
-  int64_t budget = options_.batch_tokens;
-  auto reserve = [&](Slot& s, int64_t n) {
-    const int64_t need = s.seq.length() + n;
-    if (s.seq.reserve(need)) return true;
-    const int64_t pages = (need + kv_.page_size() - 1) / kv_.page_size();
-    return make_room(pages - s.seq.pages_held() + 1, &s) && s.seq.reserve(need);
-  };
-  for (auto& sp : slots_) {
-    Slot& s = *sp;
-    if (s.state != Slot::State::decode) continue;
-    if (!reserve(s, 1)) {
-      finish(s, FinishReason::error, "the KV cache is full (raise --kv-size or lower --parallel)");
-      continue;
-    }
-    parts.push_back({&s, static_cast<int64_t>(feed.size()), 1, true});
-    feed.push_back(s.next_token);
-    --budget;
-  }
-  // Oldest prompts first, so a long prompt is not starved by newer ones.
-  std::vector<Slot*> prefilling;
-  for (auto& sp : slots_) {
-    if (sp->state == Slot::State::prefill) prefilling.push_back(sp.get());
-  }
-  std::sort(prefilling.begin(), prefilling.end(),
-            [](const Slot* a, const Slot* b) { return a->started < b->started; });
-  if (!parts.empty()) budget = std::min(budget, options_.prefill_chunk);
-  for (Slot* s : prefilling) {
-    if (budget <= 0) break;
-    const int64_t left = static_cast<int64_t>(s->job.prompt.size() - s->prompt_done);
-    const int64_t n = std::min(left, budget);
-    if (!reserve(*s, n)) {
-      if (parts.empty() && s == prefilling.front() &&
-          std::none_of(slots_.begin(), slots_.end(), [&](const auto& o) {
-            return o.get() != s && o->state != Slot::State::idle;
-          })) {
-        finish(*s, FinishReason::error,
-               "the prompt does not fit in the KV cache (raise --kv-size or lower --parallel)");
-      }
-      continue;  // waits for pages to be freed by running streams
-    }
-    parts.push_back({s, static_cast<int64_t>(feed.size()), n, n == left});
-    feed.insert(feed.end(), s->job.prompt.begin() + static_cast<long>(s->prompt_done),
-                s->job.prompt.begin() + static_cast<long>(s->prompt_done + n));
-    budget -= n;
-  }
-  if (parts.empty()) return false;
-
-  // One forward over every part.
-  std::vector<SequenceKv> kv;
-  std::vector<float*> states;
-  std::vector<int32_t> sequences, logit_rows;
-  std::vector<int64_t> positions;
-  for (const Part& p : parts) {
-    const int32_t index = static_cast<int32_t>(kv.size());
-    kv.push_back(p.slot->seq.layers());
-    states.push_back(p.slot->state_buffer.data());
-    for (int64_t i = 0; i < p.count; ++i) {
-      sequences.push_back(index);
-      positions.push_back(p.slot->seq.length() + i);
-    }
-    if (p.wants_logits) logit_rows.push_back(static_cast<int32_t>(p.begin + p.count - 1));
-  }
-  const int64_t n_vocab = model_.hparams().n_vocab;
-  // Reused across steps: 8 decode rows of a 152K vocabulary are 4.9 MB to zero-fill otherwise.
-  logits_.resize(logit_rows.size() * static_cast<size_t>(n_vocab));
-  std::vector<float>& logits = logits_;
-  ForwardBatch batch;
-  batch.tokens = feed;
-  batch.sequences = sequences;
-  batch.positions = positions;
-  batch.logit_rows = logit_rows;
-  if (recurrent_floats_ > 0) batch.recurrent = states;
-  const auto t0 = Clock::now();
-  model_.forward(batch, kv, logits.data(), pool_,
-                 options_.record_experts ? &forward_stats_ : nullptr);
-  const auto t1 = Clock::now();
-  if (options_.record_experts) {
-    // Published before any job of this step finishes, so a finished job's tokens are counted.
-    std::lock_guard lock(mutex_);
-    expert_counts_ = forward_stats_.expert_counts;
-    counted_tokens_ += static_cast<int64_t>(feed.size());
-  }
-
-  uint64_t generated = 0;
-  size_t row = 0;
-  for (const Part& p : parts) {
-    Slot& s = *p.slot;
-    s.seq.set_length(s.seq.length() + p.count);
-    s.tokens.insert(s.tokens.end(), feed.begin() + p.begin, feed.begin() + p.begin + p.count);
-    if (s.state == Slot::State::prefill) s.prompt_done += static_cast<size_t>(p.count);
-    if (!p.wants_logits) continue;
-    const std::span<float> row_logits(logits.data() + row++ * n_vocab,
-                                      static_cast<size_t>(n_vocab));
-    if (s.state == Slot::State::prefill) {
-      if (recurrent_floats_ > 0) {
-        model_.recurrent_state_read(s.state_buffer.data());
-        s.snapshot = s.state_buffer;  // the state after the whole prompt, for the next turn
-        s.snapshot_position = s.seq.length();
-      }
-      s.state = Slot::State::decode;
-      s.prefill_done = t1;
-      s.result.prefill_seconds = seconds(t1 - s.started);
-    }
-    if (s.job.constraint && !s.job.constraint->mask(row_logits)) {
-      finish(s, FinishReason::error, "the output format allows no token to come next");
-      continue;
-    }
-    const int32_t token = s.sampler->sample(row_logits);
-    const bool is_end = std::binary_search(s.job.end_tokens.begin(), s.job.end_tokens.end(), token);
-    if (s.job.top_logprobs >= 0 && s.job.on_logprobs && !is_end)
-      s.job.on_logprobs(s.sampler->logprobs(token, s.job.top_logprobs));
-    s.sampler->accept(token);
-    if (s.job.constraint) s.job.constraint->accept(token);
-    if (is_end) {
-      finish(s, FinishReason::stop);
-      continue;
-    }
-    ++s.result.generated_tokens;
-    ++generated;
-    const bool go_on = !s.job.on_token || s.job.on_token(token);
-    if (!go_on) {
-      finish(s, FinishReason::stop);
-    } else if (s.result.generated_tokens >= s.job.max_tokens ||
-               s.seq.length() + 1 > options_.n_ctx) {
-      finish(s, FinishReason::length);
-    } else {
-      s.next_token = token;
-    }
-  }
-  std::lock_guard lock(mutex_);
-  ++stats_.steps;
-  stats_.generated_tokens += generated;
-  stats_.busy_seconds += seconds(t1 - t0);
   return true;
 }
 

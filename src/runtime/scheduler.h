@@ -4,6 +4,9 @@
 // keep flowing while a long prompt is read), samples, and reports tokens through callbacks.
 // A new prompt reuses the KV of the longest prefix any slot holds (finished conversations stay
 // cached until their pages are needed): agents resend the whole conversation every turn.
+// A job with a Drafter has its guesses checked in the same steps: a slot then feeds several
+// tokens, keeps the drafted ones the model drew itself and rolls back the rest (the KV length,
+// and a recurrent model's state).
 
 #include <chrono>
 #include <condition_variable>
@@ -18,6 +21,7 @@
 #include <vector>
 
 #include "model/model.h"
+#include "runtime/drafter.h"
 #include "runtime/kv_pool.h"
 #include "runtime/sampler.h"
 #include "runtime/token_constraint.h"
@@ -35,6 +39,8 @@ struct JobResult {
   int64_t prompt_tokens = 0;
   int64_t cached_tokens = 0;  // prompt tokens whose KV was reused
   int64_t generated_tokens = 0;
+  int64_t drafted_tokens = 0;   // draft tokens checked
+  int64_t accepted_tokens = 0;  // of those, the ones the model drew too (kept)
   double queue_seconds = 0, prefill_seconds = 0, decode_seconds = 0;
 };
 
@@ -52,6 +58,10 @@ struct GenerationJob {
   // top_logprobs likeliest alternatives (see Sampler::logprobs), just before on_token.
   int top_logprobs = -1;
   std::function<void(const TokenLogprobs&)> on_logprobs;
+  // Speculative decoding: guesses of the next tokens, checked (at most max_draft a step) in the
+  // step that runs the last drawn token. What is generated is the same with or without one.
+  std::shared_ptr<Drafter> drafter;
+  int64_t max_draft = 4;
   // Called exactly once, on the scheduler thread (or in submit/shutdown for jobs never run).
   std::function<void(const JobResult&)> on_done;
 };
@@ -76,7 +86,7 @@ struct SchedulerStats {
   int64_t kv_pages_used = 0;    // held by any sequence
   int64_t kv_pages_active = 0;  // held by running generations (the rest is cached prefixes)
   uint64_t jobs_started = 0, jobs_finished = 0, prompt_tokens = 0, cached_prompt_tokens = 0,
-           generated_tokens = 0, steps = 0;
+           generated_tokens = 0, steps = 0, drafted_tokens = 0, accepted_tokens = 0;
   double busy_seconds = 0;  // time spent in forward steps
 };
 
@@ -123,7 +133,25 @@ class Scheduler {
 
   void run();
   void admit(Queued q);
+
+  // One step in three parts (scheduler_step.cpp): which tokens run (decode tokens and drafts
+  // first, then prompt chunks), the forward over them, and what the logits mean for each slot.
+  struct Part;
+  struct StepBatch;
   bool step();
+  StepBatch build_batch();
+  void run_batch(StepBatch& batch);
+  void accept_results(StepBatch& batch);
+  std::vector<int32_t> propose_draft(Slot& s, int64_t budget);
+  void accept_prompt_chunk(Slot& s, const Part& part, StepBatch& batch);
+  void accept_decode(Slot& s, const Part& part, StepBatch& batch);
+  // Draws slot s's token from `logits` and hands it to the job; false when the job ended there.
+  // position: where the drawn token would run.
+  bool draw(Slot& s, std::span<float> logits, int64_t position, int32_t& token);
+  // Adds n to one of stats_'s counters (as it happens: a job's on_done sees its own tokens).
+  void count_stat(uint64_t SchedulerStats::*counter, int64_t n);
+  // Positions [length, length + n) of s made writable, evicting idle slots' caches if needed.
+  bool reserve(Slot& s, int64_t n);
   bool make_room(int64_t pages_needed, const Slot* keep);
   void finish(Slot& slot, FinishReason reason, std::string error = {}, bool device_lost = false);
   void update_kv_stats();

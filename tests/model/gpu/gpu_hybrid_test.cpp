@@ -28,6 +28,7 @@
 #include "runtime/sampler.h"
 #include "runtime/scheduler.h"
 #include "runtime/session.h"
+#include "support/drafted_jobs.h"
 #include "support/greedy_jobs.h"
 #include "support/test_support.h"
 #include "synthetic_model.h"
@@ -242,6 +243,14 @@ TEST(GpuHybridScheduler, PrefixReuseResumesFromSnapshotOrLiveState) {
   ASSERT_TRUE(scheduler.submit(greedy_job(other, 3, d)));
   EXPECT_EQ(d.done.get_future().get().cached_tokens, 0);
   EXPECT_EQ(d.tokens, session_greedy(*model, other, 3, pool));
+}
+
+// Drafts checked on the GPU: a rejection restores the state from before the step into the host
+// buffer, which reaches the device on the next forward; what is generated is the same with
+// right, wrong and partly right drafts.
+TEST(GpuHybridScheduler, DraftsChangeNothing) {
+  auto model = gpu_hybrid("Q8_0");
+  expect_drafts_change_nothing(*model);
 }
 
 // Two slots: a prompt that extends what a running slot holds is admitted (from that slot's first

@@ -16,6 +16,7 @@
 #include "backend/vulkan/gpu_model.h"
 #include "model/oracle_compare.h"
 #include "runtime/session.h"
+#include "support/drafted_jobs.h"
 #include "support/test_support.h"
 #include "unit/vulkan/gpu_test_device.h"
 
@@ -106,6 +107,14 @@ TEST(GpuGreedy, SameTokensAsTheCpuOnF16Models) {
     }
     EXPECT_EQ(tokens[0], tokens[1]) << name;
   }
+}
+
+// Drafts checked on the GPU (several rows of logits a step, the KV length rolled back after a
+// rejection): what is generated is the same with right, wrong and partly right drafts.
+TEST(GpuDraftVerify, MoeModelGeneratesTheSameWithAnyDraft) {
+  const std::string path = (oracle_dir() / "models" / "tiny-qwen3moe-Q8_0.gguf").string();
+  auto gpu = vk::load_gpu_model(path, vk::test::shared_test_device());
+  expect_drafts_change_nothing(*gpu);
 }
 
 // Batch invariance on the GPU: the logits of the last of 700 tokens are the same bits whether

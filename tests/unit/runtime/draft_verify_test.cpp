@@ -1,0 +1,147 @@
+// Drafts checked by the scheduler (the verify half of speculative decoding), on a dense, a MoE
+// and a Gated DeltaNet model: whatever the draft (the model's own output, wrong tokens, partly
+// right), what is generated equals the run without a draft; right drafts save steps; after a
+// rejection the KV cache and a hybrid model's recurrent state are where the kept tokens left
+// them (the next turn, resumed from the cache, generates what a fresh run does).
+
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "runtime/drafter.h"
+#include "runtime/scheduler.h"
+#include "support/drafted_jobs.h"
+#include "support/greedy_jobs.h"
+#include "support/test_support.h"
+
+namespace strata {
+namespace {
+
+using test::Collected;
+using test::expect_drafts_change_nothing;
+using test::generate;
+using test::greedy_job;
+using test::partly_right;
+using test::prompt_of;
+using test::scripted;
+using test::wrong;
+
+std::unique_ptr<Model> load(const std::string& relative) {
+  return Model::load((test::oracle_dir() / relative).string());
+}
+
+TEST(DraftVerify, DenseModelGeneratesTheSameWithAnyDraft) {
+  auto model = load("models/tiny-qwen3-Q8_0.gguf");
+  expect_drafts_change_nothing(*model);
+}
+
+TEST(DraftVerify, MoeModelGeneratesTheSameWithAnyDraft) {
+  auto model = load("models/tiny-qwen3moe-Q8_0.gguf");
+  expect_drafts_change_nothing(*model);
+}
+
+TEST(DraftVerify, GatedDeltaNetModelGeneratesTheSameWithAnyDraft) {
+  auto model = load("gdn/models/tiny-qwen35moe-Q8_0.gguf");
+  expect_drafts_change_nothing(*model);
+}
+
+// Sampling draws from the model's logits at every position in order, with or without a draft:
+// the seeded random stream, and so the text, is the same.
+TEST(DraftVerify, SeededSamplingIsTheSameWithAnyDraft) {
+  auto model = load("models/tiny-qwen3moe-Q8_0.gguf");
+  expect_drafts_change_nothing(*model, {.temperature = 1.0f, .top_k = 40, .seed = 1234});
+}
+
+// Slots with and without drafts share steps; a hybrid model's slots roll back on their own.
+TEST(DraftVerify, ConcurrentSlotsWithAndWithoutDraftsMatchTheirPlainRuns) {
+  auto model = load("gdn/models/tiny-qwen35moe-Q8_0.gguf");
+  ThreadPool pool(2);
+  const int64_t n_vocab = model->hparams().n_vocab;
+  const std::vector<std::vector<int32_t>> prompts = {prompt_of(21, 9), prompt_of(22, 30),
+                                                     prompt_of(23, 4)};
+  std::vector<std::vector<int32_t>> plain;
+  for (const auto& p : prompts) plain.push_back(generate(*model, pool, p, 12).tokens);
+
+  Scheduler scheduler(
+      *model, pool,
+      {.n_slots = 3, .n_ctx = 256, .page_size = 16, .batch_tokens = 24, .prefill_chunk = 8});
+  std::vector<Collected> got(prompts.size());
+  std::vector<std::shared_ptr<Drafter>> drafters = {
+      scripted(prompts[0], partly_right(plain[0], n_vocab)), nullptr,
+      scripted(prompts[2], plain[2])};
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    GenerationJob job = greedy_job(prompts[i], 12, got[i]);
+    job.drafter = drafters[i];
+    job.max_draft = 3;
+    ASSERT_TRUE(scheduler.submit(std::move(job)));
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const JobResult r = got[i].done.get_future().get();
+    EXPECT_EQ(r.reason, FinishReason::length);
+    EXPECT_EQ(got[i].tokens, plain[i]) << "prompt " << i;
+    EXPECT_EQ(r.drafted_tokens > 0, drafters[i] != nullptr) << "prompt " << i;
+  }
+  const SchedulerStats st = scheduler.stats();
+  EXPECT_GT(st.accepted_tokens, 0u);
+  EXPECT_LT(st.accepted_tokens, st.drafted_tokens);
+}
+
+// A job that ends inside a draft (an end token, a rejected tail) leaves its cache holding exactly
+// its kept tokens: the next turn resumes from it and generates what a fresh run does.
+void expect_next_turn_resumes_after_drafted_job(Model& model) {
+  ThreadPool pool(2);
+  const int64_t n_vocab = model.hparams().n_vocab;
+  const std::vector<int32_t> prompt = prompt_of(31, 25);
+  const std::vector<int32_t> plain = generate(model, pool, prompt, 12).tokens;
+  Scheduler scheduler(model, pool, {.n_slots = 1, .n_ctx = 256, .page_size = 16});
+
+  // Ends at its fifth token, drawn inside a draft whose next tokens are wrong.
+  std::vector<int32_t> draft = plain;
+  for (size_t i = 5; i < draft.size(); ++i)
+    draft[i] = static_cast<int32_t>((draft[i] + 1) % n_vocab);
+  Collected a;
+  GenerationJob first = greedy_job(prompt, 12, a);
+  first.end_tokens = {plain[4]};
+  first.drafter = scripted(prompt, draft);
+  ASSERT_TRUE(scheduler.submit(std::move(first)));
+  const JobResult ra = a.done.get_future().get();
+  EXPECT_EQ(ra.reason, FinishReason::stop);
+  // The first draw (after the prompt) is plain[0]; drafts are plain[1..4] (+ a wrong one):
+  // the end token plain[4] is the last token drawn, and not reported.
+  const size_t reported = std::find(plain.begin(), plain.end(), plain[4]) - plain.begin();
+  EXPECT_EQ(a.tokens, std::vector<int32_t>(plain.begin(), plain.begin() + reported));
+
+  // The next turn: prompt, the reported tokens, then new text.
+  std::vector<int32_t> next = prompt;
+  next.insert(next.end(), a.tokens.begin(), a.tokens.end());
+  for (int i = 0; i < 6; ++i) next.push_back(200 + i);
+  Collected b;
+  GenerationJob second = greedy_job(next, 8, b);
+  second.drafter = scripted(next, wrong(plain, n_vocab));
+  ASSERT_TRUE(scheduler.submit(std::move(second)));
+  const JobResult rb = b.done.get_future().get();
+  EXPECT_GT(rb.cached_tokens, static_cast<int64_t>(prompt.size()) - 1);
+  EXPECT_EQ(b.tokens, generate(model, pool, next, 8).tokens);
+}
+
+TEST(DraftVerify, NextTurnResumesAfterAJobThatEndedInsideADraft) {
+  auto dense = load("models/tiny-qwen3moe-Q8_0.gguf");
+  expect_next_turn_resumes_after_drafted_job(*dense);
+  auto hybrid = load("gdn/models/tiny-qwen35moe-Q8_0.gguf");
+  expect_next_turn_resumes_after_drafted_job(*hybrid);
+}
+
+TEST(DraftVerify, ScriptedDrafterProposesTheContinuationAfterWhatWasGenerated) {
+  ScriptedDrafter d(3, {10, 11, 12, 13});
+  const std::vector<int32_t> after_prompt = {1, 2, 3};
+  EXPECT_EQ(d.propose(after_prompt, 2), (std::vector<int32_t>{10, 11}));
+  const std::vector<int32_t> after_two = {1, 2, 3, 10, 11};
+  EXPECT_EQ(d.propose(after_two, 5), (std::vector<int32_t>{12, 13}));
+  const std::vector<int32_t> past_end = {1, 2, 3, 10, 11, 12, 13};
+  EXPECT_TRUE(d.propose(past_end, 5).empty());
+  EXPECT_TRUE(d.propose(after_prompt, 0).empty());
+  EXPECT_EQ(d.calls(), 4);
+}
+
+}  // namespace
+}  // namespace strata
