@@ -225,271 +225,341 @@ void print_profile(const char* title, const OpProfile& p) {
              1e3 * (p.seconds - accounted) / p.n_tokens, 100 * (p.seconds - accounted) / p.seconds);
 }
 
-}  // namespace
+struct BenchOptions {
+  ModelOptions model;
+  int n_prompt = 512;
+  int n_gen = 128;
+  int depth = 0;
+  int repetitions = 3;
+  int batch = 512;
+  bool json = false;
+  bool skip_bandwidth = false;
+  bool profile = false;
+  std::string expert_profile;
 
-void add_bench_command(CLI::App& app) {
-  struct Options {
-    ModelOptions model;
-    int n_prompt = 512;
-    int n_gen = 128;
-    int depth = 0;
-    int repetitions = 3;
-    int batch = 512;
-    bool json = false;
-    bool skip_bandwidth = false;
-    bool profile = false;
-    std::string expert_profile;
-  };
-  auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand(
-      "bench",
-      "Measure prompt processing (pp) and generation (tg) speed and the roofline fraction");
-  add_model_options(cmd, o->model);
-  cmd->add_option("-p,--n-prompt", o->n_prompt, "Prompt tokens for pp (0: skip)")
+  // Positions the session holds: the prompt, or the depth plus the generated tokens.
+  int64_t context() const { return std::max<int64_t>({n_prompt, int64_t{depth} + n_gen, 1}); }
+};
+
+void add_bench_options(CLI::App* cmd, BenchOptions& o) {
+  add_model_options(cmd, o.model);
+  cmd->add_option("-p,--n-prompt", o.n_prompt, "Prompt tokens for pp (0: skip)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
-  cmd->add_option("-n,--n-gen", o->n_gen, "Generated tokens for tg (0: skip)")
+  cmd->add_option("-n,--n-gen", o.n_gen, "Generated tokens for tg (0: skip)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
-  cmd->add_option("-d,--depth", o->depth,
+  cmd->add_option("-d,--depth", o.depth,
                   "Tokens already in the context when tg starts (decode speed at long context)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 24));
-  cmd->add_option("-r,--repetitions", o->repetitions, "Repetitions of each test")
+  cmd->add_option("-r,--repetitions", o.repetitions, "Repetitions of each test")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
-  cmd->add_option("-b,--batch", o->batch, "Prompt tokens per forward batch")
+  cmd->add_option("-b,--batch", o.batch, "Prompt tokens per forward batch")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 16));
-  cmd->add_flag("--json", o->json, "Machine-readable output");
-  cmd->add_flag("--no-bandwidth", o->skip_bandwidth,
+  cmd->add_flag("--json", o.json, "Machine-readable output");
+  cmd->add_flag("--no-bandwidth", o.skip_bandwidth,
                 "Skip the bandwidth measurement (RAM, or the GPU's memory with --device)");
-  cmd->add_option("--expert-profile", o->expert_profile,
+  cmd->add_option("--expert-profile", o.expert_profile,
                   "Write how often the benchmark prompt's tokens selected each expert (one more "
                   "untimed pp run) to this file, for strata plan --profile");
-  cmd->add_flag("--profile", o->profile,
+  cmd->add_flag("--profile", o.profile,
                 "After the timed runs, one more pp and tg run each with a per-op time profile");
-  cmd->callback([o, cmd] {
-    STRATA_CHECK(o->n_prompt > 0 || o->n_gen > 0, "nothing to measure: -p and -n are both 0");
-    STRATA_CHECK(o->expert_profile.empty() || o->n_prompt > 0,
-                 "--expert-profile records the prompt's routing: it needs -p > 0");
-    apply_cpu_plan(*cmd, o->model,
-                   std::max<int64_t>({o->n_prompt, int64_t{o->depth} + o->n_gen, 1}));
-    auto model = load_model(o->model);
-    const ModelHParams& hp = model->hparams();
-    STRATA_CHECK(o->expert_profile.empty() || hp.n_expert > 0,
-                 "--expert-profile: {} has no routed experts", o->model.path);
-    const int threads = o->model.thread_count();
-    ThreadPool pool(threads);
-    const int64_t ctx = std::max<int64_t>({o->n_prompt, int64_t{o->depth} + o->n_gen, 1});
-    Session session(*model, ctx, o->model.kv_cache_type(), pool);
-    std::mt19937 rng(1234);
-    std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(hp.n_vocab - 1));
-    std::vector<int32_t> prompt(static_cast<size_t>(std::max(o->n_prompt, 1)));
-    for (auto& t : prompt) t = token(rng);
-    std::vector<float> logits;
+}
 
-    // Warm-up: the whole prompt once, untimed (as llama-bench does): it faults in the weights
-    // (mmap) and every expert the prompt reaches, and sizes the scratch buffers. A 64-token
-    // warm-up left the first timed pp run 3-7% slower than the next ones.
+// What can be checked before the model loads.
+void check_bench_options(const BenchOptions& o) {
+  STRATA_CHECK(o.n_prompt > 0 || o.n_gen > 0, "nothing to measure: -p and -n are both 0");
+  STRATA_CHECK(o.expert_profile.empty() || o.n_prompt > 0,
+               "--expert-profile records the prompt's routing: it needs -p > 0");
+}
+
+// What the runs measured, and what the report derives from them.
+struct BenchResults {
+  int threads = 0;
+  std::vector<double> pp, tg;  // tokens per second of each timed run
+  OpProfile pp_profile, tg_profile;
+  nlohmann::json prompt_timeline;  // the last prompt batch of a hybrid plan: which path ran
+  nlohmann::json timeline;  // the last decode step on a GPU: the CPU's experts, the GPU segments
+  // Bytes one generated token reads: dense weights, the experts that ran, and the KV cache at
+  // the average position of the tg run.
+  double experts_per_token = 0, kv_bytes = 0, state_bytes = 0, bytes_per_token = 0;
+  BandwidthMeasurement bw;  // of the memory the weights are read from (the roofline)
+  std::string device = "cpu";
+  double upload_gbps = 0;
+  bool on_gpu() const { return device != "cpu"; }
+};
+
+// The runs on one session over the model, in the order their random tokens are drawn.
+class BenchRunner {
+ public:
+  BenchRunner(Model& model, const BenchOptions& o, ThreadPool& pool)
+      : model_(model),
+        o_(o),
+        session_(model, o.context(), o.model.kv_cache_type(), pool),
+        token_(0, static_cast<int32_t>(model.hparams().n_vocab - 1)),
+        prompt_(static_cast<size_t>(std::max(o.n_prompt, 1))) {
+    for (auto& t : prompt_) t = token_(rng_);
+  }
+
+  // Warm-up: the whole prompt once, untimed (as llama-bench does): it faults in the weights
+  // (mmap) and every expert the prompt reaches, and sizes the scratch buffers. A 64-token
+  // warm-up left the first timed pp run 3-7% slower than the next ones.
+  void warm_up() {
     log::info("warming up");
-    session.eval(prompt, false, logits, o->batch);
-    session.reset();
+    session_.eval(prompt_, false, logits_, o_.batch);
+    session_.reset();
+  }
 
-    auto run_pp = [&] {
-      session.reset();
-      const auto start = std::chrono::steady_clock::now();
-      session.eval(prompt, false, logits, o->batch);
-      return seconds_since(start);
-    };
-    std::vector<double> pp, tg;
-    for (int r = 0; r < o->repetitions && o->n_prompt > 0; ++r) {
-      pp.push_back(o->n_prompt / run_pp());
-      log::info("pp{} run {}: {:.2f} tok/s", o->n_prompt, r + 1, pp.back());
+  void measure_prompt(BenchResults& r) {
+    for (int i = 0; i < o_.repetitions && o_.n_prompt > 0; ++i) {
+      r.pp.push_back(o_.n_prompt / run_pp());
+      log::info("pp{} run {}: {:.2f} tok/s", o_.n_prompt, i + 1, r.pp.back());
     }
-    OpProfile pp_profile;
-    nlohmann::json prompt_timeline;  // the last prompt batch of a hybrid plan: which path ran
-    if (o->profile && o->n_prompt > 0) {
+    if (!o_.profile || o_.n_prompt == 0) return;
 #ifdef STRATA_HAVE_VULKAN
-      vk::set_gpu_timestamps(*model, true);  // the profile runs only: timed runs stay untouched
+    vk::set_gpu_timestamps(model_, true);  // the profile runs only: timed runs stay untouched
 #endif
-      pp_profile = profile_of(run_pp, o->n_prompt);
+    r.pp_profile = profile_of([this] { return run_pp(); }, o_.n_prompt);
 #ifdef STRATA_HAVE_VULKAN
-      if (const vk::HybridTimeline* t = vk::hybrid_timeline(*model);
-          t && (!t->layers.empty() || !t->uploads.empty())) {
-        prompt_timeline = hybrid_timeline_json(*t);
-      }
-      vk::set_gpu_timestamps(*model, false);
+    if (const vk::HybridTimeline* t = vk::hybrid_timeline(model_);
+        t && (!t->layers.empty() || !t->uploads.empty())) {
+      r.prompt_timeline = hybrid_timeline_json(*t);
+    }
+    vk::set_gpu_timestamps(model_, false);
 #endif
-    }
-    if (!o->expert_profile.empty()) {
-      session.stats().expert_counts.assign(static_cast<size_t>(hp.n_layer * hp.n_expert), 0);
-      run_pp();
-      write_expert_profile(o->expert_profile, o->model.path, hp, session.stats().expert_counts,
-                           o->n_prompt, 1);
-      session.stats().expert_counts.clear();  // stop counting
-      log::info("expert selections of the {}-token prompt written to {}", o->n_prompt,
-                o->expert_profile);
-    }
-    // tg: single-token steps starting at position `depth` (filled once, untimed). Each run
-    // starts from a snapshot there (hybrid models cannot truncate their recurrent state).
-    session.reset();
-    if (o->n_gen > 0 && o->depth > 0) {
-      log::info("filling the context to depth {}", o->depth);
-      std::vector<int32_t> fill(static_cast<size_t>(o->depth));
-      for (auto& t : fill) t = token(rng);
-      session.eval(fill, false, logits, o->batch);
-    }
-    const SessionSnapshot at_depth = session.snapshot();
-    auto run_tg = [&] {
-      session.restore(at_depth);
-      int32_t next = token(rng);
-      const auto start = std::chrono::steady_clock::now();
-      for (int i = 0; i < o->n_gen; ++i) {
-        session.eval(std::span<const int32_t>(&next, 1), false, logits);
-        next =
-            static_cast<int32_t>((int64_t{next} * 7919 + 13) % hp.n_vocab);  // cheap, deterministic
-      }
-      return seconds_since(start);
-    };
+  }
+
+  void record_expert_profile() {
+    const ModelHParams& hp = model_.hparams();
+    session_.stats().expert_counts.assign(static_cast<size_t>(hp.n_layer * hp.n_expert), 0);
+    run_pp();
+    write_expert_profile(o_.expert_profile, o_.model.path, hp, session_.stats().expert_counts,
+                         o_.n_prompt, 1);
+    session_.stats().expert_counts.clear();  // stop counting
+    log::info("expert selections of the {}-token prompt written to {}", o_.n_prompt,
+              o_.expert_profile);
+  }
+
+  void measure_generation(BenchResults& r) {
+    start_at_depth();
     int64_t experts_before = 0, experts_after = 0;
-    for (int r = 0; r < o->repetitions && o->n_gen > 0; ++r) {
-      experts_before = session.stats().distinct_experts;
-      tg.push_back(o->n_gen / run_tg());
-      experts_after = session.stats().distinct_experts;
-      log::info("tg{} run {}: {:.2f} tok/s", o->n_gen, r + 1, tg.back());
+    for (int i = 0; i < o_.repetitions && o_.n_gen > 0; ++i) {
+      experts_before = session_.stats().distinct_experts;
+      r.tg.push_back(o_.n_gen / run_tg());
+      experts_after = session_.stats().distinct_experts;
+      log::info("tg{} run {}: {:.2f} tok/s", o_.n_gen, i + 1, r.tg.back());
     }
+    profile_generation(r);
+    r.experts_per_token =
+        o_.n_gen > 0 ? static_cast<double>(experts_after - experts_before) / o_.n_gen : 0.0;
+    const double expert_bytes = r.experts_per_token * static_cast<double>(model_.expert_bytes());
+    r.kv_bytes = average_kv_positions_read(model_.hparams(), o_.depth, o_.n_gen) *
+                 static_cast<double>(session_.kv_cache().bytes_per_position());
+    r.state_bytes = static_cast<double>(model_.recurrent_bytes_per_token());
+    r.bytes_per_token = static_cast<double>(model_.dense_bytes_per_token()) + expert_bytes +
+                        r.kv_bytes + r.state_bytes;
+  }
 
-    // Where a decode step goes: one more (untimed) tg run with the per-op profile on.
-    OpProfile tg_profile;
+ private:
+  double run_pp() {
+    session_.reset();
+    const auto start = std::chrono::steady_clock::now();
+    session_.eval(prompt_, false, logits_, o_.batch);
+    return seconds_since(start);
+  }
+
+  // tg: single-token steps starting at position `depth` (filled once, untimed). Each run
+  // starts from a snapshot there (hybrid models cannot truncate their recurrent state).
+  void start_at_depth() {
+    session_.reset();
+    if (o_.n_gen > 0 && o_.depth > 0) {
+      log::info("filling the context to depth {}", o_.depth);
+      std::vector<int32_t> fill(static_cast<size_t>(o_.depth));
+      for (auto& t : fill) t = token_(rng_);
+      session_.eval(fill, false, logits_, o_.batch);
+    }
+    at_depth_ = session_.snapshot();
+  }
+
+  double run_tg() {
+    session_.restore(at_depth_);
+    int32_t next = token_(rng_);
+    const int64_t n_vocab = model_.hparams().n_vocab;
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < o_.n_gen; ++i) {
+      session_.eval(std::span<const int32_t>(&next, 1), false, logits_);
+      next = static_cast<int32_t>((int64_t{next} * 7919 + 13) % n_vocab);  // cheap, deterministic
+    }
+    return seconds_since(start);
+  }
+
+  // Where a decode step goes: one more (untimed) tg run with the per-op profile on.
+  void profile_generation(BenchResults& r) {
 #ifdef STRATA_HAVE_VULKAN
-    if (o->profile) vk::set_gpu_timestamps(*model, true);
+    if (o_.profile) vk::set_gpu_timestamps(model_, true);
 #endif
-    if (o->profile && o->n_gen > 0) tg_profile = profile_of(run_tg, o->n_gen);
-    // The last decode step on a GPU: the CPU's experts of a hybrid plan, the GPU's segments.
-    nlohmann::json timeline;
+    if (o_.profile && o_.n_gen > 0)
+      r.tg_profile = profile_of([this] { return run_tg(); }, o_.n_gen);
 #ifdef STRATA_HAVE_VULKAN
-    vk::set_gpu_timestamps(*model, false);
-    if (const vk::HybridTimeline* t = vk::hybrid_timeline(*model);
-        o->profile && t && (!t->layers.empty() || !t->segments.empty() || !t->stages.empty())) {
-      timeline = hybrid_timeline_json(*t);
+    vk::set_gpu_timestamps(model_, false);
+    if (const vk::HybridTimeline* t = vk::hybrid_timeline(model_);
+        o_.profile && t && (!t->layers.empty() || !t->segments.empty() || !t->stages.empty())) {
+      r.timeline = hybrid_timeline_json(*t);
     }
 #endif
+  }
 
-    // Bytes one generated token reads: dense weights, the experts that ran, and the KV cache at
-    // the average position of the tg run.
-    const double experts_per_token =
-        o->n_gen > 0 ? static_cast<double>(experts_after - experts_before) / o->n_gen : 0.0;
-    const double expert_bytes = experts_per_token * static_cast<double>(model->expert_bytes());
-    const double kv_bytes = average_kv_positions_read(model->hparams(), o->depth, o->n_gen) *
-                            static_cast<double>(session.kv_cache().bytes_per_position());
-    const double state_bytes = static_cast<double>(model->recurrent_bytes_per_token());
-    const double bytes_per_token =
-        static_cast<double>(model->dense_bytes_per_token()) + expert_bytes + kv_bytes + state_bytes;
+  Model& model_;
+  const BenchOptions& o_;
+  Session session_;
+  std::mt19937 rng_{1234};
+  std::uniform_int_distribution<int32_t> token_;
+  std::vector<int32_t> prompt_;
+  std::vector<float> logits_;
+  SessionSnapshot at_depth_;
+};
 
-    // The roofline is the bandwidth of the memory the weights are read from.
-    BandwidthMeasurement bw;
-    std::string device = "cpu";
-    double upload_gbps = 0;
+// The roofline is the bandwidth of the memory the weights are read from: the GPU's, or RAM.
+void measure_bandwidth(Model& model, const BenchOptions& o, ThreadPool& pool, BenchResults& r) {
 #ifdef STRATA_HAVE_VULKAN
-    if (vk::Device* gpu = vk::gpu_device(*model)) {
-      device = gpu->label();
-      if (!o->skip_bandwidth) {
-        log::info("measuring the read and upload bandwidth of {}", device);
-        const vk::GpuBandwidth g = vk::measure_gpu_bandwidth(*gpu);
-        bw.read_gbps = g.read_gbps;
-        upload_gbps = g.upload_gbps;
-      }
+  if (vk::Device* gpu = vk::gpu_device(model)) {
+    r.device = gpu->label();
+    if (!o.skip_bandwidth) {
+      log::info("measuring the read and upload bandwidth of {}", r.device);
+      const vk::GpuBandwidth g = vk::measure_gpu_bandwidth(*gpu);
+      r.bw.read_gbps = g.read_gbps;
+      r.upload_gbps = g.upload_gbps;
     }
+  }
+#else
+  (void)model;
 #endif
-    const bool on_gpu = device != "cpu";
-    if (!o->skip_bandwidth && !on_gpu) {
-      log::info("measuring RAM read bandwidth with {} threads", threads);
-      bw = measure_read_bandwidth(pool, int64_t{1} << 30, 3);
-    }
-    const Stat pp_stat = stat_of(pp), tg_stat = stat_of(tg);
-    const double roofline = bw.read_gbps > 0 && tg_stat.mean > 0
-                                ? tg_stat.mean * bytes_per_token / (bw.read_gbps * 1e9)
-                                : 0.0;
+  if (!o.skip_bandwidth && !r.on_gpu()) {
+    log::info("measuring RAM read bandwidth with {} threads", r.threads);
+    r.bw = measure_read_bandwidth(pool, int64_t{1} << 30, 3);
+  }
+}
 
-    if (o->json) {
-      nlohmann::json j = {
-          {"model", o->model.path},
-          {"architecture", hp.arch},
-          {"layers", hp.n_layer},
-          {"threads", threads},
-          {"device", device},
-          {"load", o->model.load},
-          {"kv_type", o->model.kv_type},
-          {"cpu", cpu_features().describe()},
-          {"pp",
-           {{"tokens", o->n_prompt},
-            {"tok_per_s", pp_stat.mean},
-            {"stddev", pp_stat.stddev},
-            {"runs", pp}}},
-          {"tg",
-           {{"tokens", o->n_gen},
-            {"depth", o->depth},
-            {"tok_per_s", tg_stat.mean},
-            {"stddev", tg_stat.stddev},
-            {"runs", tg}}},
-          {"bytes_per_token", bytes_per_token},
-          {"dense_bytes_per_token", model->dense_bytes_per_token()},
-          {"experts_per_token", experts_per_token},
-          {"expert_bytes", model->expert_bytes()},
-          {"kv_bytes_per_token", kv_bytes},
-          {"recurrent_state_bytes_per_token", state_bytes},
-          {on_gpu ? "gpu_read_gbps" : "ram_read_gbps", bw.read_gbps},
-          {"roofline_fraction", roofline},
-      };
-      if (on_gpu) j["gpu_upload_gbps"] = upload_gbps;
-      if (!pp_profile.ops.empty()) j["prefill_profile"] = profile_json(pp_profile);
-      if (!tg_profile.ops.empty()) j["decode_profile"] = profile_json(tg_profile);
-      if (!timeline.is_null()) j["hybrid_timeline"] = timeline;
-      if (!prompt_timeline.is_null()) j["hybrid_prompt_timeline"] = prompt_timeline;
-      fmt::print("{}\n", j.dump(2));
-      return;
-    }
-    fmt::print(
-        "model      {} ({}, {} layers{})\n", o->model.path, hp.arch, hp.n_layer,
-        hp.n_expert ? fmt::format(", {} experts / {} used", hp.n_expert, hp.n_expert_used) : "");
-    if (on_gpu) {
-      fmt::print("setup      {}, KV {} on the device, {} host threads\n", device, o->model.kv_type,
-                 threads);
-    } else {
-      fmt::print("setup      {} threads, load {}, KV {}, CPU {}\n", threads, o->model.load,
-                 o->model.kv_type, cpu_features().describe());
-    }
-    if (o->n_prompt > 0)
-      fmt::print("pp{:<8} {:8.2f} ± {:.2f} tok/s  ({} runs)\n", o->n_prompt, pp_stat.mean,
-                 pp_stat.stddev, pp.size());
-    if (o->n_gen > 0) {
-      fmt::print("tg{:<8} {:8.2f} ± {:.2f} tok/s  ({} runs{})\n", o->n_gen, tg_stat.mean,
-                 tg_stat.stddev, tg.size(),
-                 o->depth ? fmt::format(", from depth {}", o->depth) : "");
-      fmt::print("bytes/tok  {}  (dense {} + {:.1f} experts x {} + KV {}{})\n",
-                 format_bytes(static_cast<uint64_t>(bytes_per_token)),
-                 format_bytes(static_cast<uint64_t>(model->dense_bytes_per_token())),
-                 experts_per_token, format_bytes(static_cast<uint64_t>(model->expert_bytes())),
-                 format_bytes(static_cast<uint64_t>(kv_bytes)),
-                 state_bytes > 0 ? fmt::format(" + recurrent state {} read+written",
-                                               format_bytes(static_cast<uint64_t>(state_bytes)))
+// The fraction of the memory bandwidth generation reaches (0: not measured).
+double roofline_fraction(const BenchResults& r, const Stat& tg) {
+  return r.bw.read_gbps > 0 && tg.mean > 0 ? tg.mean * r.bytes_per_token / (r.bw.read_gbps * 1e9)
+                                           : 0.0;
+}
+
+void print_bench_json(const BenchOptions& o, const Model& model, const BenchResults& r) {
+  const ModelHParams& hp = model.hparams();
+  const Stat pp = stat_of(r.pp), tg = stat_of(r.tg);
+  nlohmann::json j = {
+      {"model", o.model.path},
+      {"architecture", hp.arch},
+      {"layers", hp.n_layer},
+      {"threads", r.threads},
+      {"device", r.device},
+      {"load", o.model.load},
+      {"kv_type", o.model.kv_type},
+      {"cpu", cpu_features().describe()},
+      {"pp",
+       {{"tokens", o.n_prompt}, {"tok_per_s", pp.mean}, {"stddev", pp.stddev}, {"runs", r.pp}}},
+      {"tg",
+       {{"tokens", o.n_gen},
+        {"depth", o.depth},
+        {"tok_per_s", tg.mean},
+        {"stddev", tg.stddev},
+        {"runs", r.tg}}},
+      {"bytes_per_token", r.bytes_per_token},
+      {"dense_bytes_per_token", model.dense_bytes_per_token()},
+      {"experts_per_token", r.experts_per_token},
+      {"expert_bytes", model.expert_bytes()},
+      {"kv_bytes_per_token", r.kv_bytes},
+      {"recurrent_state_bytes_per_token", r.state_bytes},
+      {r.on_gpu() ? "gpu_read_gbps" : "ram_read_gbps", r.bw.read_gbps},
+      {"roofline_fraction", roofline_fraction(r, tg)},
+  };
+  if (r.on_gpu()) j["gpu_upload_gbps"] = r.upload_gbps;
+  if (!r.pp_profile.ops.empty()) j["prefill_profile"] = profile_json(r.pp_profile);
+  if (!r.tg_profile.ops.empty()) j["decode_profile"] = profile_json(r.tg_profile);
+  if (!r.timeline.is_null()) j["hybrid_timeline"] = r.timeline;
+  if (!r.prompt_timeline.is_null()) j["hybrid_prompt_timeline"] = r.prompt_timeline;
+  fmt::print("{}\n", j.dump(2));
+}
+
+void print_bench_text(const BenchOptions& o, const Model& model, const BenchResults& r) {
+  const ModelHParams& hp = model.hparams();
+  const Stat pp = stat_of(r.pp), tg = stat_of(r.tg);
+  fmt::print(
+      "model      {} ({}, {} layers{})\n", o.model.path, hp.arch, hp.n_layer,
+      hp.n_expert ? fmt::format(", {} experts / {} used", hp.n_expert, hp.n_expert_used) : "");
+  if (r.on_gpu()) {
+    fmt::print("setup      {}, KV {} on the device, {} host threads\n", r.device, o.model.kv_type,
+               r.threads);
+  } else {
+    fmt::print("setup      {} threads, load {}, KV {}, CPU {}\n", r.threads, o.model.load,
+               o.model.kv_type, cpu_features().describe());
+  }
+  if (o.n_prompt > 0)
+    fmt::print("pp{:<8} {:8.2f} ± {:.2f} tok/s  ({} runs)\n", o.n_prompt, pp.mean, pp.stddev,
+               r.pp.size());
+  if (o.n_gen > 0) {
+    fmt::print("tg{:<8} {:8.2f} ± {:.2f} tok/s  ({} runs{})\n", o.n_gen, tg.mean, tg.stddev,
+               r.tg.size(), o.depth ? fmt::format(", from depth {}", o.depth) : "");
+    fmt::print("bytes/tok  {}  (dense {} + {:.1f} experts x {} + KV {}{})\n",
+               format_bytes(static_cast<uint64_t>(r.bytes_per_token)),
+               format_bytes(static_cast<uint64_t>(model.dense_bytes_per_token())),
+               r.experts_per_token, format_bytes(static_cast<uint64_t>(model.expert_bytes())),
+               format_bytes(static_cast<uint64_t>(r.kv_bytes)),
+               r.state_bytes > 0 ? fmt::format(" + recurrent state {} read+written",
+                                               format_bytes(static_cast<uint64_t>(r.state_bytes)))
                                  : "");
-    }
-    if (bw.read_gbps > 0 && on_gpu) {
-      fmt::print("GPU read   {:.1f} GB/s (upload {:.1f} GB/s)\n", bw.read_gbps, upload_gbps);
-    } else if (bw.read_gbps > 0) {
-      fmt::print("RAM read   {:.1f} GB/s ({} threads)\n", bw.read_gbps, threads);
-    }
-    if (roofline > 0) {
-      fmt::print("roofline   {:.1f}% (tg x bytes/tok = {:.1f} GB/s of {:.1f} GB/s)\n",
-                 100 * roofline, tg_stat.mean * bytes_per_token / 1e9, bw.read_gbps);
-    }
-    if (!pp_profile.ops.empty()) print_profile("prefill", pp_profile);
-    if (!tg_profile.ops.empty()) print_profile("decode step", tg_profile);
-    if (!prompt_timeline.is_null()) print_prompt_paths(prompt_timeline);
-    if (!timeline.is_null()) print_hybrid_timeline(timeline);
-  });
+  }
+  if (r.bw.read_gbps > 0 && r.on_gpu()) {
+    fmt::print("GPU read   {:.1f} GB/s (upload {:.1f} GB/s)\n", r.bw.read_gbps, r.upload_gbps);
+  } else if (r.bw.read_gbps > 0) {
+    fmt::print("RAM read   {:.1f} GB/s ({} threads)\n", r.bw.read_gbps, r.threads);
+  }
+  if (const double roofline = roofline_fraction(r, tg); roofline > 0) {
+    fmt::print("roofline   {:.1f}% (tg x bytes/tok = {:.1f} GB/s of {:.1f} GB/s)\n", 100 * roofline,
+               tg.mean * r.bytes_per_token / 1e9, r.bw.read_gbps);
+  }
+  if (!r.pp_profile.ops.empty()) print_profile("prefill", r.pp_profile);
+  if (!r.tg_profile.ops.empty()) print_profile("decode step", r.tg_profile);
+  if (!r.prompt_timeline.is_null()) print_prompt_paths(r.prompt_timeline);
+  if (!r.timeline.is_null()) print_hybrid_timeline(r.timeline);
+}
+
+void run_bench(const CLI::App& cmd, BenchOptions& o) {
+  check_bench_options(o);
+  apply_cpu_plan(cmd, o.model, o.context());
+  auto model = load_model(o.model);
+  STRATA_CHECK(o.expert_profile.empty() || model->hparams().n_expert > 0,
+               "--expert-profile: {} has no routed experts", o.model.path);
+  BenchResults results;
+  results.threads = o.model.thread_count();
+  ThreadPool pool(results.threads);
+  BenchRunner bench(*model, o, pool);
+  bench.warm_up();
+  bench.measure_prompt(results);
+  if (!o.expert_profile.empty()) bench.record_expert_profile();
+  bench.measure_generation(results);
+  measure_bandwidth(*model, o, pool, results);
+  if (o.json) {
+    print_bench_json(o, *model, results);
+  } else {
+    print_bench_text(o, *model, results);
+  }
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench",
+      "Measure prompt processing (pp) and generation (tg) speed and the roofline fraction");
+  add_bench_options(cmd, *o);
+  cmd->callback([o, cmd] { run_bench(*cmd, *o); });
 }
 
 }  // namespace strata::cli

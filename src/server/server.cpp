@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <span>
 
 #include "server/api_error.h"
 #include "server/openai_json.h"
@@ -98,6 +99,38 @@ void Server::stop() {
   http_->stop();
 }
 
+// One row per path: registration and the request hooks (counting, authentication) both read it.
+struct Server::Route {
+  enum class Method { get, post };
+  Method method;
+  const char* path;
+  Endpoint endpoint;   // what /metrics counts the path's requests as
+  bool needs_api_key;  // when the server has one (load balancers probe /health without it)
+  void (Server::*handle)(const httplib::Request&, httplib::Response&);
+};
+
+std::span<const Server::Route> Server::route_table() {
+  using enum Route::Method;
+  static constexpr Route kRoutes[] = {
+      {post, "/v1/chat/completions", Endpoint::chat, true, &Server::handle_chat},
+      {post, "/chat/completions", Endpoint::chat, true, &Server::handle_chat},
+      {post, "/v1/completions", Endpoint::completions, true, &Server::handle_completions},
+      {post, "/completions", Endpoint::completions, true, &Server::handle_completions},
+      {get, "/v1/models", Endpoint::models, true, &Server::handle_models},
+      {get, "/models", Endpoint::models, true, &Server::handle_models},
+      {get, "/health", Endpoint::health, false, &Server::handle_health},
+      {get, "/metrics", Endpoint::metrics, true, &Server::handle_metrics},
+      {get, "/props", Endpoint::props, true, &Server::handle_props},
+  };
+  return kRoutes;
+}
+
+const Server::Route* Server::find_route(const std::string& path) {
+  for (const Route& r : route_table())
+    if (path == r.path) return &r;
+  return nullptr;
+}
+
 void Server::routes() {
   httplib::Server& http = *http_;
   const int threads = options_.http_threads;
@@ -105,25 +138,28 @@ void Server::routes() {
   http.set_payload_max_length(options_.max_body_bytes);
   http.set_read_timeout(std::chrono::seconds(60));
   http.set_write_timeout(std::chrono::seconds(60));
+  set_request_hooks();
+  for (const Route& route : route_table()) {
+    auto handler = [this, handle = route.handle](const httplib::Request& req,
+                                                 httplib::Response& res) {
+      (this->*handle)(req, res);
+    };
+    if (route.method == Route::Method::post) {
+      http.Post(route.path, handler);
+    } else {
+      http.Get(route.path, handler);
+    }
+  }
+}
 
+void Server::set_request_hooks() {
+  httplib::Server& http = *http_;
   // Authentication and counting, before any route.
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    Endpoint e = Endpoint::other;
-    if (req.path == "/v1/chat/completions" || req.path == "/chat/completions")
-      e = Endpoint::chat;
-    else if (req.path == "/v1/completions" || req.path == "/completions")
-      e = Endpoint::completions;
-    else if (req.path == "/v1/models" || req.path == "/models")
-      e = Endpoint::models;
-    else if (req.path == "/health")
-      e = Endpoint::health;
-    else if (req.path == "/metrics")
-      e = Endpoint::metrics;
-    else if (req.path == "/props")
-      e = Endpoint::props;
-    metrics_.count_request(e);
+    const Route* route = find_route(req.path);
+    metrics_.count_request(route ? route->endpoint : Endpoint::other);
     current_request_log() = request_arriving(req.method, req.path);
-    if (options_.api_key.empty() || e == Endpoint::health)
+    if (options_.api_key.empty() || (route && !route->needs_api_key))
       return httplib::Server::HandlerResponse::Unhandled;
     const std::string auth = req.get_header_value("Authorization");
     if (auth != "Bearer " + options_.api_key) {
@@ -173,119 +209,122 @@ void Server::routes() {
           send_error(res, ApiError(500, "server_error", "unknown error"));
         }
       });
+}
 
-  auto generation = [this](bool chat) {
-    return [this, chat](const httplib::Request& req, httplib::Response& res) {
-      try {
-        handle_generation(req, res, chat);
-      } catch (const ApiError& e) {
-        send_error(res, e);
-      } catch (const DeviceLost& e) {
-        send_error(res, device_unavailable(e.what()));
-      } catch (const Error& e) {
-        send_error(res, ApiError(400, "invalid_request_error", e.what()));
-      } catch (const std::exception& e) {
-        send_error(res, ApiError(500, "server_error", e.what()));
+void Server::handle_chat(const httplib::Request& req, httplib::Response& res) {
+  answer_generation(req, res, /*chat=*/true);
+}
+
+void Server::handle_completions(const httplib::Request& req, httplib::Response& res) {
+  answer_generation(req, res, /*chat=*/false);
+}
+
+void Server::answer_generation(const httplib::Request& req, httplib::Response& res, bool chat) {
+  try {
+    handle_generation(req, res, chat);
+  } catch (const ApiError& e) {
+    send_error(res, e);
+  } catch (const DeviceLost& e) {
+    send_error(res, device_unavailable(e.what()));
+  } catch (const Error& e) {
+    send_error(res, ApiError(400, "invalid_request_error", e.what()));
+  } catch (const std::exception& e) {
+    send_error(res, ApiError(500, "server_error", e.what()));
+  }
+}
+
+void Server::handle_models(const httplib::Request&, httplib::Response& res) {
+  const ModelHParams& hp = model_.hparams();
+  std::map<std::string, int64_t> types;
+  for (const auto& t : model_.file().tensors()) types[std::string(ggml_type_name(t.type))]++;
+  const int64_t n_ctx = scheduler_.options().n_ctx;
+  nlohmann::ordered_json m = {{"id", ""},
+                              {"object", "model"},
+                              {"created", created_},
+                              {"owned_by", "strata"},
+                              {"context_length", n_ctx},
+                              {"max_model_len", n_ctx},
+                              {"meta",
+                               {{"n_ctx", n_ctx},
+                                {"n_ctx_train", hp.n_ctx_train},
+                                {"n_params", parameter_count(model_.file())},
+                                {"n_vocab", hp.n_vocab},
+                                {"architecture", hp.arch},
+                                {"quant_types", types}}}};
+  nlohmann::ordered_json data = nlohmann::ordered_json::array();
+  for (const std::string& id : model_ids_) {  // one entry per accepted id, the same model
+    m["id"] = id;
+    data.push_back(m);
+  }
+  send_json(res, 200, {{"object", "list"}, {"data", data}});
+}
+
+void Server::handle_health(const httplib::Request&, httplib::Response& res) {
+  const std::string lost = scheduler_.device_lost();
+  if (lost.empty()) {
+    send_json(res, 200, {{"status", "ok"}});
+  } else {
+    send_json(res, 503, {{"status", "error"}, {"error", lost}});
+  }
+}
+
+void Server::handle_metrics(const httplib::Request&, httplib::Response& res) {
+  std::string text = metrics_.render(scheduler_.stats());
+  const auto devices = model_.device_memory();
+  const auto gauge = [&](const char* name, const char* help, uint64_t Model::DeviceMemory::*v) {
+    text += fmt::format("# HELP {} {}\n# TYPE {} gauge\n", name, help, name);
+    for (const auto& d : devices) {
+      std::string label;  // Prometheus label value: \\, \" and \n escaped
+      for (char c : d.device) {
+        if (c == '\\' || c == '"') label += '\\';
+        label += c == '\n' ? std::string("\\n") : std::string(1, c);
       }
-    };
+      text += fmt::format("{}{{device=\"{}\"}} {}\n", name, label, d.*v);
+    }
   };
-  for (const char* path : {"/v1/chat/completions", "/chat/completions"})
-    http.Post(path, generation(true));
-  for (const char* path : {"/v1/completions", "/completions"}) http.Post(path, generation(false));
+  if (!devices.empty()) {
+    gauge("strata_device_memory_bytes", "Device memory strata holds for the model",
+          &Model::DeviceMemory::allocated_bytes);
+    gauge("strata_pinned_host_bytes",
+          "Host memory the device's driver holds for the model (RAM experts the GPU copies)",
+          &Model::DeviceMemory::pinned_bytes);
+  }
+  res.set_content(text, "text/plain; version=0.0.4");
+}
 
-  auto models = [this](const httplib::Request&, httplib::Response& res) {
-    const ModelHParams& hp = model_.hparams();
-    std::map<std::string, int64_t> types;
-    for (const auto& t : model_.file().tensors()) types[std::string(ggml_type_name(t.type))]++;
-    const int64_t n_ctx = scheduler_.options().n_ctx;
-    nlohmann::ordered_json m = {{"id", ""},
-                                {"object", "model"},
-                                {"created", created_},
-                                {"owned_by", "strata"},
-                                {"context_length", n_ctx},
-                                {"max_model_len", n_ctx},
-                                {"meta",
-                                 {{"n_ctx", n_ctx},
-                                  {"n_ctx_train", hp.n_ctx_train},
-                                  {"n_params", parameter_count(model_.file())},
-                                  {"n_vocab", hp.n_vocab},
-                                  {"architecture", hp.arch},
-                                  {"quant_types", types}}}};
-    nlohmann::ordered_json data = nlohmann::ordered_json::array();
-    for (const std::string& id : model_ids_) {  // one entry per accepted id, the same model
-      m["id"] = id;
-      data.push_back(m);
-    }
-    send_json(res, 200, {{"object", "list"}, {"data", data}});
-  };
-  http.Get("/v1/models", models);
-  http.Get("/models", models);
-
-  http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    const std::string lost = scheduler_.device_lost();
-    if (lost.empty()) {
-      send_json(res, 200, {{"status", "ok"}});
-    } else {
-      send_json(res, 503, {{"status", "error"}, {"error", lost}});
-    }
-  });
-  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    std::string text = metrics_.render(scheduler_.stats());
-    const auto devices = model_.device_memory();
-    const auto gauge = [&](const char* name, const char* help, uint64_t Model::DeviceMemory::*v) {
-      text += fmt::format("# HELP {} {}\n# TYPE {} gauge\n", name, help, name);
-      for (const auto& d : devices) {
-        std::string label;  // Prometheus label value: \\, \" and \n escaped
-        for (char c : d.device) {
-          if (c == '\\' || c == '"') label += '\\';
-          label += c == '\n' ? std::string("\\n") : std::string(1, c);
-        }
-        text += fmt::format("{}{{device=\"{}\"}} {}\n", name, label, d.*v);
-      }
-    };
-    if (!devices.empty()) {
-      gauge("strata_device_memory_bytes", "Device memory strata holds for the model",
-            &Model::DeviceMemory::allocated_bytes);
-      gauge("strata_pinned_host_bytes",
-            "Host memory the device's driver holds for the model (RAM experts the GPU copies)",
-            &Model::DeviceMemory::pinned_bytes);
-    }
-    res.set_content(text, "text/plain; version=0.0.4");
-  });
-  http.Get("/props", [this](const httplib::Request&, httplib::Response& res) {
-    const SchedulerOptions& so = scheduler_.options();
-    const SamplingParams& s = default_sampling_;
-    const SchedulerStats st = scheduler_.stats();
-    send_json(res, 200,
-              {{"model", options_.model_id},
-               {"model_path", model_.file().name()},
-               {"n_ctx", so.n_ctx},
-               {"parallel", so.n_slots},
-               {"batch_tokens", so.batch_tokens},
-               {"max_queue", so.max_queue},
-               {"kv_type", ggml_type_name(so.kv_type)},
-               {"kv_page_size", st.kv_page_size},
-               {"kv_pages", st.kv_pages_total},
-               {"api_key_required", !options_.api_key.empty()},
-               {"placement", model_.placement_summary()},
-               {"devices", device_memory_json(model_.device_memory())},
-               {"default_generation_settings",
-                {{"temperature", s.temperature},
-                 {"top_k", s.top_k},
-                 {"top_p", s.top_p},
-                 {"min_p", s.min_p},
-                 {"repetition_penalty", s.repetition_penalty},
-                 {"repeat_last_n", s.penalty_last_n},
-                 {"presence_penalty", s.presence_penalty},
-                 {"frequency_penalty", s.frequency_penalty},
-                 // for requests without max_tokens (null: the rest of the context)
-                 {"max_tokens", options_.default_max_tokens > 0
-                                    ? nlohmann::ordered_json(options_.default_max_tokens)
-                                    : nlohmann::ordered_json(nullptr)},
-                 {"model_defaults_source", model_defaults_.source}}},
-               {"chat_template", chat_template_source_},
-               {"chat_format", tool_call_style_name(tool_call_style_)}});
-  });
+void Server::handle_props(const httplib::Request&, httplib::Response& res) {
+  const SchedulerOptions& so = scheduler_.options();
+  const SamplingParams& s = default_sampling_;
+  const SchedulerStats st = scheduler_.stats();
+  send_json(res, 200,
+            {{"model", options_.model_id},
+             {"model_path", model_.file().name()},
+             {"n_ctx", so.n_ctx},
+             {"parallel", so.n_slots},
+             {"batch_tokens", so.batch_tokens},
+             {"max_queue", so.max_queue},
+             {"kv_type", ggml_type_name(so.kv_type)},
+             {"kv_page_size", st.kv_page_size},
+             {"kv_pages", st.kv_pages_total},
+             {"api_key_required", !options_.api_key.empty()},
+             {"placement", model_.placement_summary()},
+             {"devices", device_memory_json(model_.device_memory())},
+             {"default_generation_settings",
+              {{"temperature", s.temperature},
+               {"top_k", s.top_k},
+               {"top_p", s.top_p},
+               {"min_p", s.min_p},
+               {"repetition_penalty", s.repetition_penalty},
+               {"repeat_last_n", s.penalty_last_n},
+               {"presence_penalty", s.presence_penalty},
+               {"frequency_penalty", s.frequency_penalty},
+               // for requests without max_tokens (null: the rest of the context)
+               {"max_tokens", options_.default_max_tokens > 0
+                                  ? nlohmann::ordered_json(options_.default_max_tokens)
+                                  : nlohmann::ordered_json(nullptr)},
+               {"model_defaults_source", model_defaults_.source}}},
+             {"chat_template", chat_template_source_},
+             {"chat_format", tool_call_style_name(tool_call_style_)}});
 }
 
 }  // namespace strata::server

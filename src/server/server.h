@@ -7,6 +7,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,9 @@ struct Response;
 }  // namespace httplib
 
 namespace strata::server {
+
+struct GenerationRequest;
+class GenerationRun;
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -61,13 +65,37 @@ class Server {
   const SamplingParams& default_sampling() const { return default_sampling_; }
 
  private:
+  // HTTP settings, the request hooks and the routes (server.cpp).
   void routes();
+  struct Route;
+  static std::span<const Route> route_table();
+  static const Route* find_route(const std::string& path);  // nullptr: no such path
+  // Authentication, counting, the request log, and error objects for failures outside handlers.
+  void set_request_hooks();
+  void handle_chat(const httplib::Request& req, httplib::Response& res);
+  void handle_completions(const httplib::Request& req, httplib::Response& res);
+  // handle_generation with its exceptions answered as error objects.
+  void answer_generation(const httplib::Request& req, httplib::Response& res, bool chat);
+  void handle_models(const httplib::Request& req, httplib::Response& res);
+  void handle_health(const httplib::Request& req, httplib::Response& res);
+  void handle_metrics(const httplib::Request& req, httplib::Response& res);
+  void handle_props(const httplib::Request& req, httplib::Response& res);
   // POST /v1/chat/completions (chat) and /v1/completions (defined in completion_endpoints.cpp).
   void handle_generation(const httplib::Request& req, httplib::Response& res, bool chat);
+  // Its steps: the body read and checked, the prompt's tokens, the job submitted.
+  struct Prompt;
+  GenerationRequest parse_generation_request(const std::string& body, bool chat) const;
+  Prompt prompt_of(const GenerationRequest& r);
+  // max_tokens as the context allows; throws 400 when the prompt leaves no room.
+  int64_t completion_budget(const GenerationRequest& r, int64_t n_prompt) const;
+  // A scripted output (tests), the requested output format, or none.
+  std::shared_ptr<TokenConstraint> output_constraint(const GenerationRequest& r,
+                                                     bool starts_in_reasoning);
+  std::shared_ptr<GenerationRun> start_generation(const GenerationRequest& r, Prompt prompt);
   // The chat template rendered and tokenized; sets starts_in_reasoning when the prompt ends
   // inside an opened <think> block, and (harmony) open_message to the message the prompt leaves
   // open.
-  std::vector<int32_t> chat_prompt(const struct GenerationRequest& r, bool& starts_in_reasoning,
+  std::vector<int32_t> chat_prompt(const GenerationRequest& r, bool& starts_in_reasoning,
                                    std::string& open_message);
   // The vocabulary trie for output grammars, built at the first constrained request.
   std::shared_ptr<const grammar::TokenTrie> token_trie();
