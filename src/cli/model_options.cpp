@@ -1,6 +1,7 @@
 #include "cli/model_options.h"
 
 #include <charconv>
+#include <cstdlib>
 
 #include "model/decode_prefetch.h"
 #include "ops/matmul.h"
@@ -101,8 +102,31 @@ std::vector<int> chosen_devices(const ModelOptions& options) {
 
 }  // namespace
 
+namespace {
+
+// --repack, and whether decode GEMVs prefetch (measured on the file's weights), for the CPU's
+// products (a GPU model's CPU layers and RAM experts too).
+void apply_matmul_settings(Model& model, const ModelOptions& options) {
+  ops::MatmulSettings settings;
+  settings.tile_gemm = options.repack == "on";
+  settings.gemv_prefetch = tune_decode_prefetch(model.file()).prefetch;
+  model.set_matmul_settings(settings);
+}
+
+#ifdef STRATA_HAVE_VULKAN
+// Tests only: STRATA_VK_LOSE_DEVICE_AFTER=N makes the GPU look lost at the (N+1)-th model step
+// (tests/server/run_device_lost.sh covers the server's recovery on any machine).
+void inject_device_loss(Model& model) {
+  const char* steps = std::getenv("STRATA_VK_LOSE_DEVICE_AFTER");
+  if (!steps || !*steps) return;
+  if (vk::Device* device = vk::gpu_device(model))
+    device->lose_after_model_steps(std::strtol(steps, nullptr, 10));
+}
+#endif
+
+}  // namespace
+
 std::unique_ptr<Model> load_model(const ModelOptions& options) {
-  ops::set_tile_gemm(options.repack == "on");
   const LoadMode mode = options.load_mode();
 #ifdef STRATA_HAVE_VULKAN
   const uint64_t budget =
@@ -115,7 +139,8 @@ std::unique_ptr<Model> load_model(const ModelOptions& options) {
           choose_gpu_placement(options, vk::device_budgets(devices, budget));
       auto model =
           vk::load_gpu_model(options.path, devices, budget, placement ? &*placement : nullptr);
-      tune_decode_prefetch(model->file());  // experts the plan keeps in RAM decode on the CPU
+      apply_matmul_settings(*model, options);  // experts the plan keeps in RAM decode on the CPU
+      inject_device_loss(*model);
       return model;
     } catch (const Error& e) {
       if (options.device != "auto" || options.placement.any_flag()) throw;
@@ -130,7 +155,7 @@ std::unique_ptr<Model> load_model(const ModelOptions& options) {
                "run has none (--device {})",
                options.device);
   auto model = Model::load(options.path, mode);
-  tune_decode_prefetch(model->file());
+  apply_matmul_settings(*model, options);
   const ModelHParams& hp = model->hparams();
   log::info("loaded {} ({}, {} layers{}), {} threads", options.path, hp.arch, hp.n_layer,
             hp.n_expert ? fmt::format(", {} experts, {} used", hp.n_expert, hp.n_expert_used) : "",

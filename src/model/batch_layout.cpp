@@ -1,6 +1,7 @@
 #include "model/batch_layout.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "util/error.h"
 
@@ -71,6 +72,89 @@ void BatchLayout::build(const ForwardBatch& batch, std::span<const SequenceKv> k
     logit_rows.assign(batch.logit_rows.begin(), batch.logit_rows.end());
   }
   check_positions(*this, kv);
+}
+
+void SequenceRuns::build(const ForwardBatch& batch, const BatchLayout& layout,
+                         std::span<float* const> states, size_t n_sequences,
+                         const std::string& arch) {
+  STRATA_CHECK(states.size() == n_sequences,
+               "{} keeps recurrent state: the batch has {} state buffers for {} sequences", arch,
+               states.size(), n_sequences);
+  for (size_t s = 0; s < states.size(); ++s) {
+    STRATA_CHECK(states[s] != nullptr, "sequence {} has no recurrent state buffer", s);
+  }
+  const size_t n = layout.sequence.size();
+  order.resize(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return layout.sequence[static_cast<size_t>(a)] < layout.sequence[static_cast<size_t>(b)];
+  });
+  tokens.resize(n);
+  sequence.resize(n);
+  position.resize(n);
+  std::vector<int32_t> row_of(n);
+  for (size_t i = 0; i < n; ++i) {
+    const auto from = static_cast<size_t>(order[i]);
+    tokens[i] = batch.tokens[from];
+    sequence[i] = layout.sequence[from];
+    position[i] = layout.position[from];
+    row_of[from] = static_cast<int32_t>(i);
+  }
+  logit_rows.clear();
+  for (int32_t row : layout.logit_rows) logit_rows.push_back(row_of[static_cast<size_t>(row)]);
+  runs.clear();
+  for (size_t i = 0; i < n; ++i) {
+    if (i == 0 || sequence[i] != sequence[i - 1]) {
+      runs.push_back({sequence[i], static_cast<int64_t>(i), 0});
+    }
+    runs.back().count++;
+  }
+  for (const Run& run : runs) {
+    const float* state = states[static_cast<size_t>(run.sequence)];
+    const auto consumed = static_cast<int64_t>(state[0]);
+    const int64_t first = position[static_cast<size_t>(run.begin)];
+    STRATA_CHECK(consumed == first,
+                 "sequence {}: its recurrent state has consumed {} tokens, but the batch continues "
+                 "it at position {} (a hybrid model's state cannot be rewound: restore a snapshot "
+                 "taken at that position)",
+                 run.sequence, consumed, first);
+  }
+}
+
+void BatchRows::build(const ForwardBatch& batch, std::span<const SequenceKv> kv, int64_t n_layer,
+                      bool ordered, const std::string& arch) {
+  layout_.build(batch, kv, n_layer);
+  is_ordered_ = ordered;
+  if (!ordered) {
+    tokens_ = batch.tokens;
+    return;
+  }
+  ordered_.build(batch, layout_, batch.recurrent, kv.size(), arch);
+  tokens_ = ordered_.tokens;
+}
+
+std::span<const int32_t> BatchRows::sequence() const {
+  return is_ordered_ ? std::span<const int32_t>(ordered_.sequence) : layout_.sequence;
+}
+
+std::span<const int64_t> BatchRows::position() const {
+  return is_ordered_ ? std::span<const int64_t>(ordered_.position) : layout_.position;
+}
+
+std::span<const int32_t> BatchRows::logit_rows() const {
+  return is_ordered_ ? std::span<const int32_t>(ordered_.logit_rows) : layout_.logit_rows;
+}
+
+std::span<const SequenceRuns::Run> BatchRows::runs() const {
+  if (!is_ordered_) return {};
+  return ordered_.runs;
+}
+
+void BatchRows::advance_states(std::span<float* const> states) const {
+  for (const SequenceRuns::Run& run : runs()) {
+    float* state = states[static_cast<size_t>(run.sequence)];
+    state[0] = static_cast<float>(static_cast<int64_t>(state[0]) + run.count);
+  }
 }
 
 }  // namespace strata

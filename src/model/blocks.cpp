@@ -16,20 +16,19 @@
 namespace strata {
 namespace {
 
-// Scratch buffers reused across calls (the blocks run on the caller's thread).
 // gpt-oss's expert activation constants (fixed by the model, not in the file).
 constexpr float kSwigluOaiAlpha = 1.702f;
 constexpr float kSwigluOaiLimit = 7.0f;
 
-std::vector<float>& scratch(int slot, size_t n) {
-  static thread_local std::vector<float> buffers[8];
-  std::vector<float>& b = buffers[slot];
-  if (b.size() < n) b.resize(n);
-  return b;
+// b with room for n floats (its contents are the caller's to write).
+float* room(std::vector<float>& b, int64_t n) {
+  if (b.size() < static_cast<size_t>(n)) b.resize(static_cast<size_t>(n));
+  return b.data();
 }
 
-void project(const ops::WeightMatrix& w, ActivationCache& input, float* out, ThreadPool& pool) {
-  ops::matmul(w, input.get(quant::traits(w.type).activation_type), out, w.rows, pool);
+void project(const ops::WeightMatrix& w, ActivationCache& input, float* out,
+             const BlockWorkspace& ws, ThreadPool& pool) {
+  ops::matmul(w, input.get(quant::traits(w.type).activation_type), out, w.rows, pool, ws.matmul);
 }
 
 // Runs fn(expert, row_begin, row_end) over the pool for every active expert and every block of
@@ -75,23 +74,23 @@ const ops::QuantizedRows& ActivationCache::get(GgmlType type) {
 }
 
 void attention_block(const AttentionWeights& w, const AttentionParams& p, const float* x, int64_t n,
-                     const TokenPlacement& at, float* out, ThreadPool& pool) {
+                     const TokenPlacement& at, float* out, BlockWorkspace& ws, ThreadPool& pool) {
   const int64_t hd = p.head_dim;
   const int64_t q_dim = p.n_head * hd, kv_dim = p.n_head_kv * hd;
-  float* q = scratch(0, static_cast<size_t>(n * q_dim)).data();
-  float* k = scratch(1, static_cast<size_t>(n * kv_dim)).data();
-  float* v = scratch(2, static_cast<size_t>(n * kv_dim)).data();
-  float* attn = scratch(3, static_cast<size_t>(n * q_dim)).data();
-  float* gate = p.output_gate ? scratch(4, static_cast<size_t>(n * q_dim)).data() : nullptr;
+  float* q = room(ws.q, n * q_dim);
+  float* k = room(ws.k, n * kv_dim);
+  float* v = room(ws.v, n * kv_dim);
+  float* attn = room(ws.attn, n * q_dim);
+  float* gate = p.output_gate ? room(ws.gate, n * q_dim) : nullptr;
 
-  static thread_local ActivationCache input;
+  ActivationCache& input = ws.attn_input;
   input.reset(x, n, w.wq.cols);
   {
     STRATA_PROFILE("attention: q/k/v projections");
     if (p.output_gate) {
       // Per head: head_dim query values, then head_dim gate values.
-      float* qg = scratch(5, static_cast<size_t>(n * 2 * q_dim)).data();
-      project(w.wq, input, qg, pool);
+      float* qg = room(ws.query_gate, n * 2 * q_dim);
+      project(w.wq, input, qg, ws, pool);
       for (int64_t t = 0; t < n; ++t) {
         for (int64_t h = 0; h < p.n_head; ++h) {
           const float* src = qg + t * 2 * q_dim + h * 2 * hd;
@@ -100,10 +99,10 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
         }
       }
     } else {
-      project(w.wq, input, q, pool);
+      project(w.wq, input, q, ws, pool);
     }
-    project(w.wk, input, k, pool);
-    project(w.wv, input, v, pool);
+    project(w.wk, input, k, ws, pool);
+    project(w.wv, input, v, ws, pool);
     add_bias_rows(q, w.bq, n, q_dim);
     add_bias_rows(k, w.bk, n, kv_dim);
     add_bias_rows(v, w.bv, n, kv_dim);
@@ -179,35 +178,36 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
   if (gate) {
     for (int64_t i = 0; i < n * q_dim; ++i) attn[i] *= 1.0f / (1.0f + std::exp(-gate[i]));
   }
-  static thread_local ActivationCache attn_out;
+  ActivationCache& attn_out = ws.attn_output;
   attn_out.reset(attn, n, q_dim);
-  project(w.wo, attn_out, out, pool);
+  project(w.wo, attn_out, out, ws, pool);
   add_bias_rows(out, w.bo, n, w.wo.rows);
 }
 
 void dense_ffn_block(const DenseFfnWeights& w, const float* x, int64_t n, float* out,
-                     ThreadPool& pool) {
+                     BlockWorkspace& ws, ThreadPool& pool) {
   STRATA_PROFILE("dense ffn");
   const int64_t n_ff = w.gate.rows;
-  float* gate = scratch(0, static_cast<size_t>(n * n_ff)).data();
-  float* up = scratch(1, static_cast<size_t>(n * n_ff)).data();
-  static thread_local ActivationCache input, hidden;
+  float* gate = room(ws.ffn_gate, n * n_ff);
+  float* up = room(ws.ffn_up, n * n_ff);
+  ActivationCache& input = ws.ffn_input;
+  ActivationCache& hidden = ws.ffn_hidden;
   input.reset(x, n, w.gate.cols);
-  project(w.gate, input, gate, pool);
-  project(w.up, input, up, pool);
+  project(w.gate, input, gate, ws, pool);
+  project(w.up, input, up, ws, pool);
   ops::swiglu(gate, up, gate, n * n_ff);
   hidden.reset(gate, n, n_ff);
-  project(w.down, hidden, out, pool);
+  project(w.down, hidden, out, ws, pool);
 }
 
 namespace {
 
 // out += sigmoid(shared_gate . x) * shared_ffn(x) for every token (no gate: weight 1).
 void shared_expert(const MoeFfnWeights& w, const float* x, int64_t n, float* out,
-                   ThreadPool& pool) {
+                   BlockWorkspace& ws, ThreadPool& pool) {
   const int64_t n_embd = w.router.cols;
-  float* shared = scratch(4, static_cast<size_t>(n * n_embd)).data();
-  dense_ffn_block(w.shared, x, n, shared, pool);
+  float* shared = room(ws.shared_out, n * n_embd);
+  dense_ffn_block(w.shared, x, n, shared, ws, pool);
   for (int64_t t = 0; t < n; ++t) {
     float weight = 1.0f;
     if (w.shared_gate) {
@@ -228,7 +228,8 @@ namespace {
 // skipped (null: none are).
 void routed_experts(const MoeFfnWeights& w, const MoeParams& p, ActivationCache& input, int64_t n,
                     std::span<const int32_t> chosen, std::span<const float> chosen_weight,
-                    const std::vector<bool>* included, float* out, ThreadPool& pool) {
+                    const std::vector<bool>* included, float* out, BlockWorkspace& ws,
+                    ThreadPool& pool) {
   const int64_t n_embd = w.router.cols, k = p.n_expert_used, n_ff = p.n_ff_exp;
   static profile::Slot gate_up_slot("moe: experts gate+up"),
       down_slot("moe: experts down + weighted sum");
@@ -269,19 +270,19 @@ void routed_experts(const MoeFfnWeights& w, const MoeParams& p, ActivationCache&
 
   phase.emplace(gate_up_slot);
   // Gate and up projections: work items are (active expert, block of rows).
-  float* gate = scratch(1, static_cast<size_t>(rows_total * n_ff)).data();
-  float* up = scratch(2, static_cast<size_t>(rows_total * n_ff)).data();
+  float* gate = room(ws.expert_gate, rows_total * n_ff);
+  float* up = room(ws.expert_up, rows_total * n_ff);
   const ops::QuantizedRows& xq = input.get(quant::traits(w.gate_exps.type).activation_type);
   const ops::QuantizedRows& xq_up = input.get(quant::traits(w.up_exps.type).activation_type);
-  for_each_expert_block(active, n_ff,
-                        ops::matmul_row_block(w.gate_exps.slice(0, n_ff), n, pool.size()), pool,
-                        [&](int64_t e, int64_t r0, int64_t r1) {
-                          const int64_t off = first[e], count = first[e + 1] - first[e];
-                          ops::matmul_rows_indexed(w.gate_exps.slice(e * n_ff, n_ff), xq, &ids[off],
-                                                   count, gate + off * n_ff, n_ff, r0, r1);
-                          ops::matmul_rows_indexed(w.up_exps.slice(e * n_ff, n_ff), xq_up,
-                                                   &ids[off], count, up + off * n_ff, n_ff, r0, r1);
-                        });
+  for_each_expert_block(
+      active, n_ff, ops::matmul_row_block(w.gate_exps.slice(0, n_ff), n, pool.size()), pool,
+      [&](int64_t e, int64_t r0, int64_t r1) {
+        const int64_t off = first[e], count = first[e + 1] - first[e];
+        ops::matmul_rows_indexed(w.gate_exps.slice(e * n_ff, n_ff), xq, &ids[off], count,
+                                 gate + off * n_ff, n_ff, r0, r1, ws.matmul);
+        ops::matmul_rows_indexed(w.up_exps.slice(e * n_ff, n_ff), xq_up, &ids[off], count,
+                                 up + off * n_ff, n_ff, r0, r1, ws.matmul);
+      });
   if (w.gate_bias) {
     for (int32_t e : active) {
       add_bias_rows(gate + first[e] * n_ff, w.gate_bias + e * n_ff, first[e + 1] - first[e], n_ff);
@@ -296,21 +297,18 @@ void routed_experts(const MoeFfnWeights& w, const MoeParams& p, ActivationCache&
 
   phase.emplace(down_slot);
   // Down projection of each (token, expert) row, then the weighted sum per token.
-  static thread_local ops::QuantizedRows hidden_rows;
-  // Workers must see this thread's buffer: a thread_local named inside the lambda would
-  // resolve to the worker's own (empty) instance.
-  ops::QuantizedRows& hidden = hidden_rows;
+  ops::QuantizedRows& hidden = ws.expert_hidden;
   hidden.quantize(gate, rows_total, n_ff, n_ff, quant::traits(w.down_exps.type).activation_type);
   std::vector<int32_t> identity(static_cast<size_t>(rows_total));
   for (int64_t i = 0; i < rows_total; ++i)
     identity[static_cast<size_t>(i)] = static_cast<int32_t>(i);
-  float* down = scratch(3, static_cast<size_t>(rows_total * n_embd)).data();
+  float* down = room(ws.expert_down, rows_total * n_embd);
   for_each_expert_block(
       active, n_embd, ops::matmul_row_block(w.down_exps.slice(0, n_embd), n, pool.size()), pool,
       [&](int64_t e, int64_t r0, int64_t r1) {
         const int64_t off = first[e], count = first[e + 1] - first[e];
         ops::matmul_rows_indexed(w.down_exps.slice(e * n_embd, n_embd), hidden, &identity[off],
-                                 count, down + off * n_embd, n_embd, r0, r1);
+                                 count, down + off * n_embd, n_embd, r0, r1, ws.matmul);
       });
   if (w.down_bias) {  // each expert's own output bias, before its weight
     for (int32_t e : active) {
@@ -326,17 +324,17 @@ void routed_experts(const MoeFfnWeights& w, const MoeParams& p, ActivationCache&
 }  // namespace
 
 void moe_ffn_block(const MoeFfnWeights& w, const MoeParams& p, const float* x, int64_t n,
-                   float* out, ThreadPool& pool) {
+                   float* out, BlockWorkspace& ws, ThreadPool& pool) {
   const int64_t k = p.n_expert_used;
-  static thread_local ActivationCache input;
+  ActivationCache& input = ws.moe_input;
   input.reset(x, n, w.router.cols);
   std::vector<int32_t> chosen(static_cast<size_t>(n * k));
   std::vector<float> chosen_weight(static_cast<size_t>(n * k));
   {
     static profile::Slot router_slot("moe: router");
     profile::Scope phase(router_slot);
-    float* logits = scratch(0, static_cast<size_t>(n * p.n_expert)).data();
-    project(w.router, input, logits, pool);
+    float* logits = room(ws.router_logits, n * p.n_expert);
+    project(w.router, input, logits, ws, pool);
     add_bias_rows(logits, w.router_bias, n, p.n_expert);
     for (int64_t t = 0; t < n; ++t) {
       if (p.gating == ExpertGating::sigmoid) {
@@ -350,39 +348,40 @@ void moe_ffn_block(const MoeFfnWeights& w, const MoeParams& p, const float* x, i
       }
     }
   }
-  routed_experts(w, p, input, n, chosen, chosen_weight, nullptr, out, pool);
+  routed_experts(w, p, input, n, chosen, chosen_weight, nullptr, out, ws, pool);
   if (w.shared.gate.data) {
     static profile::Slot shared_slot("moe: shared expert");
     profile::Scope phase(shared_slot);
-    shared_expert(w, x, n, out, pool);
+    shared_expert(w, x, n, out, ws, pool);
   }
 }
 
 void moe_experts_block(const MoeFfnWeights& w, const MoeParams& p, const float* x, int64_t n,
                        std::span<const int32_t> chosen, std::span<const float> chosen_weight,
-                       const std::vector<bool>* included, float* out, ThreadPool& pool) {
+                       const std::vector<bool>* included, float* out, BlockWorkspace& ws,
+                       ThreadPool& pool) {
   STRATA_CHECK(static_cast<int64_t>(chosen.size()) == n * p.n_expert_used &&
                    chosen_weight.size() == chosen.size(),
                "moe_experts_block: {} selections and {} weights for {} tokens x {} experts",
                chosen.size(), chosen_weight.size(), n, p.n_expert_used);
-  static thread_local ActivationCache input;
+  ActivationCache& input = ws.moe_input;
   input.reset(x, n, w.router.cols);
-  routed_experts(w, p, input, n, chosen, chosen_weight, included, out, pool);
+  routed_experts(w, p, input, n, chosen, chosen_weight, included, out, ws, pool);
 }
 
 void gated_delta_net_block(const GatedDeltaNetWeights& w, const GatedDeltaNetParams& p,
                            const float* x, int64_t n, std::span<const RecurrentRun> runs,
-                           float* out, ThreadPool& pool) {
+                           float* out, BlockWorkspace& ws, ThreadPool& pool) {
   const int64_t conv_dim = p.conv_dim(), hk = p.n_k_heads, hv = p.n_v_heads;
   const int64_t v_dim = hv * p.d_v;
   const int64_t q_off = 0, k_off = hk * p.d_k, v_off = 2 * hk * p.d_k;
-  float* qkv = scratch(0, static_cast<size_t>(n * conv_dim)).data();
-  float* mixed = scratch(1, static_cast<size_t>(n * conv_dim)).data();
-  float* z = scratch(2, static_cast<size_t>(n * v_dim)).data();
-  float* b = scratch(3, static_cast<size_t>(n * hv)).data();
-  float* a = scratch(4, static_cast<size_t>(n * hv)).data();
-  float* gates = scratch(5, static_cast<size_t>(2 * n * hv)).data();  // beta, then g
-  float* o = scratch(6, static_cast<size_t>(n * v_dim)).data();
+  float* qkv = room(ws.gdn_qkv, n * conv_dim);
+  float* mixed = room(ws.gdn_mixed, n * conv_dim);
+  float* z = room(ws.gdn_z, n * v_dim);
+  float* b = room(ws.gdn_b, n * hv);
+  float* a = room(ws.gdn_a, n * hv);
+  float* gates = room(ws.gdn_gates, 2 * n * hv);  // beta, then g
+  float* o = room(ws.gdn_out, n * v_dim);
   float* beta = gates;
   float* g = gates + n * hv;
 
@@ -395,14 +394,14 @@ void gated_delta_net_block(const GatedDeltaNetWeights& w, const GatedDeltaNetPar
       pool.run(count, fn);
     }
   };
-  static thread_local ActivationCache input;
+  ActivationCache& input = ws.gdn_input;
   input.reset(x, n, w.qkv.cols);
   {
     STRATA_PROFILE("gdn: projections");
-    project(w.qkv, input, qkv, pool);
-    project(w.gate, input, z, pool);
-    project(w.beta, input, b, pool);
-    project(w.alpha, input, a, pool);
+    project(w.qkv, input, qkv, ws, pool);
+    project(w.gate, input, z, ws, pool);
+    project(w.beta, input, b, ws, pool);
+    project(w.alpha, input, a, ws, pool);
   }
   {
     STRATA_PROFILE("gdn: conv, norms, gates");
@@ -461,9 +460,9 @@ void gated_delta_net_block(const GatedDeltaNetWeights& w, const GatedDeltaNetPar
                             p.rms_eps);
       }
     });
-    static thread_local ActivationCache gated;
+    ActivationCache& gated = ws.gdn_gated;
     gated.reset(o, n, v_dim);
-    project(w.out, gated, out, pool);
+    project(w.out, gated, out, ws, pool);
   }
 }
 

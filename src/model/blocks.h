@@ -34,6 +34,30 @@ class ActivationCache {
   std::vector<bool> valid_;
 };
 
+// The buffers the blocks compute in, owned by the caller (a decoder keeps one for its steps) and
+// passed to every block: named per block, grown on demand, so no buffer serves two purposes at
+// once. One per thread that calls blocks.
+struct BlockWorkspace {
+  // Attention: projections, the attended values, the gate of a gated query.
+  std::vector<float> q, k, v, attn, gate, query_gate;
+  ActivationCache attn_input, attn_output;
+  // Dense FFN (and the shared expert).
+  std::vector<float> ffn_gate, ffn_up;
+  ActivationCache ffn_input, ffn_hidden;
+  // MoE: router logits, (token, expert) rows of the expert products, the shared expert's output.
+  std::vector<float> router_logits, expert_gate, expert_up, expert_down, shared_out;
+  ActivationCache moe_input;
+  ops::QuantizedRows expert_hidden;
+  // Gated DeltaNet.
+  std::vector<float> gdn_qkv, gdn_mixed, gdn_z, gdn_b, gdn_a, gdn_gates, gdn_out;
+  ActivationCache gdn_input, gdn_gated;
+  // Output head: the normed rows that want logits, as the head's activations.
+  std::vector<float> head_normed;
+  ops::QuantizedRows head_input;
+  // How the blocks' matrix products run (the model's settings).
+  ops::MatmulSettings matmul;
+};
+
 // ---- attention --------------------------------------------------------------------------
 
 struct AttentionWeights {
@@ -77,7 +101,7 @@ struct TokenPlacement {
 // token's key and value are stored in its sequence's cache first; then each token attends over
 // positions [0, position] of its own sequence (causal, and blind to the other sequences).
 void attention_block(const AttentionWeights& w, const AttentionParams& p, const float* x, int64_t n,
-                     const TokenPlacement& at, float* out, ThreadPool& pool);
+                     const TokenPlacement& at, float* out, BlockWorkspace& ws, ThreadPool& pool);
 
 // ---- feed-forward -----------------------------------------------------------------------
 
@@ -89,7 +113,7 @@ struct DenseFfnWeights {
 
 // out = down(silu(gate x) * up x)
 void dense_ffn_block(const DenseFfnWeights& w, const float* x, int64_t n, float* out,
-                     ThreadPool& pool);
+                     BlockWorkspace& ws, ThreadPool& pool);
 
 struct MoeFfnWeights {
   ops::WeightMatrix router;     // [n_embd] -> [n_expert]
@@ -135,7 +159,7 @@ struct MoeParams {
 // grouped by expert so each selected expert's weights are read once per call; experts no token
 // selected are never touched.
 void moe_ffn_block(const MoeFfnWeights& w, const MoeParams& p, const float* x, int64_t n,
-                   float* out, ThreadPool& pool);
+                   float* out, BlockWorkspace& ws, ThreadPool& pool);
 
 // out[n][n_embd] = sum over the pairs (t, j) whose expert `included` holds (null: every expert)
 // of chosen_weight[t * k + j] * expert_e(x_t), where e = chosen[t * k + j]: the routed experts of
@@ -143,7 +167,8 @@ void moe_ffn_block(const MoeFfnWeights& w, const MoeParams& p, const float* x, i
 // experts it holds, the CPU these). No shared expert.
 void moe_experts_block(const MoeFfnWeights& w, const MoeParams& p, const float* x, int64_t n,
                        std::span<const int32_t> chosen, std::span<const float> chosen_weight,
-                       const std::vector<bool>* included, float* out, ThreadPool& pool);
+                       const std::vector<bool>* included, float* out, BlockWorkspace& ws,
+                       ThreadPool& pool);
 
 // ---- Gated DeltaNet (linear attention) --------------------------------------------------
 
@@ -191,6 +216,6 @@ struct RecurrentRun {
 // exactly one run, whose states advance over its tokens.
 void gated_delta_net_block(const GatedDeltaNetWeights& w, const GatedDeltaNetParams& p,
                            const float* x, int64_t n, std::span<const RecurrentRun> runs,
-                           float* out, ThreadPool& pool);
+                           float* out, BlockWorkspace& ws, ThreadPool& pool);
 
 }  // namespace strata

@@ -31,8 +31,9 @@ ops::GemvPrefetchResult tune_decode_prefetch(const GgufFile& file,
   const ops::GemvPrefetchResult r = ops::tune_gemv_prefetch(w, options);
   if (!r.measured) {
     log::debug(
-        "decode GEMVs: software prefetch {} (the largest matrix, {}, is too small to measure)",
-        ops::gemv_prefetch() ? "on" : "off", t->name);
+        "decode GEMVs: software prefetch off (the largest matrix, {}, is too small to "
+        "measure)",
+        t->name);
     return r;
   }
   log::info(

@@ -7,8 +7,9 @@
 
 namespace strata {
 
-// Measures on the file's largest weight matrix (what decode streams the most of). Leaves the
-// setting alone and logs at debug level when the file is too small to tell RAM from cache.
+// Measures on the file's largest weight matrix (what decode streams the most of); the caller
+// applies result.prefetch (Model::set_matmul_settings). Logs at debug level, and says prefetch
+// stays off, when the file is too small to tell RAM from cache.
 ops::GemvPrefetchResult tune_decode_prefetch(const GgufFile& file,
                                              const ops::GemvPrefetchOptions& options = {});
 

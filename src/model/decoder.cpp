@@ -37,101 +37,25 @@ void rms_norm_rows(const float* x, const float* weight, float* out, int64_t n, i
 }
 
 void output_head(const ops::WeightMatrix& output, const float* output_norm, float rms_eps,
-                 const float* x, std::span<const int32_t> rows, float* logits, ThreadPool& pool) {
+                 const float* x, std::span<const int32_t> rows, float* logits, BlockWorkspace& ws,
+                 ThreadPool& pool) {
   if (rows.empty()) return;
   const int64_t cols = output.cols;
-  static thread_local std::vector<float> normed;
+  std::vector<float>& normed = ws.head_normed;
   normed.resize(rows.size() * static_cast<size_t>(cols));
   for (size_t i = 0; i < rows.size(); ++i) {
     ops::rms_norm(x + rows[i] * cols, output_norm, normed.data() + static_cast<int64_t>(i) * cols,
                   cols, rms_eps);
   }
-  static thread_local ops::QuantizedRows activations;
+  ops::QuantizedRows& activations = ws.head_input;
   activations.quantize(normed.data(), static_cast<int64_t>(rows.size()), cols, cols,
                        quant::traits(output.type).activation_type);
-  ops::matmul(output, activations, logits, output.rows, pool);
+  ops::matmul(output, activations, logits, output.rows, pool, ws.matmul);
 }
 
 }  // namespace strata
 
 namespace strata {
-
-std::string layer_tensor(int64_t layer, const char* name) {
-  return "blk." + std::to_string(layer) + "." + name + ".weight";
-}
-
-std::string layer_bias(int64_t layer, const char* name) {
-  return "blk." + std::to_string(layer) + "." + name + ".bias";
-}
-
-AttentionWeights declare_attention(WeightLoader& loader, const ModelHParams& hp, int64_t layer,
-                                   const AttentionLayout& layout) {
-  AttentionWeights w;
-  const int64_t q_dim = hp.n_head * hp.head_dim, kv_dim = hp.n_head_kv * hp.head_dim;
-  w.wq =
-      loader.matrix(layer_tensor(layer, "attn_q"), hp.n_embd, layout.gated_q ? 2 * q_dim : q_dim);
-  w.wk = loader.matrix(layer_tensor(layer, "attn_k"), hp.n_embd, kv_dim);
-  w.wv = loader.matrix(layer_tensor(layer, "attn_v"), hp.n_embd, kv_dim);
-  w.wo = loader.matrix(layer_tensor(layer, "attn_output"), q_dim, hp.n_embd);
-  using QkNorm = AttentionLayout::QkNorm;
-  if (layout.qk_norm == QkNorm::required) {
-    w.q_norm = loader.vector(layer_tensor(layer, "attn_q_norm"), hp.head_dim);
-    w.k_norm = loader.vector(layer_tensor(layer, "attn_k_norm"), hp.head_dim);
-  } else if (layout.qk_norm == QkNorm::optional) {
-    w.q_norm = loader.optional_vector(layer_tensor(layer, "attn_q_norm"), hp.head_dim);
-    w.k_norm = loader.optional_vector(layer_tensor(layer, "attn_k_norm"), hp.head_dim);
-    STRATA_CHECK(!w.q_norm == !w.k_norm, "layer {}: attn_q_norm and attn_k_norm come in pairs",
-                 layer);
-  }
-  if (layout.qkv_bias) {
-    STRATA_CHECK(!layout.gated_q, "a query bias with a gated query projection is not supported");
-    w.bq = loader.vector(layer_bias(layer, "attn_q"), q_dim);
-    w.bk = loader.vector(layer_bias(layer, "attn_k"), kv_dim);
-    w.bv = loader.vector(layer_bias(layer, "attn_v"), kv_dim);
-  }
-  if (layout.output_bias) w.bo = loader.vector(layer_bias(layer, "attn_output"), hp.n_embd);
-  if (layout.sinks) w.sinks = loader.vector(layer_tensor(layer, "attn_sinks"), hp.n_head);
-  return w;
-}
-
-DenseFfnWeights declare_dense_ffn(WeightLoader& loader, const ModelHParams& hp, int64_t layer) {
-  STRATA_CHECK(hp.n_ff > 0, "{}.feed_forward_length is missing", hp.arch);
-  return {loader.matrix(layer_tensor(layer, "ffn_gate"), hp.n_embd, hp.n_ff),
-          loader.matrix(layer_tensor(layer, "ffn_up"), hp.n_embd, hp.n_ff),
-          loader.matrix(layer_tensor(layer, "ffn_down"), hp.n_ff, hp.n_embd)};
-}
-
-MoeFfnWeights declare_moe_ffn(WeightLoader& loader, const ModelHParams& hp, int64_t layer,
-                              const MoeLayout& layout) {
-  STRATA_CHECK(hp.n_expert > 0 && hp.n_ff_exp > 0,
-               "{}: expert_count and expert_feed_forward_length are required", hp.arch);
-  MoeFfnWeights w;
-  w.router = loader.matrix(layer_tensor(layer, "ffn_gate_inp"), hp.n_embd, hp.n_expert);
-  w.gate_exps =
-      loader.experts(layer_tensor(layer, "ffn_gate_exps"), hp.n_embd, hp.n_ff_exp, hp.n_expert);
-  w.up_exps =
-      loader.experts(layer_tensor(layer, "ffn_up_exps"), hp.n_embd, hp.n_ff_exp, hp.n_expert);
-  w.down_exps =
-      loader.experts(layer_tensor(layer, "ffn_down_exps"), hp.n_ff_exp, hp.n_embd, hp.n_expert);
-  if (layout.router_bias)
-    w.router_bias = loader.vector(layer_bias(layer, "ffn_gate_inp"), hp.n_expert);
-  if (layout.expert_biases) {
-    w.gate_bias = loader.floats(layer_bias(layer, "ffn_gate_exps"), {hp.n_ff_exp, hp.n_expert});
-    w.up_bias = loader.floats(layer_bias(layer, "ffn_up_exps"), {hp.n_ff_exp, hp.n_expert});
-    w.down_bias = loader.floats(layer_bias(layer, "ffn_down_exps"), {hp.n_embd, hp.n_expert});
-  }
-  if (layout.selection_bias) {
-    w.selection_bias = loader.vector(layer_bias(layer, "exp_probs_b"), hp.n_expert);
-  }
-  if (layout.n_ff_shexp > 0) {
-    const int64_t f = layout.n_ff_shexp;
-    w.shared = {loader.matrix(layer_tensor(layer, "ffn_gate_shexp"), hp.n_embd, f),
-                loader.matrix(layer_tensor(layer, "ffn_up_shexp"), hp.n_embd, f),
-                loader.matrix(layer_tensor(layer, "ffn_down_shexp"), f, hp.n_embd)};
-    w.shared_gate = loader.optional_vector(layer_tensor(layer, "ffn_gate_inp_shexp"), hp.n_embd);
-  }
-  return w;
-}
 
 void warn_unused_tensors(const WeightLoader& loader, const std::string& file_name,
                          const ModelHParams& hp, int64_t skipped) {

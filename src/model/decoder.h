@@ -1,10 +1,15 @@
 #pragma once
-// Pieces every decoder architecture shares: token embedding lookup, residual adds and the final
-// norm + output head.
+// Pieces every decoder shares: token embedding lookup, residual adds, the final norm + output
+// head, the blocks' parameters from the hyper-parameters.
 
 #include <cstdint>
+#include <initializer_list>
 #include <span>
+#include <string>
 
+#include "model/blocks.h"
+#include "model/hparams.h"
+#include "model/weight_loader.h"
 #include "ops/matmul.h"
 #include "util/thread_pool.h"
 
@@ -22,48 +27,12 @@ void add_residual(float* x, const float* y, int64_t n);
 // logits[i] = output(rms_norm(x[rows[i]]) * norm): only the rows someone samples from pay for
 // the (large) output matrix.
 void output_head(const ops::WeightMatrix& output, const float* output_norm, float rms_eps,
-                 const float* x, std::span<const int32_t> rows, float* logits, ThreadPool& pool);
+                 const float* x, std::span<const int32_t> rows, float* logits, BlockWorkspace& ws,
+                 ThreadPool& pool);
 
 // Applies rms_norm(row) * weight to each of n rows of `cols` values (out may be x).
 void rms_norm_rows(const float* x, const float* weight, float* out, int64_t n, int64_t cols,
                    float eps);
-
-}  // namespace strata
-
-#include "model/blocks.h"
-#include "model/hparams.h"
-#include "model/weight_loader.h"
-
-namespace strata {
-
-// "blk.{layer}.{name}.weight", and "blk.{layer}.{name}.bias".
-std::string layer_tensor(int64_t layer, const char* name);
-std::string layer_bias(int64_t layer, const char* name);
-
-// The optional parts of an architecture's attention, declared (and so required) when set.
-struct AttentionLayout {
-  enum class QkNorm { none, required, optional };
-  QkNorm qk_norm = QkNorm::none;  // per-head RMSNorm of q and k
-  bool gated_q = false;           // a query projection of twice the size: query and gate per head
-  bool qkv_bias = false;          // attn_{q,k,v}.bias
-  bool output_bias = false;       // attn_output.bias
-  bool sinks = false;             // attn_sinks.weight [n_head]
-};
-
-// The optional parts of an architecture's MoE FFN.
-struct MoeLayout {
-  bool router_bias = false;     // ffn_gate_inp.bias
-  bool expert_biases = false;   // ffn_{gate,up,down}_exps.bias
-  bool selection_bias = false;  // exp_probs_b.bias (sigmoid gating's score correction)
-  int64_t n_ff_shexp = 0;       // shared expert width (ffn_*_shexp); 0: none
-};
-
-AttentionWeights declare_attention(WeightLoader& loader, const ModelHParams& hp, int64_t layer,
-                                   const AttentionLayout& layout);
-DenseFfnWeights declare_dense_ffn(WeightLoader& loader, const ModelHParams& hp, int64_t layer);
-// The shared expert's optional sigmoid gate (ffn_gate_inp_shexp) is taken when present.
-MoeFfnWeights declare_moe_ffn(WeightLoader& loader, const ModelHParams& hp, int64_t layer,
-                              const MoeLayout& layout = {});
 
 // Warns about each tensor no declaration used, except those of the `skipped` blocks after
 // hp.n_layer (a multi-token-prediction block, not used for plain decoding: counted in one line).

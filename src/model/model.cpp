@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "model/archs/archs.h"
+#include "model/decoder_model.h"
 #include "util/error.h"
 
 namespace strata {
@@ -21,6 +22,20 @@ constexpr Architecture kArchitectures[] = {
 };
 
 }  // namespace
+
+namespace archs {
+
+ModelSpec same_layers(int64_t n_layer, const LayerSpec& layer) {
+  ModelSpec spec;
+  spec.layers.assign(static_cast<size_t>(std::max<int64_t>(n_layer, 0)), layer);
+  return spec;
+}
+
+std::unique_ptr<Model> make_decoder(GgufFile file, ModelHParams hp, ModelSpec spec) {
+  return std::make_unique<DecoderModel>(std::move(file), std::move(hp), std::move(spec));
+}
+
+}  // namespace archs
 
 std::vector<std::string> Model::supported_architectures() {
   std::vector<std::string> out;

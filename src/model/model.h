@@ -11,6 +11,7 @@
 #include "gguf/gguf_file.h"
 #include "model/hparams.h"
 #include "ops/attention.h"
+#include "ops/matmul.h"
 #include "util/mapped_file.h"
 #include "util/thread_pool.h"
 
@@ -102,6 +103,10 @@ class Model {
   }
   // layer_has_kv for every layer.
   std::vector<bool> kv_layers() const;
+
+  // How the model's CPU matrix products run (repacked tiles, GEMV prefetch): the results are
+  // the same bits either way, only the speed differs.
+  virtual void set_matmul_settings(const ops::MatmulSettings& settings) { (void)settings; }
 
   // Where the model runs, for /props and /metrics: one line (e.g. the hybrid plan in force) and
   // the memory each device holds for it.

@@ -34,6 +34,9 @@ class WeightLoader {
 
   // Tensors in the file that no declaration used (warned about by the caller).
   std::vector<std::string> unused() const;
+  // The float copies of non-F32 vectors vector() and floats() returned: whoever keeps those
+  // pointers keeps these (the loader itself lives only while a model is built).
+  std::deque<std::vector<float>> take_converted() { return std::move(converted_); }
 
  private:
   const GgufTensorInfo& find(const std::string& name, std::initializer_list<int64_t> shape);

@@ -14,9 +14,12 @@ double best(std::span<const double> ms) {
   return *std::min_element(ms.begin(), ms.end());
 }
 
-double timed_gemv_ms(const WeightMatrix& w, const QuantizedRows& a, std::vector<float>& out) {
+double timed_gemv_ms(const WeightMatrix& w, const QuantizedRows& a, std::vector<float>& out,
+                     bool prefetch) {
+  MatmulSettings settings;
+  settings.gemv_prefetch = prefetch;
   const auto start = std::chrono::steady_clock::now();
-  matmul_rows(w, a, out.data(), w.rows, 0, w.rows);
+  matmul_rows(w, a, out.data(), w.rows, 0, w.rows, settings);
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
       .count();
 }
@@ -44,22 +47,19 @@ GemvPrefetchResult tune_gemv_prefetch(const WeightMatrix& w, const GemvPrefetchO
   a.quantize(x.data(), 1, w.cols, w.cols, quant::traits(w.type).activation_type);
   std::vector<float> out(static_cast<size_t>(rows));
 
-  set_gemv_prefetch(false);
-  timed_gemv_ms(part, a, out);
+  timed_gemv_ms(part, a, out, false);
   std::vector<double> with_ms, without_ms;
   for (int round = 0; round < options.rounds; ++round) {
     // Alternate which goes first, so a drift of the machine's speed hits both alike.
     for (int k = 0; k < 2; ++k) {
       const bool prefetch = (round + k) % 2 == 0;
-      set_gemv_prefetch(prefetch);
-      (prefetch ? with_ms : without_ms).push_back(timed_gemv_ms(part, a, out));
+      (prefetch ? with_ms : without_ms).push_back(timed_gemv_ms(part, a, out, prefetch));
     }
   }
   result.measured = true;
   result.prefetch = prefetch_pays(with_ms, without_ms);
   result.best_with_ms = best(with_ms);
   result.best_without_ms = best(without_ms);
-  set_gemv_prefetch(result.prefetch);
   return result;
 }
 

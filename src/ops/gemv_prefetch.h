@@ -2,7 +2,7 @@
 // Whether software prefetch speeds up decode GEMVs is a property of the machine, not of the code:
 // 8 KiB ahead gave +15-20% decode on one host and cost a third of it on another (a Zen 4 VM whose
 // hardware prefetchers already stream at RAM speed from huge pages). So it is measured at load,
-// on the model's own weights, and the faster way is kept (matmul.h: set_gemv_prefetch).
+// on the model's own weights, and the faster way is kept (MatmulSettings::gemv_prefetch).
 
 #include <cstdint>
 #include <span>
@@ -20,8 +20,8 @@ bool prefetch_pays(std::span<const double> with_prefetch_ms,
                    std::span<const double> without_prefetch_ms);
 
 struct GemvPrefetchResult {
-  bool measured = false;  // false: too few bytes to stream from RAM; the setting was not touched
-  bool prefetch = false;  // what set_gemv_prefetch was set to
+  bool measured = false;  // false: too few bytes to stream from RAM (prefetch stays off)
+  bool prefetch = false;  // the faster way: MatmulSettings::gemv_prefetch for the model
   double best_with_ms = 0;
   double best_without_ms = 0;
   int64_t bytes = 0;  // weight bytes one timed GEMV streams
@@ -35,7 +35,7 @@ struct GemvPrefetchOptions {
 
 // Times single-token products over the first rows of `w` (up to max_bytes), with and without
 // software prefetch in alternating rounds after one untimed pass (which also faults in mapped
-// pages), on the calling thread, and sets set_gemv_prefetch to the faster.
+// pages), on the calling thread; the result says which is faster.
 GemvPrefetchResult tune_gemv_prefetch(const WeightMatrix& w, const GemvPrefetchOptions& options);
 
 }  // namespace strata::ops

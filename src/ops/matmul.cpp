@@ -39,9 +39,6 @@ constexpr int64_t kPrefetchBytes = 8192;
 // about one token's vec_dot_multi, so break-even lies near 2.
 constexpr int64_t kMinGemmTokens = 3;
 
-std::atomic<bool> g_tile_gemm{true};
-std::atomic<bool> g_gemv_prefetch{false};
-
 // Prefetches the lines of [p, p + n) that lie before `end`.
 inline void prefetch_range(const uint8_t* p, int64_t n, const uint8_t* end) {
   const uint8_t* stop = std::min(p + n, end);
@@ -54,10 +51,10 @@ inline void prefetch_range(const uint8_t* p, int64_t n, const uint8_t* end) {
 template <typename TokenOf>
 void matmul_rows_impl(const WeightMatrix& w, const QuantizedRows& a, TokenOf token_of,
                       int64_t n_out, bool contiguous, float* out, int64_t out_stride,
-                      int64_t row_begin, int64_t row_end) {
+                      int64_t row_begin, int64_t row_end, const MatmulSettings& settings) {
   const quant::TypeKernels& k = quant::traits(w.type).kernels;
   const int64_t a_bytes = a.row_bytes();
-  if (k.gemm && n_out >= kMinGemmTokens && g_tile_gemm.load(std::memory_order_relaxed)) {
+  if (k.gemm && n_out >= kMinGemmTokens && settings.tile_gemm) {
     // Called per block of rows: the pointer list is reused, not allocated each time.
     static thread_local std::vector<const uint8_t*> act;
     act.resize(static_cast<size_t>(n_out));
@@ -93,7 +90,7 @@ void matmul_rows_impl(const WeightMatrix& w, const QuantizedRows& a, TokenOf tok
     // GEMV (decode): memory-bound. With software prefetch, the lines a row ahead are requested
     // while this one is computed; without, the hardware prefetchers stream alone.
     const uint8_t* act = a.row(token_of(0));
-    const bool prefetch = g_gemv_prefetch.load(std::memory_order_relaxed);
+    const bool prefetch = settings.gemv_prefetch;
     for (int64_t r = row_begin; r < row_end; ++r) {
       if (prefetch) prefetch_range(w.row(r) + kPrefetchBytes, w.row_bytes, w.data + w.bytes());
       out[r] = dot(w.cols, w.row(r), act);
@@ -114,29 +111,18 @@ void matmul_rows_impl(const WeightMatrix& w, const QuantizedRows& a, TokenOf tok
 }  // namespace
 
 void matmul_rows(const WeightMatrix& w, const QuantizedRows& a, float* out, int64_t out_stride,
-                 int64_t row_begin, int64_t row_end) {
+                 int64_t row_begin, int64_t row_end, const MatmulSettings& settings) {
   matmul_rows_impl(
-      w, a, [](int64_t i) { return i; }, a.rows(), true, out, out_stride, row_begin, row_end);
+      w, a, [](int64_t i) { return i; }, a.rows(), true, out, out_stride, row_begin, row_end,
+      settings);
 }
 
 void matmul_rows_indexed(const WeightMatrix& w, const QuantizedRows& a, const int32_t* ids,
                          int64_t n_ids, float* out, int64_t out_stride, int64_t row_begin,
-                         int64_t row_end) {
+                         int64_t row_end, const MatmulSettings& settings) {
   matmul_rows_impl(
       w, a, [ids](int64_t i) { return static_cast<int64_t>(ids[i]); }, n_ids, false, out,
-      out_stride, row_begin, row_end);
-}
-
-void set_tile_gemm(bool enabled) {
-  g_tile_gemm.store(enabled);
-}
-
-void set_gemv_prefetch(bool enabled) {
-  g_gemv_prefetch.store(enabled);
-}
-
-bool gemv_prefetch() {
-  return g_gemv_prefetch.load();
+      out_stride, row_begin, row_end, settings);
 }
 
 int64_t matmul_row_block(const WeightMatrix& w, int64_t n_tokens, int n_threads) {
@@ -151,7 +137,7 @@ int64_t matmul_row_block(const WeightMatrix& w, int64_t n_tokens, int n_threads)
 }
 
 void matmul(const WeightMatrix& w, const QuantizedRows& a, float* out, int64_t out_stride,
-            ThreadPool& pool) {
+            ThreadPool& pool, const MatmulSettings& settings) {
   STRATA_CHECK(a.type() == quant::traits(w.type).activation_type,
                "activations are {} but {} weights need {}", ggml_type_name(a.type()),
                ggml_type_name(w.type), ggml_type_name(quant::traits(w.type).activation_type));
@@ -160,7 +146,7 @@ void matmul(const WeightMatrix& w, const QuantizedRows& a, float* out, int64_t o
   const int64_t block = matmul_row_block(w, a.rows(), pool.size());
   const int64_t n_blocks = (w.rows + block - 1) / block;
   pool.run(n_blocks, [&](int64_t b, int) {
-    matmul_rows(w, a, out, out_stride, b * block, std::min(w.rows, (b + 1) * block));
+    matmul_rows(w, a, out, out_stride, b * block, std::min(w.rows, (b + 1) * block), settings);
   });
 }
 

@@ -48,29 +48,31 @@ class QuantizedRows {
   std::vector<uint8_t> data_;
 };
 
+// How products run. Results are bit-identical whatever the settings; the caller (a model, a
+// benchmark) holds them and passes them to each product.
+struct MatmulSettings {
+  // Products of 3+ tokens repack weight rows into interleaved tiles (the fast prefill path).
+  // Off: `--repack off`, for A/B runs.
+  bool tile_gemm = true;
+  // Single-token products (decode GEMVs) issue software prefetches a few KiB ahead of the row
+  // being computed, besides the hardware prefetchers; whether it pays depends on the machine
+  // (gemv_prefetch.h measures it).
+  bool gemv_prefetch = false;
+};
+
 // out[t * out_stride + r] = w.row(r) . a.row(t) for r in [row_begin, row_end), every t.
 void matmul_rows(const WeightMatrix& w, const QuantizedRows& a, float* out, int64_t out_stride,
-                 int64_t row_begin, int64_t row_end);
+                 int64_t row_begin, int64_t row_end, const MatmulSettings& settings);
 
 // out[i * out_stride + r] = w.row(r) . a.row(ids[i]) for i in [0, n_ids): a subset of the
 // activation rows (e.g. the tokens routed to one expert).
 void matmul_rows_indexed(const WeightMatrix& w, const QuantizedRows& a, const int32_t* ids,
                          int64_t n_ids, float* out, int64_t out_stride, int64_t row_begin,
-                         int64_t row_end);
+                         int64_t row_end, const MatmulSettings& settings);
 
 // The whole product, split over the pool by blocks of weight rows.
 void matmul(const WeightMatrix& w, const QuantizedRows& a, float* out, int64_t out_stride,
-            ThreadPool& pool);
-
-// Whether products of 3+ tokens repack weight rows into interleaved tiles (the fast prefill
-// path, on by default; results are bit-identical either way). Off: `--repack off`, for A/B runs.
-void set_tile_gemm(bool enabled);
-
-// Whether single-token products (decode GEMVs) issue software prefetches a few KiB ahead of the
-// row being computed, besides the hardware prefetchers. Off by default; whether it pays depends
-// on the machine (gemv_prefetch.h measures it). Results are bit-identical either way.
-void set_gemv_prefetch(bool enabled);
-bool gemv_prefetch();
+            ThreadPool& pool, const MatmulSettings& settings);
 
 // Rows per work item: enough to amortize scheduling, few enough to balance threads.
 int64_t matmul_row_block(const WeightMatrix& w, int64_t n_tokens, int n_threads);

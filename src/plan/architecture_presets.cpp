@@ -65,7 +65,7 @@ ArchitectureSpec qwen3_next_80b_a3b() {
   s.n_expert = 512;
   s.n_expert_used = 10;
   s.n_vocab = 151936;
-  s.linear_qkv_gate_ba = true;
+  s.linear_projections = GdnProjections::fused_ba;
   return s;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gguf/ggml_type.h"
+#include "model/layer_spec.h"
 
 namespace strata::plan {
 
@@ -54,9 +55,9 @@ struct ArchitectureSpec {
   int linear_n_v_heads = 0;
   int linear_head_dim = 0;
   int linear_conv_kernel = 4;
-  // Qwen3-Next's projections (attn_qkv, attn_gate, one fused ssm_ba) rather than one ssm_in and
-  // one beta/alpha matrix: the same bytes, one more matrix product per layer.
-  bool linear_qkv_gate_ba = false;
+  // How the Gated DeltaNet input projections are stored (the same bytes either way): Qwen3.5's
+  // separate attn_qkv, attn_gate, ssm_beta, ssm_alpha, or Qwen3-Next's fused ssm_ba.
+  GdnProjections linear_projections = GdnProjections::separate;
 };
 
 // Built-in presets: qwen3-30b-a3b, qwen3-coder-30b-a3b, qwen3.5-35b-a3b, qwen3-next-80b-a3b,

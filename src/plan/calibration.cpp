@@ -112,11 +112,12 @@ StreamResult measure_gemv(uint8_t* buffer, int64_t rows, GgmlType type, ThreadPo
   const ops::WeightMatrix w{type, buffer, kCols, rows, row_bytes};
   const ops::QuantizedRows a = activations(type, 1, kCols);
   std::vector<float> out(static_cast<size_t>(rows));
-  ops::matmul(w, a, out.data(), rows, pool);  // warm-up
+  ops::matmul(w, a, out.data(), rows, pool, {});  // warm-up
   StreamResult r;
   r.gemv_gbps =
       static_cast<double>(w.bytes()) /
-      median_seconds_per_call([&] { ops::matmul(w, a, out.data(), rows, pool); }, window, 3) / 1e9;
+      median_seconds_per_call([&] { ops::matmul(w, a, out.data(), rows, pool, {}); }, window, 3) /
+      1e9;
   if (!small_matrices) return r;
   const int64_t small_rows = std::max<int64_t>(1, kSmallGemvBytes / row_bytes);
   const int64_t n_small = std::max<int64_t>(1, rows / small_rows);
@@ -124,7 +125,7 @@ StreamResult measure_gemv(uint8_t* buffer, int64_t rows, GgmlType type, ThreadPo
   const double per_call = median_seconds_per_call(
       [&] {
         ops::matmul(w.slice(next * small_rows, std::min(small_rows, rows)), a, out.data(),
-                    small_rows, pool);
+                    small_rows, pool, {});
         next = (next + 1) % n_small;
       },
       window, 20);
@@ -148,7 +149,7 @@ double measure_dense_gemm(uint8_t* buffer, int64_t buffer_bytes, GgmlType type, 
     if (next + kCols > rows_in_buffer) next = 0;
     const ops::WeightMatrix w{type, buffer + next * row_bytes, kCols, kCols, row_bytes};
     next += kCols;
-    ops::matmul(w, a, out.data(), kCols, pool);
+    ops::matmul(w, a, out.data(), kCols, pool, {});
   };
   one();  // warm-up
   const double macs = static_cast<double>(kCols) * kCols * kGemmRows;

@@ -147,7 +147,8 @@ PhaseSeconds time_prefill(const ExpertLayer& l, int64_t tokens, int64_t cols, ui
     }
   }
   std::vector<float> out(static_cast<size_t>(tokens * cols));
-  auto batch = [&] { moe_ffn_block(l.weights, l.params, x.data(), tokens, out.data(), pool); };
+  BlockWorkspace ws;
+  auto batch = [&] { moe_ffn_block(l.weights, l.params, x.data(), tokens, out.data(), ws, pool); };
   return time_phases(l, tokens, batch, serial, window_seconds, repeats);
 }
 
@@ -176,9 +177,10 @@ ExpertPhaseRates measure_expert_decode_rates(const ExpertBuffer& experts, int64_
   std::vector<float> x = random_inputs(1, experts.cols, rng);
   std::vector<float> out(static_cast<size_t>(experts.cols));
   int64_t next = 0;
+  BlockWorkspace ws;
   auto one_token = [&] {
     for (int64_t j = 0; j < k; ++j) x[static_cast<size_t>((next + j) % n_expert)] += kRouteBoost;
-    moe_ffn_block(l.weights, l.params, x.data(), 1, out.data(), pool);
+    moe_ffn_block(l.weights, l.params, x.data(), 1, out.data(), ws, pool);
     for (int64_t j = 0; j < k; ++j) x[static_cast<size_t>((next + j) % n_expert)] -= kRouteBoost;
     next = (next + k) % n_expert;
   };

@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "model/model.h"
-#include "runtime/drafter.h"
 #include "runtime/kv_pool.h"
 #include "runtime/sampler.h"
+#include "runtime/speculative/drafter.h"
 #include "runtime/token_constraint.h"
 #include "util/thread_pool.h"
 

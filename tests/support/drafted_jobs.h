@@ -8,8 +8,8 @@
 #include <memory>
 #include <vector>
 
-#include "runtime/drafter.h"
 #include "runtime/scheduler.h"
+#include "runtime/speculative/drafter.h"
 #include "support/greedy_jobs.h"
 
 namespace strata::test {

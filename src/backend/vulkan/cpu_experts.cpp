@@ -110,7 +110,7 @@ void CpuExperts::compute(CommandList& cmd, const Task& t, ThreadPool& pool) {
       span.pairs += place >= 0;
     }
     moe_experts_block(ram.weights(), p, x, t.n, chosen_, std::span(w, pairs), &included, partial,
-                      pool);
+                      workspace_, pool);
   }
   span.gpu_busy_at_end = !cmd.segment_finished(t.gpu_segment);
   span.wait_ms = t1 - t0;

@@ -79,6 +79,7 @@ class CpuExperts {
   // After cmd.submit(): runs the step's CPU work in order, then waits for the GPU. On an error
   // the GPU is released (every task signalled) before it is rethrown.
   void run_step(CommandList& cmd, ThreadPool& pool);
+  void set_matmul_settings(const ops::MatmulSettings& settings) { workspace_.matmul = settings; }
   const HybridTimeline& timeline() const { return timeline_; }
 
  private:
@@ -90,6 +91,7 @@ class CpuExperts {
   void run_tasks(CommandList& cmd, ThreadPool& pool);
   void compute(CommandList& cmd, const Task& t, ThreadPool& pool);
   std::vector<int32_t> chosen_;  // a layer's selections as places in its RAM stacks
+  BlockWorkspace workspace_;
   void ensure(int64_t n);
 
   Device& device_;

@@ -954,15 +954,12 @@ bool CommandList::segment_finished(int segment) {
   return value >= gpu_base_ + static_cast<uint64_t>(segment) + 1;
 }
 
-// STRATA_VK_LOSE_DEVICE_AFTER=N (tests only): the N+1-th wait for a model step reports the
-// device lost, as a driver does after a GPU fault, so the recovery paths run on any machine.
-static bool injected_device_loss() {
-  static const long limit = [] {
-    const char* v = std::getenv("STRATA_VK_LOSE_DEVICE_AFTER");
-    return v && *v ? std::strtol(v, nullptr, 10) : -1L;
-  }();
-  static std::atomic<long> waits{0};
-  return limit >= 0 && waits.fetch_add(1) >= limit;
+bool Device::injected_loss() {
+  const long left = steps_before_loss_.load(std::memory_order_relaxed);
+  if (left < 0) return false;
+  if (left == 0) return true;  // lost, and stays lost
+  steps_before_loss_.fetch_sub(1, std::memory_order_relaxed);
+  return false;
 }
 
 std::vector<CommandList::SegmentTime> CommandList::segment_times() {
@@ -991,7 +988,7 @@ void CommandList::wait() {
                tasks_done_, task_segment_.size());
   const Api& a = api();
   VkResult r = a.vkWaitForFences(device_.device_, 1, &fence_, VK_TRUE, UINT64_MAX);
-  if (r == VK_SUCCESS && model_step_ && injected_device_loss()) r = VK_ERROR_DEVICE_LOST;
+  if (r == VK_SUCCESS && model_step_ && device_.injected_loss()) r = VK_ERROR_DEVICE_LOST;
   if (r != VK_SUCCESS) fail_result("vkWaitForFences", r);
   STRATA_VK(a.vkResetFences(device_.device_, 1, &fence_));
   if (fences_segments() && segment_wait_.size() > 1) {  // the others, done before the last one

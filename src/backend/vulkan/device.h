@@ -139,8 +139,7 @@ class CommandList {
     double start_ms = 0, end_ms = 0;
   };
   std::vector<SegmentTime> segment_times();
-  // A model's step list: STRATA_VK_LOSE_DEVICE_AFTER=N (tests) makes the device look lost at
-  // the N+1-th wait of such lists, so the server's recovery from a lost GPU is testable anywhere.
+  // A model's step list: its waits count for Device::lose_after_model_steps (tests).
   void mark_model_step() { model_step_ = true; }
 
  private:
@@ -273,6 +272,11 @@ class Device {
   // STRATA_VK_TRANSFER_QUEUE=compute keeps them on the compute queue.
   bool has_transfer_queue() const { return transfer_queue_ != queue_; }
 
+  // Tests: from the (n+1)-th wait of a model step on, waits report the device lost, as a driver
+  // does after a GPU fault, so the server's recovery is testable anywhere (the CLI reads
+  // STRATA_VK_LOSE_DEVICE_AFTER). -1: never (the default).
+  void lose_after_model_steps(long n) { steps_before_loss_ = n; }
+
  private:
   friend class Buffer;
   friend class CommandList;
@@ -301,6 +305,9 @@ class Device {
   bool submits_ahead_ = true;
   Buffer staging_[2];
   std::unique_ptr<CommandList> transfer_[2];
+  std::atomic<long> steps_before_loss_{-1};  // lose_after_model_steps
+  // A model step's wait: whether it is (or follows) the injected loss.
+  bool injected_loss();
 };
 
 }  // namespace strata::vk

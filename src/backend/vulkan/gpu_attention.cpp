@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "model/decoder.h"
+#include "model/layer_spec.h"
 #include "util/error.h"
 
 namespace strata::vk {
@@ -21,35 +22,37 @@ uint64_t attention_upload_bytes(const AttentionWeights& a, const ModelHParams& h
 
 GpuAttentionWeights upload_attention(DeviceWeights& w, const AttentionWeights& a,
                                      const ModelHParams& hp, int64_t il, bool gated_q) {
-  const auto name = [&](const char* t) { return layer_tensor(il, t); };
+  const auto name = [&](LayerTensor t) { return layer_tensor_name(t, il); };
   GpuAttentionWeights l;
   if (gated_q) {
     const ops::WeightMatrix& wq = a.wq;
     const int64_t hd = hp.head_dim, rb = wq.row_bytes;
     STRATA_CHECK(wq.rows == 2 * hp.n_head * hd, "{}: {} rows, expected {} (query and gate)",
-                 name("attn_q"), wq.rows, 2 * hp.n_head * hd);
+                 name(LayerTensor::attn_q), wq.rows, 2 * hp.n_head * hd);
     std::vector<uint8_t> query(static_cast<size_t>(wq.bytes() / 2)), gate(query.size());
     for (int64_t h = 0; h < hp.n_head; ++h) {
       const size_t bytes = static_cast<size_t>(hd * rb), at = static_cast<size_t>(h) * bytes;
       std::memcpy(query.data() + at, wq.row(2 * h * hd), bytes);
       std::memcpy(gate.data() + at, wq.row((2 * h + 1) * hd), bytes);
     }
-    l.wq = w.matrix({wq.type, query.data(), wq.cols, wq.rows / 2, rb}, name("attn_q (query)"));
-    l.wq_gate = w.matrix({wq.type, gate.data(), wq.cols, wq.rows / 2, rb}, name("attn_q (gate)"));
+    l.wq = w.matrix({wq.type, query.data(), wq.cols, wq.rows / 2, rb},
+                    name(LayerTensor::attn_q) + " (query)");
+    l.wq_gate = w.matrix({wq.type, gate.data(), wq.cols, wq.rows / 2, rb},
+                         name(LayerTensor::attn_q) + " (gate)");
   } else {
-    l.wq = w.matrix(a.wq, name("attn_q"));
+    l.wq = w.matrix(a.wq, name(LayerTensor::attn_q));
   }
-  l.wk = w.matrix(a.wk, name("attn_k"));
-  l.wv = w.matrix(a.wv, name("attn_v"));
-  l.wo = w.matrix(a.wo, name("attn_output"));
-  l.q_norm = w.floats(a.q_norm, hp.head_dim, name("attn_q_norm"));
-  l.k_norm = w.floats(a.k_norm, hp.head_dim, name("attn_k_norm"));
+  l.wk = w.matrix(a.wk, name(LayerTensor::attn_k));
+  l.wv = w.matrix(a.wv, name(LayerTensor::attn_v));
+  l.wo = w.matrix(a.wo, name(LayerTensor::attn_output));
+  l.q_norm = w.floats(a.q_norm, hp.head_dim, name(LayerTensor::attn_q_norm));
+  l.k_norm = w.floats(a.k_norm, hp.head_dim, name(LayerTensor::attn_k_norm));
   const int64_t q_dim = hp.n_head * hp.head_dim, kv_dim = hp.n_head_kv * hp.head_dim;
-  l.bq = w.floats(a.bq, q_dim, layer_bias(il, "attn_q"));
-  l.bk = w.floats(a.bk, kv_dim, layer_bias(il, "attn_k"));
-  l.bv = w.floats(a.bv, kv_dim, layer_bias(il, "attn_v"));
-  l.bo = w.floats(a.bo, hp.n_embd, layer_bias(il, "attn_output"));
-  l.extras.sinks = w.floats(a.sinks, hp.n_head, name("attn_sinks"));
+  l.bq = w.floats(a.bq, q_dim, name(LayerTensor::attn_q_bias));
+  l.bk = w.floats(a.bk, kv_dim, name(LayerTensor::attn_k_bias));
+  l.bv = w.floats(a.bv, kv_dim, name(LayerTensor::attn_v_bias));
+  l.bo = w.floats(a.bo, hp.n_embd, name(LayerTensor::attn_output_bias));
+  l.extras.sinks = w.floats(a.sinks, hp.n_head, name(LayerTensor::attn_sinks));
   return l;
 }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "model/decoder.h"
+#include "model/layer_spec.h"
 #include "plan/prompt_experts.h"
 #include "util/cpu_features.h"
 #include "util/error.h"
@@ -56,60 +57,64 @@ uint64_t ffn_upload_bytes(const DenseFfnWeights& dense, const MoeFfnWeights& moe
 
 GpuFfnWeights upload_ffn(DeviceWeights& w, const DenseFfnWeights& dense, const MoeFfnWeights& moe,
                          const ModelHParams& hp, int64_t il, const ExpertsOnDevice& on_device) {
-  const auto name = [&](const char* t) { return layer_tensor(il, t); };
-  const auto optional = [&](const ops::WeightMatrix& x, const char* t) {
+  const auto name = [&](LayerTensor t) { return layer_tensor_name(t, il); };
+  const auto optional = [&](const ops::WeightMatrix& x, LayerTensor t) {
     return x.data ? w.matrix(x, name(t)) : GpuMatrix{};
   };
   GpuFfnWeights l;
-  l.gate = optional(dense.gate, "ffn_gate");
-  l.up = optional(dense.up, "ffn_up");
-  l.down = optional(dense.down, "ffn_down");
-  l.router = optional(moe.router, "ffn_gate_inp");
-  l.router_bias = w.floats(moe.router_bias, hp.n_expert, layer_bias(il, "ffn_gate_inp"));
-  l.selection_bias = w.floats(moe.selection_bias, hp.n_expert, layer_bias(il, "exp_probs_b"));
-  l.gate_bias = w.floats(moe.gate_bias, hp.n_expert * hp.n_ff_exp, layer_bias(il, "ffn_gate_exps"));
-  l.up_bias = w.floats(moe.up_bias, hp.n_expert * hp.n_ff_exp, layer_bias(il, "ffn_up_exps"));
-  l.down_bias = w.floats(moe.down_bias, hp.n_expert * hp.n_embd, layer_bias(il, "ffn_down_exps"));
+  l.gate = optional(dense.gate, LayerTensor::ffn_gate);
+  l.up = optional(dense.up, LayerTensor::ffn_up);
+  l.down = optional(dense.down, LayerTensor::ffn_down);
+  l.router = optional(moe.router, LayerTensor::router);
+  l.router_bias = w.floats(moe.router_bias, hp.n_expert, name(LayerTensor::router_bias));
+  l.selection_bias = w.floats(moe.selection_bias, hp.n_expert, name(LayerTensor::selection_bias));
+  l.gate_bias =
+      w.floats(moe.gate_bias, hp.n_expert * hp.n_ff_exp, name(LayerTensor::gate_exps_bias));
+  l.up_bias = w.floats(moe.up_bias, hp.n_expert * hp.n_ff_exp, name(LayerTensor::up_exps_bias));
+  l.down_bias = w.floats(moe.down_bias, hp.n_expert * hp.n_embd, name(LayerTensor::down_exps_bias));
   if (moe.gate_exps.data) {
     STRATA_CHECK(on_device.empty() || static_cast<int64_t>(on_device.size()) == hp.n_expert,
-                 "{}: a placement of {} experts for {} experts", name("ffn_gate_exps"),
+                 "{}: a placement of {} experts for {} experts", name(LayerTensor::gate_exps),
                  on_device.size(), hp.n_expert);
     const std::vector<int32_t> held = held_experts(on_device, hp.n_expert);
     l.held_experts = static_cast<int64_t>(held.size());
     if (!held.empty()) {  // each matrix describes one expert; the kernels step by expert
-      l.gate_exps = w.experts(moe.gate_exps, hp.n_ff_exp, held, name("ffn_gate_exps"));
-      l.up_exps = w.experts(moe.up_exps, hp.n_ff_exp, held, name("ffn_up_exps"));
-      l.down_exps = w.experts(moe.down_exps, hp.n_embd, held, name("ffn_down_exps"));
+      l.gate_exps = w.experts(moe.gate_exps, hp.n_ff_exp, held, name(LayerTensor::gate_exps));
+      l.up_exps = w.experts(moe.up_exps, hp.n_ff_exp, held, name(LayerTensor::up_exps));
+      l.down_exps = w.experts(moe.down_exps, hp.n_embd, held, name(LayerTensor::down_exps));
     }
     if (l.held_experts < hp.n_expert) {
       std::vector<int32_t> slots(static_cast<size_t>(hp.n_expert), -1);
       for (size_t i = 0; i < held.size(); ++i)
         slots[static_cast<size_t>(held[i])] = static_cast<int32_t>(i);
-      l.expert_slots = w.ints(slots.data(), hp.n_expert, name("expert slots"));
+      l.expert_slots = w.ints(slots.data(), hp.n_expert, fmt::format("blk.{}.expert slots", il));
       std::vector<bool> in_ram(static_cast<size_t>(hp.n_expert), true);
       for (int32_t e : held) in_ram[static_cast<size_t>(e)] = false;
       const ops::WeightMatrix* stacks[3] = {&moe.gate_exps, &moe.up_exps, &moe.down_exps};
       const int64_t rows[3] = {hp.n_ff_exp, hp.n_ff_exp, hp.n_embd};
-      const char* names[3] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
+      const LayerTensor names[3] = {LayerTensor::gate_exps, LayerTensor::up_exps,
+                                    LayerTensor::down_exps};
       for (int i = 0; i < 3; ++i) {  // uploads compute them on the GPU too
         const GpuMatrix m{stacks[i]->type, 0, rows[i], stacks[i]->cols, stacks[i]->row_bytes};
         check_gpu_matrix(m, name(names[i]).c_str());
       }
-      l.ram = place_ram_experts(w, moe, hp, std::move(in_ram), name("ffn_*_exps"));
+      l.ram =
+          place_ram_experts(w, moe, hp, std::move(in_ram), fmt::format("blk.{}.ffn_*_exps", il));
       // Where an upload puts each RAM expert: its place among them, in expert order.
       std::vector<int32_t> ram_slots(static_cast<size_t>(hp.n_expert), -1);
       for (size_t e = 0, next = 0; e < ram_slots.size(); ++e)
         if (l.ram.in_ram[e]) ram_slots[e] = static_cast<int32_t>(next++);
-      l.ram_slots = w.ints(ram_slots.data(), hp.n_expert, name("RAM expert slots"));
+      l.ram_slots =
+          w.ints(ram_slots.data(), hp.n_expert, fmt::format("blk.{}.RAM expert slots", il));
     }
   }
-  l.shared_gate_w = optional(moe.shared.gate, "ffn_gate_shexp");
-  l.shared_up = optional(moe.shared.up, "ffn_up_shexp");
-  l.shared_down = optional(moe.shared.down, "ffn_down_shexp");
+  l.shared_gate_w = optional(moe.shared.gate, LayerTensor::shexp_gate);
+  l.shared_up = optional(moe.shared.up, LayerTensor::shexp_up);
+  l.shared_down = optional(moe.shared.down, LayerTensor::shexp_down);
   if (moe.shared_gate) {
-    l.shared_gate_inp =
-        GpuMatrix{GgmlType::F32, w.floats(moe.shared_gate, hp.n_embd, name("ffn_gate_inp_shexp")),
-                  1, hp.n_embd, hp.n_embd * 4};
+    l.shared_gate_inp = GpuMatrix{
+        GgmlType::F32, w.floats(moe.shared_gate, hp.n_embd, name(LayerTensor::shexp_router)), 1,
+        hp.n_embd, hp.n_embd * 4};
   }
   return l;
 }

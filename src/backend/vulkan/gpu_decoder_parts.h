@@ -92,6 +92,10 @@ class GpuFfn {
   void expect_uploads(const GpuFfnWeights& l) {
     largest_upload_ = std::max(largest_upload_, l.ram.pinned ? l.ram.total_bytes() : 0);
   }
+  // How the CPU's products of the experts in RAM run.
+  void set_matmul_settings(const ops::MatmulSettings& settings) {
+    cpu_.set_matmul_settings(settings);
+  }
   // Submits the ended recording, computes the experts in RAM on `pool` as the GPU hands them
   // over, and waits for the step.
   void run_step(CommandList& cmd, ThreadPool& pool);

@@ -2,8 +2,7 @@
 
 #include <algorithm>
 
-#include "backend/vulkan/gpu_hybrid_decoder.h"
-#include "backend/vulkan/gpu_standard_decoder.h"
+#include "backend/vulkan/gpu_decoder.h"
 #include "util/error.h"
 #include "util/format_bytes.h"
 #include "util/log.h"
@@ -171,54 +170,35 @@ std::unique_ptr<Model> load_gpu_model(const std::string& path,
     }
     log::info("running {} on {}", path, labels[0]);
   }
-  if (auto* hybrid = dynamic_cast<HybridDecoder*>(cpu.get())) {
-    cpu.release();
-    auto gpu = std::make_unique<GpuHybridDecoder>(std::unique_ptr<HybridDecoder>(hybrid),
-                                                  std::move(devices), std::move(gpu_placement));
-    gpu->set_placement_summary(summary);
-    return gpu;
-  }
-  auto* standard = dynamic_cast<StandardDecoder*>(cpu.get());
-  STRATA_CHECK(standard, "{}: architecture '{}' has no GPU path yet; run it with --device none",
+  auto* decoder = dynamic_cast<DecoderModel*>(cpu.get());
+  STRATA_CHECK(decoder, "{}: architecture '{}' has no GPU path yet; run it with --device none",
                path, cpu->hparams().arch);
   cpu.release();
-  auto gpu = std::make_unique<GpuStandardDecoder>(std::unique_ptr<StandardDecoder>(standard),
-                                                  std::move(devices), std::move(gpu_placement));
+  auto gpu = std::make_unique<GpuDecoder>(std::unique_ptr<DecoderModel>(decoder),
+                                          std::move(devices), std::move(gpu_placement));
   gpu->set_placement_summary(summary);
   return gpu;
 }
 
 int64_t gpu_step_encodings(const Model& model) {
-  if (auto* standard = dynamic_cast<const GpuStandardDecoder*>(&model))
-    return standard->step_encodings();
-  if (auto* hybrid = dynamic_cast<const GpuHybridDecoder*>(&model)) return hybrid->step_encodings();
-  return -1;
+  const auto* gpu = dynamic_cast<const GpuDecoder*>(&model);
+  return gpu ? gpu->step_encodings() : -1;
 }
 
 const HybridTimeline* hybrid_timeline(const Model& model) {
-  if (auto* standard = dynamic_cast<const GpuStandardDecoder*>(&model))
-    return &standard->hybrid_timeline();
-  if (auto* hybrid = dynamic_cast<const GpuHybridDecoder*>(&model))
-    return &hybrid->hybrid_timeline();
-  return nullptr;
+  const auto* gpu = dynamic_cast<const GpuDecoder*>(&model);
+  return gpu ? &gpu->hybrid_timeline() : nullptr;
 }
 
 bool set_gpu_timestamps(Model& model, bool on) {
-  if (auto* standard = dynamic_cast<GpuStandardDecoder*>(&model)) {
-    standard->set_timestamps(on);
-    return true;
-  }
-  if (auto* hybrid = dynamic_cast<GpuHybridDecoder*>(&model)) {
-    hybrid->set_timestamps(on);
-    return true;
-  }
-  return false;
+  auto* gpu = dynamic_cast<GpuDecoder*>(&model);
+  if (gpu) gpu->set_timestamps(on);
+  return gpu != nullptr;
 }
 
 Device* gpu_device(Model& model) {
-  if (auto* standard = dynamic_cast<GpuStandardDecoder*>(&model)) return &standard->device();
-  if (auto* hybrid = dynamic_cast<GpuHybridDecoder*>(&model)) return &hybrid->device();
-  return nullptr;
+  auto* gpu = dynamic_cast<GpuDecoder*>(&model);
+  return gpu ? &gpu->device() : nullptr;
 }
 
 }  // namespace strata::vk

@@ -3,9 +3,15 @@
 
 #include <memory>
 
+#include "model/layer_spec.h"
 #include "model/model.h"
 
 namespace strata::archs {
+
+// n_layer copies of `layer` (then varied per layer by the caller).
+ModelSpec same_layers(int64_t n_layer, const LayerSpec& layer);
+// The decoder of `spec` over `file`.
+std::unique_ptr<Model> make_decoder(GgufFile file, ModelHParams hp, ModelSpec spec);
 
 std::unique_ptr<Model> make_qwen3moe(GgufFile file);
 std::unique_ptr<Model> make_qwen35moe(GgufFile file);

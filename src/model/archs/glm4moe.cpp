@@ -7,7 +7,6 @@
 // (multi-token prediction) block at the end (nextn_predict_layers) is not loaded.
 
 #include "model/archs/archs.h"
-#include "model/standard_decoder.h"
 #include "util/error.h"
 
 namespace strata::archs {
@@ -31,18 +30,23 @@ std::unique_ptr<Model> make_glm4moe(GgufFile file) {
                arch, gating);
   hp.expert_gating = gating == 2 ? ExpertGating::sigmoid : ExpertGating::softmax;
 
-  StandardDecoder::Options o;
-  o.attention.qk_norm = AttentionLayout::QkNorm::optional;
-  o.attention.qkv_bias = true;
-  o.moe = true;
+  LayerSpec layer;
+  layer.attention.qk_norm = AttentionLayout::QkNorm::optional;
+  layer.attention.qkv_bias = true;
+  layer.moe = true;
   const int64_t shared = file.find_int(arch + ".expert_shared_count").value_or(0);
   STRATA_CHECK(shared >= 0, "{}: {}.expert_shared_count is {}", file.name(), arch, shared);
-  o.moe_layout.selection_bias = hp.expert_gating == ExpertGating::sigmoid;
-  o.moe_layout.n_ff_shexp = shared * hp.n_ff_exp;
-  o.leading_dense = file.find_int(arch + ".leading_dense_block_count").value_or(0);
-  o.ffn_norm = "post_attention_norm";
-  o.skipped_layers = nextn;
-  return std::make_unique<StandardDecoder>(std::move(file), std::move(hp), std::move(o));
+  layer.moe_layout.selection_bias = hp.expert_gating == ExpertGating::sigmoid;
+  layer.moe_layout.n_ff_shexp = shared * hp.n_ff_exp;
+  layer.post_attention_norm = true;
+  ModelSpec spec = same_layers(hp.n_layer, layer);
+  const int64_t leading_dense = file.find_int(arch + ".leading_dense_block_count").value_or(0);
+  STRATA_CHECK(leading_dense >= 0 && leading_dense <= hp.n_layer,
+               "{}: {}.leading_dense_block_count is {} of {} layers", file.name(), hp.arch,
+               leading_dense, hp.n_layer);
+  for (int64_t il = 0; il < leading_dense; ++il) spec.layers[static_cast<size_t>(il)].moe = false;
+  spec.skipped_layers = nextn;
+  return make_decoder(std::move(file), std::move(hp), std::move(spec));
 }
 
 }  // namespace strata::archs

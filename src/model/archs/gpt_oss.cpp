@@ -7,7 +7,6 @@
 // keep the experts in MXFP4.
 
 #include "model/archs/archs.h"
-#include "model/standard_decoder.h"
 #include "util/error.h"
 
 namespace strata::archs {
@@ -25,12 +24,15 @@ std::unique_ptr<Model> make_gpt_oss(GgufFile file) {
   STRATA_CHECK(hp.sliding_window > 0, "{}: {} must be positive, found {}", file.name(), window_key,
                hp.sliding_window);
 
-  StandardDecoder::Options o;
-  o.attention.qkv_bias = o.attention.output_bias = o.attention.sinks = true;
-  o.moe = true;
-  o.moe_layout.router_bias = o.moe_layout.expert_biases = true;
-  o.ffn_norm = "post_attention_norm";
-  return std::make_unique<StandardDecoder>(std::move(file), std::move(hp), std::move(o));
+  LayerSpec layer;
+  layer.attention.qkv_bias = layer.attention.output_bias = layer.attention.sinks = true;
+  layer.moe = true;
+  layer.moe_layout.router_bias = layer.moe_layout.expert_biases = true;
+  layer.post_attention_norm = true;
+  ModelSpec spec = same_layers(hp.n_layer, layer);
+  for (int64_t il = 0; il < hp.n_layer; ++il)
+    spec.layers[static_cast<size_t>(il)].window = hp.layer_window(il);
+  return make_decoder(std::move(file), std::move(hp), std::move(spec));
 }
 
 }  // namespace strata::archs

@@ -5,15 +5,14 @@
 
 namespace strata::archs {
 
-HybridDecoder::Options read_hybrid_options(const GgufFile& file, const std::string& arch,
-                                           ModelHParams& hp) {
+ModelSpec read_hybrid_spec(const GgufFile& file, const std::string& arch, ModelHParams& hp) {
   auto get = [&](const std::string& key) {
     const int64_t v = file.get_int(arch + "." + key);
     STRATA_CHECK(v > 0, "{}: {}.{} must be positive, found {}", file.name(), arch, key, v);
     return v;
   };
 
-  HybridDecoder::Options o;
+  ModelSpec o;
   const int64_t nextn = file.find_int(arch + ".nextn_predict_layers").value_or(0);
   STRATA_CHECK(nextn >= 0 && nextn < hp.n_layer, "{}: {}.nextn_predict_layers is {} of {} blocks",
                file.name(), arch, nextn, hp.n_layer);
@@ -35,20 +34,30 @@ HybridDecoder::Options read_hybrid_options(const GgufFile& file, const std::stri
   g.rms_eps = hp.rms_eps;
   g.chunked_min_tokens = 0;  // sequential recurrence: measured faster on CPU (see ops)
 
-  o.n_ff_shexp = file.find_int(arch + ".expert_shared_feed_forward_length").value_or(0);
+  LayerSpec attention, recurrent;
+  attention.attention.qk_norm = AttentionLayout::QkNorm::required;
+  attention.attention.gated_q = true;
+  attention.moe = true;
+  attention.moe_layout.n_ff_shexp =
+      file.find_int(arch + ".expert_shared_feed_forward_length").value_or(0);
+  attention.post_attention_norm = true;
+  recurrent = attention;
+  recurrent.mixer = LayerSpec::Mixer::gated_delta_net;
   if (const GgufArray* layers = file.find_array(arch + ".attention.recurrent_layers")) {
     STRATA_CHECK(static_cast<int64_t>(layers->items.size()) >= hp.n_layer,
                  "{}: {}.attention.recurrent_layers has {} entries for {} layers", file.name(),
                  arch, layers->items.size(), hp.n_layer);
     for (int64_t il = 0; il < hp.n_layer; ++il) {
       const GgufValue& v = layers->items[static_cast<size_t>(il)];
-      o.recurrent.push_back(v.as_bool().value_or(v.as_int().value_or(0) != 0));
+      const bool is_recurrent = v.as_bool().value_or(v.as_int().value_or(0) != 0);
+      o.layers.push_back(is_recurrent ? recurrent : attention);
     }
   } else {
     const int64_t interval = file.find_int(arch + ".full_attention_interval").value_or(4);
     STRATA_CHECK(interval > 0, "{}: full_attention_interval must be positive, found {}",
                  file.name(), interval);
-    for (int64_t il = 0; il < hp.n_layer; ++il) o.recurrent.push_back((il + 1) % interval != 0);
+    for (int64_t il = 0; il < hp.n_layer; ++il)
+      o.layers.push_back((il + 1) % interval != 0 ? recurrent : attention);
   }
   return o;
 }

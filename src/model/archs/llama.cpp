@@ -5,18 +5,18 @@
 // top-k renormalized, no shared expert.
 
 #include "model/archs/archs.h"
-#include "model/standard_decoder.h"
 
 namespace strata::archs {
 
 std::unique_ptr<Model> make_llama(GgufFile file) {
   ModelHParams hp = read_common_hparams(file, "llama");
   hp.rope_style = ops::RopeStyle::norm;
-  StandardDecoder::Options o;
-  o.moe = hp.n_expert > 0;
-  if (o.moe && hp.n_ff_exp == 0) hp.n_ff_exp = hp.n_ff;
+  LayerSpec layer;
+  layer.moe = hp.n_expert > 0;
+  if (layer.moe && hp.n_ff_exp == 0) hp.n_ff_exp = hp.n_ff;
   hp.expert_weights_norm = true;
-  return std::make_unique<StandardDecoder>(std::move(file), std::move(hp), std::move(o));
+  ModelSpec spec = same_layers(hp.n_layer, layer);
+  return make_decoder(std::move(file), std::move(hp), std::move(spec));
 }
 
 }  // namespace strata::archs

@@ -16,10 +16,10 @@ std::unique_ptr<Model> make_qwen35moe(GgufFile file) {
   ModelHParams hp = read_common_hparams(file, arch);
   hp.rope_style = ops::RopeStyle::neox;
   hp.expert_weights_norm = true;
-  HybridDecoder::Options o = read_hybrid_options(file, arch, hp);
-  o.gdn.k_head_modulo = true;
-  o.projections = HybridDecoder::Options::GdnProjections::separate;
-  return std::make_unique<HybridDecoder>(std::move(file), std::move(hp), std::move(o));
+  ModelSpec spec = read_hybrid_spec(file, arch, hp);
+  spec.gdn.k_head_modulo = true;
+  spec.projections = GdnProjections::separate;
+  return make_decoder(std::move(file), std::move(hp), std::move(spec));
 }
 
 }  // namespace strata::archs

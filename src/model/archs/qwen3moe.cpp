@@ -3,7 +3,6 @@
 // experts, no shared expert.
 
 #include "model/archs/archs.h"
-#include "model/standard_decoder.h"
 
 namespace strata::archs {
 
@@ -11,10 +10,11 @@ std::unique_ptr<Model> make_qwen3moe(GgufFile file) {
   ModelHParams hp = read_common_hparams(file, "qwen3moe");
   hp.rope_style = ops::RopeStyle::neox;
   hp.expert_weights_norm = true;
-  StandardDecoder::Options o;
-  o.attention.qk_norm = AttentionLayout::QkNorm::required;
-  o.moe = true;
-  return std::make_unique<StandardDecoder>(std::move(file), std::move(hp), std::move(o));
+  LayerSpec layer;
+  layer.attention.qk_norm = AttentionLayout::QkNorm::required;
+  layer.moe = true;
+  ModelSpec spec = same_layers(hp.n_layer, layer);
+  return make_decoder(std::move(file), std::move(hp), std::move(spec));
 }
 
 }  // namespace strata::archs

@@ -14,18 +14,17 @@ std::unique_ptr<Model> make_qwen3next(GgufFile file) {
   ModelHParams hp = read_common_hparams(file, arch);
   hp.rope_style = ops::RopeStyle::neox;
   hp.expert_weights_norm = true;
-  HybridDecoder::Options o = read_hybrid_options(file, arch, hp);
-  o.gdn.k_head_modulo = false;
-  using Projections = HybridDecoder::Options::GdnProjections;
-  o.projections = Projections::fused_ba;
-  for (size_t il = 0; il < o.recurrent.size(); ++il) {
-    if (!o.recurrent[il]) continue;
-    if (file.find_tensor("blk." + std::to_string(il) + ".ssm_in.weight")) {
-      o.projections = Projections::fused_in;
+  ModelSpec spec = read_hybrid_spec(file, arch, hp);
+  spec.gdn.k_head_modulo = false;
+  spec.projections = GdnProjections::fused_ba;
+  for (size_t il = 0; il < spec.layers.size(); ++il) {
+    if (!spec.layers[il].recurrent()) continue;
+    if (file.find_tensor(layer_tensor_name(LayerTensor::gdn_in, static_cast<int64_t>(il)))) {
+      spec.projections = GdnProjections::fused_in;
     }
     break;  // the first recurrent layer tells the layout of all
   }
-  return std::make_unique<HybridDecoder>(std::move(file), std::move(hp), std::move(o));
+  return make_decoder(std::move(file), std::move(hp), std::move(spec));
 }
 
 }  // namespace strata::archs

@@ -20,10 +20,10 @@
 #include <filesystem>
 #include <future>
 
-#include "backend/vulkan/gpu_hybrid_decoder.h"
+#include "backend/vulkan/gpu_decoder.h"
 #include "backend/vulkan/gpu_model.h"
 #include "gpu_oracle_cases.h"
-#include "model/hybrid_decoder.h"
+#include "model/decoder_model.h"
 #include "model/oracle_compare.h"
 #include "runtime/sampler.h"
 #include "runtime/scheduler.h"
@@ -48,7 +48,7 @@ std::string gdn_model(const char* type) {
 
 std::unique_ptr<Model> gpu_hybrid(const char* type) {
   auto model = vk::load_gpu_model(gdn_model(type), vk::test::shared_test_device());
-  EXPECT_NE(dynamic_cast<vk::GpuHybridDecoder*>(model.get()), nullptr);
+  EXPECT_NE(dynamic_cast<vk::GpuDecoder*>(model.get()), nullptr);
   return model;
 }
 
@@ -144,9 +144,9 @@ TEST(GpuHybridState, SnapshotReadsTheDeviceStateAndRestoreWritesIt) {
   ASSERT_EQ(snap.recurrent.size(), cpu_snap.recurrent.size());
   EXPECT_EQ(snap.position, 40);
   EXPECT_EQ(snap.recurrent[0], 40.0f) << "the header counts the tokens consumed";
-  const double state_nmse = nmse(snap.recurrent.data() + HybridDecoder::kHeader,
-                                 cpu_snap.recurrent.data() + HybridDecoder::kHeader,
-                                 snap.recurrent.size() - HybridDecoder::kHeader);
+  const double state_nmse = nmse(snap.recurrent.data() + DecoderModel::kHeader,
+                                 cpu_snap.recurrent.data() + DecoderModel::kHeader,
+                                 snap.recurrent.size() - DecoderModel::kHeader);
   std::printf("state after 40 tokens: nmse vs cpu %.2e\n", state_nmse);
   EXPECT_LT(state_nmse, kStateNmse);
   const std::span<const float> live = session.recurrent_state();

@@ -17,8 +17,8 @@
 
 #include "backend/vulkan/gpu_model.h"
 #include "gpu_oracle_cases.h"
+#include "model/decoder_model.h"
 #include "model/oracle_compare.h"
-#include "model/standard_decoder.h"
 #include "runtime/session.h"
 #include "support/greedy_jobs.h"
 #include "support/test_support.h"
@@ -234,7 +234,7 @@ TEST(GpuSplitPlanMemory, ExpertsInRamFitWhereTheWholeModelDoesNot) {
 TEST(GpuSplitPlanMemory, EmbeddingsInRamAreNotUploaded) {
   const std::string path = (oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string();
   auto cpu = Model::load(path, LoadMode::mmap);
-  const auto* standard = dynamic_cast<const StandardDecoder*>(cpu.get());
+  const auto* standard = dynamic_cast<const DecoderModel*>(cpu.get());
   ASSERT_NE(standard, nullptr);
   const bool tied = standard->output().data == standard->token_embd().data;
   uint64_t allocated[2] = {0, 0};

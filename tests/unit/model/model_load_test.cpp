@@ -8,7 +8,9 @@
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
 #include "model/model.h"
+#include "runtime/session.h"
 #include "support/test_support.h"
+#include "util/fp16.h"
 
 namespace strata {
 namespace {
@@ -205,6 +207,53 @@ TEST(ModelLoad, MixtralMalformedFiles) {
   e = arch_load_error(file, keep_all,
                       [](GgufWriter& w) { w.set_u32("llama.expert_used_count", 0); });
   EXPECT_NE(e.find("expert_used_count is 0, expected 1..8"), std::string::npos) << e;
+}
+
+// Norm vectors stored as F16 are converted to floats at load, and those floats live as long as
+// the model (not the loader that made them): the logits equal those of F32 norms holding the same
+// values, bit for bit, on a plain and on a hybrid (Gated DeltaNet) architecture.
+TEST(ModelLoad, F16NormsLiveAsLongAsTheModel) {
+  for (const std::string& model :
+       {(test::oracle_dir() / "models" / "tiny-qwen3moe-Q8_0.gguf").string(),
+        (test::oracle_dir() / "gdn" / "models" / "tiny-qwen35moe-Q8_0.gguf").string()}) {
+    const auto is_norm = [](const GgufTensorInfo& t) {
+      return t.type == GgmlType::F32 && t.shape.size() == 1 &&
+             t.name.find("norm.weight") != std::string::npos;
+    };
+    // Each norm rounded to F16, stored as F16 (as_f16) or as the F32 values of those halves.
+    const auto rounded = [&](bool as_f16) {
+      return modified_model(
+          [&](const GgufTensorInfo& t, GgufWriter& w) {
+            if (!is_norm(t)) return true;
+            const auto* v = reinterpret_cast<const float*>(t.data.data());
+            const auto n = static_cast<size_t>(t.shape[0]);
+            std::vector<uint8_t> bytes(n * (as_f16 ? 2 : 4));
+            for (size_t i = 0; i < n; ++i) {
+              const f16_bits h = f32_to_f16(v[i]);
+              const float f = f16_to_f32(h);
+              if (as_f16) {
+                std::memcpy(bytes.data() + 2 * i, &h, 2);
+              } else {
+                std::memcpy(bytes.data() + 4 * i, &f, 4);
+              }
+            }
+            w.add_tensor(t.name, as_f16 ? GgmlType::F16 : GgmlType::F32, t.shape, std::move(bytes));
+            return false;
+          },
+          nullptr, model);
+    };
+    const std::vector<uint8_t> half_bytes = rounded(true), float_bytes = rounded(false);
+    ThreadPool pool(2);
+    std::vector<float> logits[2];
+    int i = 0;
+    for (const auto* bytes : {&half_bytes, &float_bytes}) {
+      auto m = Model::from_file(GgufFile::parse("norms.gguf", *bytes));
+      Session session(*m, 64, GgmlType::F16, pool);
+      session.eval(std::vector<int32_t>{1, 17, 300, 42, 7}, true, logits[i++]);
+    }
+    ASSERT_FALSE(logits[0].empty());
+    EXPECT_EQ(logits[0], logits[1]) << model;
+  }
 }
 
 }  // namespace

@@ -12,12 +12,6 @@
 namespace strata::ops {
 namespace {
 
-// Leaves the process-wide setting as the other tests expect it.
-struct RestorePrefetch {
-  bool saved = gemv_prefetch();
-  ~RestorePrefetch() { set_gemv_prefetch(saved); }
-};
-
 // A matrix of zero blocks: the tuning times the loop, whatever the values.
 struct ZeroMatrix {
   std::vector<uint8_t> bytes;
@@ -39,8 +33,7 @@ TEST(GemvPrefetch, KeptOnlyWhenClearlyFaster) {
   EXPECT_FALSE(prefetch_pays(std::vector<double>{}, slow));
 }
 
-TEST(GemvPrefetch, MeasuresAndSetsTheFasterWay) {
-  RestorePrefetch restore;
+TEST(GemvPrefetch, MeasuresAndReportsTheFasterWay) {
   const ZeroMatrix g(GgmlType::Q8_0, 1024, 200);
   GemvPrefetchOptions options;
   options.min_bytes = 0;
@@ -51,19 +44,14 @@ TEST(GemvPrefetch, MeasuresAndSetsTheFasterWay) {
   EXPECT_GT(r.best_with_ms, 0.0);
   EXPECT_GT(r.best_without_ms, 0.0);
   EXPECT_EQ(r.prefetch, r.best_without_ms > kMinPrefetchGain * r.best_with_ms);
-  EXPECT_EQ(gemv_prefetch(), r.prefetch);
 }
 
-TEST(GemvPrefetch, TooSmallToMeasureLeavesTheSettingAlone) {
-  RestorePrefetch restore;
+TEST(GemvPrefetch, TooSmallToMeasureKeepsPrefetchOff) {
   const ZeroMatrix g(GgmlType::Q8_0, 1024, 16);  // 17 KiB: it would time the cache
-  for (bool setting : {true, false}) {
-    set_gemv_prefetch(setting);
-    const GemvPrefetchResult r = tune_gemv_prefetch(g.w, GemvPrefetchOptions{});
-    EXPECT_FALSE(r.measured);
-    EXPECT_EQ(r.bytes, g.w.bytes());
-    EXPECT_EQ(gemv_prefetch(), setting);
-  }
+  const GemvPrefetchResult r = tune_gemv_prefetch(g.w, GemvPrefetchOptions{});
+  EXPECT_FALSE(r.measured);
+  EXPECT_FALSE(r.prefetch);
+  EXPECT_EQ(r.bytes, g.w.bytes());
 }
 
 }  // namespace

@@ -42,7 +42,7 @@ float gemv(const Problem& p, int64_t tok, int64_t r, double* magnitude) {
   QuantizedRows one;
   one.quantize(p.x.data() + tok * p.w.cols, 1, p.w.cols, p.w.cols, p.a.type());
   std::vector<float> out(static_cast<size_t>(p.w.rows));
-  matmul_rows(p.w, one, out.data(), p.w.rows, r, r + 1);
+  matmul_rows(p.w, one, out.data(), p.w.rows, r, r + 1, {});
   const auto& t = quant::traits(p.w.type);
   std::vector<float> wd(static_cast<size_t>(p.w.cols)), ad(static_cast<size_t>(p.w.cols));
   t.kernels.dequantize_row(p.w.row(r), wd.data(), p.w.cols);
@@ -62,7 +62,7 @@ TEST(MatmulGemm, ManyTokensEqualPerTokenGemv) {
     const int64_t cols = 768, rows = 45, tokens = 37;
     Problem p = make_problem(type, cols, rows, tokens);
     std::vector<float> out(static_cast<size_t>(tokens * rows));
-    matmul(p.w, p.a, out.data(), rows, pool);
+    matmul(p.w, p.a, out.data(), rows, pool, {});
     for (int64_t tok = 0; tok < tokens; tok += 3) {
       for (int64_t r = 0; r < rows; ++r) {
         double magnitude;
@@ -83,8 +83,8 @@ TEST(MatmulGemm, IndexedTokensEqualPerTokenGemv) {
     const int64_t n_ids = static_cast<int64_t>(ids.size());
     std::vector<float> out(static_cast<size_t>(n_ids * rows), -1.0f);
     // Two row ranges, as two work items would split them.
-    matmul_rows_indexed(p.w, p.a, ids.data(), n_ids, out.data(), rows, 0, 13);
-    matmul_rows_indexed(p.w, p.a, ids.data(), n_ids, out.data(), rows, 13, rows);
+    matmul_rows_indexed(p.w, p.a, ids.data(), n_ids, out.data(), rows, 0, 13, {});
+    matmul_rows_indexed(p.w, p.a, ids.data(), n_ids, out.data(), rows, 13, rows, {});
     for (int64_t i = 0; i < n_ids; ++i) {
       for (int64_t r = 0; r < rows; ++r) {
         double magnitude;
@@ -97,8 +97,9 @@ TEST(MatmulGemm, IndexedTokensEqualPerTokenGemv) {
 }
 
 TEST(MatmulGemm, GemvSameWithAndWithoutPrefetchAsTheScalarReference) {
-  const bool saved = gemv_prefetch();
   ThreadPool pool(2);
+  MatmulSettings prefetch, no_prefetch;
+  prefetch.gemv_prefetch = true;
   // Rows of a few KiB, so the prefetch distance (8 KiB) runs past the end of the matrix.
   for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_0, GgmlType::Q6_K, GgmlType::Q8_0,
                         GgmlType::MXFP4, GgmlType::F16}) {
@@ -106,10 +107,8 @@ TEST(MatmulGemm, GemvSameWithAndWithoutPrefetchAsTheScalarReference) {
     const int64_t cols = 2816, rows = 67;
     const Problem p = make_problem(type, cols, rows, 1);
     std::vector<float> with(static_cast<size_t>(rows)), without(static_cast<size_t>(rows));
-    set_gemv_prefetch(true);
-    matmul(p.w, p.a, with.data(), rows, pool);
-    set_gemv_prefetch(false);
-    matmul(p.w, p.a, without.data(), rows, pool);
+    matmul(p.w, p.a, with.data(), rows, pool, prefetch);
+    matmul(p.w, p.a, without.data(), rows, pool, no_prefetch);
     ASSERT_EQ(std::memcmp(with.data(), without.data(), with.size() * sizeof(float)), 0);
     const quant::VecDotFn reference = quant::kernels_exact(type, quant::Isa::scalar).vec_dot;
     for (int64_t r = 0; r < rows; ++r) {
@@ -118,7 +117,6 @@ TEST(MatmulGemm, GemvSameWithAndWithoutPrefetchAsTheScalarReference) {
           << "row " << r;
     }
   }
-  set_gemv_prefetch(saved);
 }
 
 }  // namespace

@@ -182,7 +182,7 @@ TEST(Matmul, EqualsDotOfDequantizedRows) {
     QuantizedRows a;
     a.quantize(x.data(), tokens, cols, cols, t.activation_type);
     std::vector<float> out(static_cast<size_t>(tokens * rows));
-    matmul(w, a, out.data(), rows, pool);
+    matmul(w, a, out.data(), rows, pool, {});
     // Reference: dequantize both sides and accumulate in double.
     std::vector<float> wd(static_cast<size_t>(cols)), ad(static_cast<size_t>(cols));
     const quant::TypeTraits& at = quant::traits(t.activation_type);
@@ -209,7 +209,7 @@ TEST(Matmul, RejectsMismatchedActivations) {
   QuantizedRows a;
   a.quantize(x.data(), 1, 128, 128, GgmlType::F32);
   float out;
-  EXPECT_THROW(matmul(w, a, &out, 1, pool), std::exception);
+  EXPECT_THROW(matmul(w, a, &out, 1, pool, {}), std::exception);
 }
 
 // Attention over a cache vs an exact softmax in double over what the cache holds (keys and

@@ -8,8 +8,8 @@
 
 #include <future>
 
-#include "runtime/drafter.h"
 #include "runtime/scheduler.h"
+#include "runtime/speculative/drafter.h"
 #include "support/drafted_jobs.h"
 #include "support/greedy_jobs.h"
 #include "support/test_support.h"

@@ -106,7 +106,7 @@ TEST_P(GpuMatmul, AgreesWithTheCpuMatmul) {
   std::vector<float> want(static_cast<size_t>(n_tok * rows));
   ThreadPool pool(1);
   ops::matmul(ops::WeightMatrix{type, m.bytes.data(), cols, rows, m.row_bytes}, xq, want.data(),
-              rows, pool);
+              rows, pool, {});
   Buffer w = upload(dev, m.bytes), xb = upload(dev, x);
   Buffer rounded = dev.allocate(x.size() * 4, MemoryKind::device, "rounded x");
   Buffer y = dev.allocate(want.size() * 4, MemoryKind::device, "y");
