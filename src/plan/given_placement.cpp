@@ -7,6 +7,7 @@
 #include <optional>
 #include <regex>
 
+#include "model/layer_spec.h"
 #include "plan/placement.h"
 #include "util/error.h"
 
@@ -86,27 +87,29 @@ Placement placement_from_flags(const ModelInventory& inv, const HardwareProfile&
   if (overrides.empty()) return p;
   for (int l = 0; l < n_layer; ++l) {
     LayerPlacement& lp = p.layers[static_cast<size_t>(l)];
-    const std::string blk = fmt::format("blk.{}.", l);
+    const auto name = [l](LayerTensor t) { return layer_tensor_name(t, l); };
     if (inv.n_expert > 0) {
       std::optional<int> d[3];
       int i = 0;
-      for (const char* t : {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"})
-        d[i++] = override_for(overrides, blk + t + ".weight");
+      for (LayerTensor t : {LayerTensor::gate_exps, LayerTensor::up_exps, LayerTensor::down_exps})
+        d[i++] = override_for(overrides, name(t));
       STRATA_CHECK(d[0] == d[1] && d[1] == d[2],
                    "-ot: layer {}'s expert tensors (gate, up, down) go to different devices; "
                    "strata places an expert's three matrices together",
                    l);
       if (d[0]) std::fill(lp.expert_device.begin(), lp.expert_device.end(), *d[0]);
     }
-    for (const char* t : {"attn_q", "attn_k", "attn_v", "attn_output", "attn_qkv", "ssm_out"}) {
-      if (const std::optional<int> d = override_for(overrides, blk + t + ".weight")) {
+    // A layer's attention (or Gated DeltaNet) goes where a rule sends its projections.
+    for (LayerTensor t : {LayerTensor::attn_q, LayerTensor::attn_k, LayerTensor::attn_v,
+                          LayerTensor::attn_output, LayerTensor::gdn_qkv, LayerTensor::gdn_out}) {
+      if (const std::optional<int> d = override_for(overrides, name(t))) {
         lp.attention_device = *d;
         break;
       }
     }
   }
-  if (const auto d = override_for(overrides, "output.weight")) p.output_device = *d;
-  if (const auto d = override_for(overrides, "token_embd.weight")) p.embeddings_device = *d;
+  if (const auto d = override_for(overrides, kOutputTensor)) p.output_device = *d;
+  if (const auto d = override_for(overrides, kTokenEmbdTensor)) p.embeddings_device = *d;
   return p;
 }
 

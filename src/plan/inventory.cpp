@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/hparams.h"
+#include "model/layer_spec.h"
 #include "plan/architecture_tensors.h"
 #include "plan/calibration.h"
 #include "util/error.h"
@@ -106,7 +107,7 @@ void summarize(ModelInventory& inv) {
     if (t.layer < 0 || t.layer >= inv.n_layer) {
       if (t.role == TensorRole::embeddings) {
         inv.embeddings_bytes += t.bytes;
-      } else if (t.role == TensorRole::output || t.name == "output_norm.weight") {
+      } else if (t.role == TensorRole::output || t.name == kOutputNormTensor) {
         inv.output_bytes += t.bytes;
         inv.output_params += t.elements;
         add_typed(inv.output_by_type, t.type, t.bytes, t.elements);

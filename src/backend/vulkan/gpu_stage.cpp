@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "backend/vulkan/device_weights.h"
+#include "model/layer_spec.h"
 
 namespace strata::vk {
 
@@ -142,10 +143,10 @@ void upload_model_ends(const ModelEnds& ends, const ModelHParams& hp, const Stag
                        GpuStage& stage, size_t index, GpuModelEnds& out) {
   DeviceWeights& w = *stage.weights;
   if (index == 0 && plan.embeddings_on_gpu)
-    out.token_embd = w.matrix(ends.token_embd, "token_embd.weight");
+    out.token_embd = w.matrix(ends.token_embd, kTokenEmbdTensor);
   if (plan.head_on_gpu && index + 1 == plan.gpu_stages()) {
-    out.output_norm = w.floats(ends.output_norm, hp.n_embd, "output_norm.weight");
-    out.output = plan.shared_table ? out.token_embd : w.matrix(ends.output, "output.weight");
+    out.output_norm = w.floats(ends.output_norm, hp.n_embd, kOutputNormTensor);
+    out.output = plan.shared_table ? out.token_embd : w.matrix(ends.output, kOutputTensor);
   }
   const std::vector<float> inv_freq = rope_frequencies(hp);
   stage.inv_freq =
