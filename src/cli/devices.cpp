@@ -10,8 +10,8 @@
 #include <string>
 
 #include "cli/commands.h"
-#include "util/format_bytes.h"
 #include "util/error.h"
+#include "util/format_bytes.h"
 
 #ifdef STRATA_HAVE_VULKAN
 #include <fmt/ranges.h>

@@ -6,9 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "util/format_bytes.h"
 #include "gguf/gguf_file.h"
 #include "model/tensor_role.h"
+#include "util/format_bytes.h"
 
 namespace strata::cli {
 namespace {
@@ -214,7 +214,8 @@ void add_inspect_command(CLI::App& app) {
   auto options = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
       "inspect", "Show a GGUF file's architecture, metadata, tensors and bytes by role and type");
-  cmd->add_option("file", options->path, "GGUF model file")->required();
+  cmd->add_option("-m,--model,file", options->path, "GGUF model file (FILE or -m FILE)")
+      ->required();
   cmd->add_flag("--json", options->json, "Machine-readable JSON output");
   cmd->add_flag("--no-metadata", options->no_metadata, "Omit the metadata listing");
   cmd->add_flag("--no-tensors", options->no_tensors, "Omit the per-tensor table");

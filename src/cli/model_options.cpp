@@ -35,7 +35,8 @@ GgmlType ModelOptions::kv_cache_type() const {
 }
 
 void add_model_options(CLI::App* cmd, ModelOptions& o) {
-  cmd->add_option("-m,--model", o.path, "GGUF model file")->required();
+  cmd->add_option("-m,--model,model", o.path, "GGUF model file (-m FILE or the first argument)")
+      ->required();
   cmd->add_option("-t,--threads", o.threads, "Threads (default: physical cores)")
       ->check(CLI::Range(0, 1024));
   cmd->add_option("--ctx", o.ctx, "Context size in tokens (KV cache capacity)")
@@ -51,9 +52,10 @@ void add_model_options(CLI::App* cmd, ModelOptions& o) {
       ->capture_default_str()
       ->check(CLI::IsMember({"on", "off"}));
   cmd->add_option("--device", o.device,
-                  "GPU to run on: vk0 (see strata devices), none for the CPU, auto for the "
-                  "first GPU the model fits on (never a CPU-type Vulkan device)")
-      ->capture_default_str();
+                  "GPU to run on: vk0 (see strata devices), none (or cpu) for the CPU, auto for "
+                  "the first GPU the model fits on (never a CPU-type Vulkan device)")
+      ->capture_default_str()
+      ->transform([](std::string v) { return v == "cpu" ? std::string("none") : v; });
   cmd->add_option("--vram-budget", o.vram_budget,
                   "Use at most SIZE of the GPU's memory (e.g. 8G: what an 8 GiB card holds), "
                   "whatever the device has; the plan keeps what does not fit in RAM");
@@ -150,10 +152,17 @@ std::unique_ptr<Model> load_model(const ModelOptions& options) {
 #else
   chosen_devices(options);
 #endif
-  STRATA_CHECK(!options.placement.any_flag(),
-               "--plan, --n-cpu-moe, --cpu-moe and --gpu-layers place a model on a GPU, and this "
-               "run has none (--device {})",
-               options.device);
+  if (options.placement.any_flag()) {
+    // With --device auto and no usable GPU, a pasted llama.cpp command (-ngl 99 -ncmoe 30) runs
+    // on the CPU as llama.cpp's CPU build would; asking for none and a placement contradicts.
+    STRATA_CHECK(options.device == "auto",
+                 "--plan, --n-cpu-moe, --cpu-moe and --gpu-layers place a model on a GPU, and "
+                 "this run has none (--device {})",
+                 options.device);
+    log::warn(
+        "no usable GPU: the placement flags (--plan, --n-cpu-moe, --cpu-moe, --gpu-layers, "
+        "--ot) have nothing to place; every layer runs on the CPU");
+  }
   auto model = Model::load(options.path, mode);
   apply_matmul_settings(*model, options);
   const ModelHParams& hp = model->hparams();

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+
 #include <algorithm>
 #include <fstream>
 #include <optional>
@@ -87,19 +89,24 @@ void add_plan_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
       "plan", "Predict the fastest placement of a model on this or a hypothetical machine");
-  cmd->add_option("-m,--model", o->model_path, "GGUF model file");
+  cmd->add_option("-m,--model,model", o->model_path,
+                  "GGUF model file (-m FILE or the first argument)");
   std::string presets;
   for (const auto& name : plan::architecture_preset_names())
     presets += (presets.empty() ? "" : ", ") + name;
   cmd->add_option("--arch", o->arch, "Published architecture instead of a file: " + presets);
   cmd->add_option("--quant-size", o->quant_size,
-                  "With --arch: the quantized file's size (18.56G = 18.56 GB; GiB also accepted)");
+                  "With --arch: the quantized file's size, e.g. 18.56GB (G alone means GiB)");
   cmd->add_option("--bpw", o->bpw, "With --arch: bits per weight of the quantized matrices");
   cmd->add_option("--gpu", o->gpus,
-                  "Hypothetical GPU VRAM:GB/s[:PCIe GB/s], e.g. 8G:448 (G = GiB); repeat for "
-                  "several; 'none' for a CPU-only plan")
+                  "Hypothetical GPU: a name ('RTX 3060', 'RTX 4060 Ti:16G': published memory and "
+                  "bandwidth), VRAM alone (8G: an RTX 2070-class 448 GB/s assumed) or "
+                  "VRAM:GB/s[:PCIe GB/s] (8G:448; G = GiB); repeat for several; 'none' for a "
+                  "CPU-only plan")
       ->take_all();
-  cmd->add_option("--ram", o->ram, "Hypothetical RAM SIZE:GB/s, e.g. 32G:29.1 (G = GiB)");
+  cmd->add_option("--ram", o->ram,
+                  "Hypothetical RAM SIZE[:GB/s], e.g. 32G:29.1 (G = GiB); SIZE alone assumes "
+                  "dual-channel DDR4-3200 (35.8 GB/s read)");
   cmd->add_option("--cores", o->cores, "Physical cores (instead of the probed count)");
   cmd->add_option("-t,--threads", o->threads,
                   "Threads to plan for (default: physical cores); this machine's CPU is "
@@ -117,8 +124,9 @@ void add_plan_command(CLI::App& app) {
                 "Measure RAM and GPU bandwidth and calibrate the CPU again (ignore the cache)");
   cmd->add_option("--device", o->device,
                   "GPUs to probe and plan for: auto (every GPU, never a CPU-type Vulkan device "
-                  "such as lavapipe), vk0[,vk1] (see strata devices), none")
-      ->capture_default_str();
+                  "such as lavapipe), vk0[,vk1] (see strata devices), none (or cpu)")
+      ->capture_default_str()
+      ->transform([](std::string v) { return v == "cpu" ? std::string("none") : v; });
   cmd->add_option("--vram-budget", o->vram_budget,
                   "Plan each probed GPU as if it had only SIZE of memory (its measured bandwidth "
                   "kept), as run/bench/serve --vram-budget executes it, e.g. 8G");
@@ -154,9 +162,14 @@ void add_plan_command(CLI::App& app) {
       STRATA_CHECK(!o->quant_size.empty() || o->bpw > 0,
                    "plan: --arch needs --quant-size SIZE or --bpw BITS for the weights' bytes");
       plan::WeightSize size;
-      if (!o->quant_size.empty())
-        size.file_bytes = plan::parse_size(o->quant_size, 1000);
-      else
+      if (!o->quant_size.empty()) {
+        // One meaning of G in strata: GiB. File sizes are usually listed in GB: say so.
+        STRATA_CHECK(!std::isdigit(static_cast<unsigned char>(o->quant_size.back())),
+                     "--quant-size {0}: give a unit: {0}GB as sites list file sizes, or {0}G "
+                     "(G means GiB everywhere in strata)",
+                     o->quant_size);
+        size.file_bytes = plan::parse_size(o->quant_size, 1024);
+      } else
         size.bits_per_weight = o->bpw;
       inv = plan::inventory_from_architecture(*spec, size);
     }

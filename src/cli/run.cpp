@@ -43,6 +43,15 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--min-p", o->sampling.min_p, "Drop tokens below min-p x the best (0: off)")
       ->capture_default_str();
   cmd->add_option("--seed", o->sampling.seed, "Random seed")->capture_default_str();
+  cmd->add_option("--repeat-penalty", o->sampling.repetition_penalty, "Repetition penalty (1: off)")
+      ->capture_default_str();
+  cmd->add_option("--repeat-last-n", o->sampling.penalty_last_n,
+                  "Tokens the repetition penalty looks back (-1: all)")
+      ->capture_default_str();
+  cmd->add_option("--presence-penalty", o->sampling.presence_penalty, "Presence penalty")
+      ->capture_default_str();
+  cmd->add_option("--frequency-penalty", o->sampling.frequency_penalty, "Frequency penalty")
+      ->capture_default_str();
   cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep generating after an end-of-generation token");
   cmd->add_flag("--ids", o->ids, "Print token ids even when the model has a vocabulary");
   cmd->callback([o] {
@@ -72,6 +81,7 @@ void add_run_command(CLI::App& app) {
     }
     Session session(*model, ctx, o->model.kv_cache_type(), pool);
     Sampler sampler(o->sampling);
+    for (int32_t t : prompt_tokens) sampler.accept(t, /*generated=*/false);  // for the penalties
     std::vector<float> logits;
     const auto t0 = std::chrono::steady_clock::now();
     session.eval(prompt_tokens, false, logits);
@@ -81,6 +91,7 @@ void add_run_command(CLI::App& app) {
     if (print_text) text.emplace(*tokenizer, false);
     for (int i = 0; i < o->n_predict; ++i) {
       const int32_t next = sampler.sample(logits);
+      sampler.accept(next);
       generated.push_back(next);
       const bool end = tokenizer && !o->ignore_eos && tokenizer->vocab().is_end_of_generation(next);
       if (print_text) {
@@ -94,6 +105,7 @@ void add_run_command(CLI::App& app) {
     }
     if (print_text) fmt::print("{}", text->flush());
     fmt::print("\n");
+    std::fflush(stdout);  // the text ends its line before the timing line on stderr
     const auto t2 = std::chrono::steady_clock::now();
     const double prefill = std::chrono::duration<double>(t1 - t0).count();
     const double decode = std::chrono::duration<double>(t2 - t1).count();

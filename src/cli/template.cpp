@@ -37,7 +37,8 @@ void add_template_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
       "template", "Print the prompt a chat renders to with the model's chat template");
-  cmd->add_option("-m,--model", o->model, "GGUF file with tokenizer.chat_template")->required();
+  cmd->add_option("-m,--model,model", o->model, "GGUF file with tokenizer.chat_template")
+      ->required();
   cmd->add_option("--messages", o->messages,
                   "JSON file: an array of OpenAI-style messages, or an object with \"messages\"")
       ->required();

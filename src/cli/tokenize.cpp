@@ -35,7 +35,7 @@ void add_tokenize_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd =
       app.add_subcommand("tokenize", "Print the token ids of text (one line per record)");
-  cmd->add_option("-m,--model", o->model, "GGUF file with the vocabulary")->required();
+  cmd->add_option("-m,--model,model", o->model, "GGUF file with the vocabulary")->required();
   auto* p = cmd->add_option("-p,--prompt", o->prompt, "Text to tokenize");
   auto* c = cmd->add_option("--corpus", o->corpus,
                             "File of records separated by \"\\n\\x1e\\n\"; one output line each");

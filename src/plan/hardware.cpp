@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "plan/gpu_catalog.h"
 #include "util/cpu_features.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -184,17 +185,52 @@ uint64_t parse_size(std::string_view text, int bare_unit_base) {
   return static_cast<uint64_t>(std::llround(number * scale));
 }
 
+namespace {
+
+GpuInfo catalog_gpu(std::string_view spec, const std::vector<std::string_view>& parts) {
+  const std::optional<CatalogGpu> known = find_catalog_gpu(parts[0]);
+  if (!known) {
+    const auto names = catalog_gpu_names();
+    fail(
+        "--gpu '{}': no GPU of that name in strata's table (known: {}, ...); give its memory and "
+        "bandwidth instead, e.g. 8G:448 (8 GiB, 448 GB/s)",
+        spec, fmt::join(names.begin(), names.begin() + 8, ", "));
+  }
+  STRATA_CHECK(parts.size() <= 2, "--gpu '{}': expected NAME or NAME:VRAM, e.g. 'RTX 4060 Ti:16G'",
+               spec);
+  GpuInfo gpu;
+  gpu.hypothetical = true;
+  gpu.vram_total_bytes = parts.size() == 2 ? parse_size(parts[1], 1024)
+                                           : static_cast<uint64_t>(known->vram_gib * 1073741824.0);
+  gpu.vram_free_bytes = gpu.vram_total_bytes;
+  gpu.bandwidth_gbps = known->bandwidth_gbps;
+  gpu.name = fmt::format("{} ({:.0f} GiB)", known->name, gpu.vram_total_bytes / 1073741824.0);
+  gpu.bandwidth_source = fmt::format("published for the {}", known->name);
+  return gpu;
+}
+
+}  // namespace
+
 GpuInfo parse_gpu_spec(std::string_view spec) {
   const auto parts = split(spec, ':');
-  STRATA_CHECK(parts.size() == 2 || parts.size() == 3,
-               "--gpu '{}': expected VRAM:BANDWIDTH[:PCIE], e.g. 8G:448 (8 GiB, 448 GB/s) or "
-               "8G:448:16 (PCIe 16 GB/s)",
+  STRATA_CHECK(!parts.empty() && !parts[0].empty(), "--gpu '{}': expected a GPU name or VRAM",
+               spec);
+  if (!std::isdigit(static_cast<unsigned char>(parts[0][0]))) return catalog_gpu(spec, parts);
+  STRATA_CHECK(parts.size() <= 3,
+               "--gpu '{}': expected VRAM[:BANDWIDTH[:PCIE]], e.g. 8G:448 (8 GiB, 448 GB/s) or "
+               "8G:448:16 (PCIe 16 GB/s), or a name such as 'RTX 3060'",
                spec);
   GpuInfo gpu;
   gpu.hypothetical = true;
   gpu.vram_total_bytes = parse_size(parts[0], 1024);
   gpu.vram_free_bytes = gpu.vram_total_bytes;
-  gpu.bandwidth_gbps = parse_positive(parts[1], "--gpu bandwidth (GB/s)", spec);
+  if (parts.size() >= 2) {
+    gpu.bandwidth_gbps = parse_positive(parts[1], "--gpu bandwidth (GB/s)", spec);
+  } else {
+    gpu.bandwidth_gbps = kAssumedGpuBandwidthGbps;
+    gpu.bandwidth_source = fmt::format(
+        "assumed: an RTX 2070-class card; give {}:GB/s or the GPU's name for yours", parts[0]);
+  }
   if (parts.size() == 3) gpu.pcie_gbps = parse_positive(parts[2], "--gpu PCIe (GB/s)", spec);
   gpu.name = fmt::format("hypothetical {:.1f} GiB {:g} GB/s", gpu.vram_total_bytes / 1073741824.0,
                          gpu.bandwidth_gbps);
@@ -203,9 +239,13 @@ GpuInfo parse_gpu_spec(std::string_view spec) {
 
 std::pair<uint64_t, double> parse_ram_spec(std::string_view spec) {
   const auto parts = split(spec, ':');
-  STRATA_CHECK(parts.size() == 2,
-               "--ram '{}': expected SIZE:BANDWIDTH, e.g. 32G:29.1 (32 GiB, 29.1 GB/s read)", spec);
-  return {parse_size(parts[0], 1024), parse_positive(parts[1], "--ram bandwidth (GB/s)", spec)};
+  STRATA_CHECK(parts.size() == 1 || parts.size() == 2,
+               "--ram '{}': expected SIZE[:BANDWIDTH], e.g. 32G or 32G:29.1 (32 GiB, 29.1 GB/s "
+               "read)",
+               spec);
+  const double gbps = parts.size() == 2 ? parse_positive(parts[1], "--ram bandwidth (GB/s)", spec)
+                                        : kAssumedRamBandwidthGbps;
+  return {parse_size(parts[0], 1024), gbps};
 }
 
 HardwareProfile make_hardware_profile(const HardwareOverrides& overrides,
@@ -220,7 +260,10 @@ HardwareProfile make_hardware_profile(const HardwareOverrides& overrides,
     const auto [bytes, gbps] = parse_ram_spec(*overrides.ram);
     hw.ram_total_bytes = hw.ram_available_bytes = bytes;
     hw.ram_bandwidth_gbps = gbps;
-    hw.ram_bandwidth_source = "given";
+    hw.ram_bandwidth_source =
+        overrides.ram->find(':') != std::string::npos
+            ? "given"
+            : "assumed: dual-channel DDR4-3200 read at 70%; give --ram SIZE:GB/s for yours";
   } else {
     const auto [total, available] = read_meminfo();
     hw.ram_total_bytes = total;

@@ -9,6 +9,7 @@
 #include "plan/architecture_tensors.h"
 #include "plan/calibration.h"
 #include "util/error.h"
+#include "util/log.h"
 
 namespace strata::plan {
 
@@ -281,6 +282,12 @@ ModelInventory inventory_from_architecture(const ArchitectureSpec& s, const Weig
                  s.name, size.file_bytes, kept_bytes);
     bpw =
         (static_cast<double>(size.file_bytes) - kept_bytes) * 8.0 / static_cast<double>(quantized);
+  }
+  if (bpw < 1.5 || bpw > 16.5) {
+    log::warn(
+        "architecture {}: {:.2f} bits per weight is no GGUF quantization (they hold 1.5 to "
+        "16.5): check the size given (G means GiB, GB 10^9 bytes)",
+        s.name, bpw);
   }
   ModelInventory inv;
   inv.name = s.name;

@@ -86,7 +86,7 @@ TEST(InspectCommand, BadInputGivesClearErrorAndNonZeroExit) {
   EXPECT_NE(r.output.find("runs past the end"), std::string::npos) << r.output;
   r = run_strata("inspect");
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.output.find("file is required"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--model is required"), std::string::npos) << r.output;
 }
 
 }  // namespace

@@ -111,7 +111,7 @@ TEST(PlanCommand, JsonForTinyModelOnHypotheticalHardware) {
 
 TEST(PlanCommand, TextForArchitecturePresetNamesBottleneckAndFlags) {
   const auto r = run_strata(
-      "plan --arch qwen3-coder-30b-a3b --quant-size 18.56G --gpu 7.6G:448 --ram 32G:29.1 "
+      "plan --arch qwen3-coder-30b-a3b --quant-size 18.56GB --gpu 7.6G:448 --ram 32G:29.1 "
       "--cores 6 --ctx 36864 --kv-type q8_0");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* needle : {"reading experts from RAM at 29 GB/s", "--n-cpu-moe 36",
@@ -123,7 +123,7 @@ TEST(PlanCommand, TextForArchitecturePresetNamesBottleneckAndFlags) {
 // The command a user runs today, pasted as flags, is priced next to strata's plan (text and JSON).
 TEST(PlanCommand, GivenLlamaCppFlagsArePricedNextToThePlan) {
   const std::string base =
-      "plan --arch qwen3-coder-30b-a3b --quant-size 18.56G --gpu 7.6G:448 --ram 32G:29.1 "
+      "plan --arch qwen3-coder-30b-a3b --quant-size 18.56GB --gpu 7.6G:448 --ram 32G:29.1 "
       "--cores 6 --ctx 36864 --kv-type q8_0";
   auto r = run_strata(base + " --ot 'blk\\.([5-9]|[1-9][0-9])\\.ffn_.*_exps=CPU'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -153,7 +153,7 @@ TEST(PlanCommand, MoreArchitecturePresetsArePlanned) {
     size_t layers;
     const char* first_kind;
   };
-  const Case cases[] = {{"--arch gpt-oss-20b --quant-size 12.1G", 24, "sliding"},
+  const Case cases[] = {{"--arch gpt-oss-20b --quant-size 12.1GB", 24, "sliding"},
                         {"--arch gpt-oss-120b --bpw 8.5", 36, "sliding"},
                         {"--arch glm-4.5-air --bpw 4.8", 46, "attention"},
                         {"--arch qwen3-next-80b-a3b --bpw 4.8", 48, "recurrent"}};
@@ -170,22 +170,55 @@ TEST(PlanCommand, MoreArchitecturePresetsArePlanned) {
     EXPECT_GT(j["predicted"]["decode_tok_s"].get<double>(), 0);
   }
   const auto text =
-      run_strata("plan --arch gpt-oss-20b --quant-size 12.1G --gpu 8G:448 --ram 32G:50 --cores 8");
+      run_strata("plan --arch gpt-oss-20b --quant-size 12.1GB --gpu 8G:448 --ram 32G:50 --cores 8");
   ASSERT_EQ(text.exit_code, 0) << text.output;
   EXPECT_TRUE(contains(text.output, "gpt-oss-20b")) << text.output;
   EXPECT_TRUE(contains(text.output, "sliding")) << text.output;
 }
 
 TEST(PlanCommand, BadFlagsAreReported) {
-  auto r = run_strata("plan --arch qwen3-coder-30b-a3b --quant-size 18.56G --gpu 8G --ram 32G:29");
+  auto r = run_strata("plan --arch qwen3-coder-30b-a3b --quant-size 18.56GB --gpu 8G:fast");
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.output.find("expected VRAM:BANDWIDTH"), std::string::npos) << r.output;
-  r = run_strata("plan --arch nope --quant-size 1G --ram 32G:29 --gpu none");
+  EXPECT_NE(r.output.find("--gpu bandwidth (GB/s)"), std::string::npos) << r.output;
+  r = run_strata("plan --arch qwen3-coder-30b-a3b --quant-size 18.56 --gpu none --ram 32G:29");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--quant-size 18.56: give a unit: 18.56GB"), std::string::npos)
+      << r.output;
+  r = run_strata("plan --arch qwen3-coder-30b-a3b --quant-size 1G --gpu none --ram 32G:29");
+  EXPECT_EQ(r.exit_code, 0) << r.output;  // 0.3 bits per weight: planned, with a warning
+  EXPECT_NE(r.output.find("bits per weight is no GGUF quantization"), std::string::npos)
+      << r.output;
+  r = run_strata("plan --arch qwen3-coder-30b-a3b --quant-size 18.56GB --gpu 'RTX 9999'");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("no GPU of that name in strata's table"), std::string::npos) << r.output;
+  r = run_strata("plan --arch nope --quant-size 1GB --ram 32G:29 --gpu none");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("unknown architecture preset 'nope'"), std::string::npos) << r.output;
-  r = run_strata("plan --arch qwen3-30b-a3b --quant-size 18G --ram 32G:29 --gpu none --kv-type q5");
+  r = run_strata(
+      "plan --arch qwen3-30b-a3b --quant-size 18GB --ram 32G:29 --gpu none --kv-type q5");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("expected f16, q8_0 or q4_0"), std::string::npos) << r.output;
+}
+
+// A hypothetical machine without knowing its bandwidths: a GPU by name takes its published
+// figures, a size alone a typical card's, RAM a size alone dual-channel DDR4; each assumption is
+// said in the plan.
+TEST(PlanCommand, HypotheticalMachinesByNameOrSizeAlone) {
+  const std::string base = "plan --arch qwen3-coder-30b-a3b --quant-size 18.56GB --cores 6 ";
+  auto r = run_strata(base + "--gpu 'RTX 3060' --ram 32G --json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto j = nlohmann::json::parse(r.output);
+  const auto& gpu = j["hardware"]["gpus"][0];
+  EXPECT_DOUBLE_EQ(gpu["bandwidth_gbps"].get<double>(), 360);
+  EXPECT_EQ(gpu["vram_total_bytes"].get<uint64_t>(), uint64_t{12} << 30);
+  EXPECT_TRUE(contains(gpu["bandwidth_source"].get<std::string>(), "published for the RTX 3060"));
+  EXPECT_DOUBLE_EQ(j["hardware"]["ram_bandwidth_gbps"].get<double>(), 35.8);
+  EXPECT_TRUE(contains(j["hardware"]["ram_bandwidth_source"].get<std::string>(),
+                       "assumed: dual-channel DDR4-3200"));
+  r = run_strata(base + "--gpu 'geforce rtx 4060 ti:16G' --gpu 8G --ram 32G:29.1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "RTX 4060 Ti (16 GiB)")) << r.output;
+  EXPECT_TRUE(contains(r.output, "assumed: an RTX 2070-class card")) << r.output;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "gguf/gguf_file.h"
+#include "plan/gpu_catalog.h"
 #include "plan/hardware.h"
 #include "plan/inventory.h"
 #include "plan/placement.h"
@@ -122,6 +123,18 @@ TEST(Hardware, ParsesHypotheticalFlags) {
   const auto [ram, bw] = parse_ram_spec("32G:29.1");
   EXPECT_EQ(ram, uint64_t{32} << 30);
   EXPECT_DOUBLE_EQ(bw, 29.1);
+  // Sizes alone assume typical figures; names take published ones.
+  EXPECT_DOUBLE_EQ(parse_ram_spec("64G").second, kAssumedRamBandwidthGbps);
+  const GpuInfo sized = parse_gpu_spec("8G");
+  EXPECT_DOUBLE_EQ(sized.bandwidth_gbps, kAssumedGpuBandwidthGbps);
+  EXPECT_NE(sized.bandwidth_source.find("assumed"), std::string::npos);
+  const GpuInfo named = parse_gpu_spec("GeForce RTX 2070 SUPER");
+  EXPECT_DOUBLE_EQ(named.bandwidth_gbps, 448);
+  EXPECT_EQ(named.vram_total_bytes, uint64_t{8} << 30);
+  EXPECT_EQ(parse_gpu_spec("rx7900xtx").vram_total_bytes, uint64_t{24} << 30);
+  EXPECT_EQ(parse_gpu_spec("RTX 4060 Ti:16G").vram_total_bytes, uint64_t{16} << 30);
+  EXPECT_FALSE(find_catalog_gpu("RTX 9999").has_value());
+  EXPECT_THROW(parse_gpu_spec("RTX 9999"), Error);
 
   HardwareOverrides o;
   o.gpus = {"8G:448", "8G:496"};
@@ -145,14 +158,14 @@ TEST(Hardware, BadFlagsSayWhatWasExpected) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(message([] { parse_gpu_spec("8G"); }).find("expected VRAM:BANDWIDTH"),
+  EXPECT_NE(message([] { parse_gpu_spec("8G:448:16:2"); }).find("expected VRAM[:BANDWIDTH[:PCIE]]"),
             std::string::npos);
   EXPECT_NE(
       message([] { parse_gpu_spec("8G:fast"); }).find("expected a positive number, found 'fast'"),
       std::string::npos);
   EXPECT_NE(message([] { parse_gpu_spec("8X:448"); }).find("unknown unit 'X'"), std::string::npos);
   EXPECT_NE(message([] { parse_gpu_spec("8G:-5"); }).find("positive number"), std::string::npos);
-  EXPECT_NE(message([] { parse_ram_spec("32G"); }).find("expected SIZE:BANDWIDTH"),
+  EXPECT_NE(message([] { parse_ram_spec("32G:29:1"); }).find("expected SIZE[:BANDWIDTH]"),
             std::string::npos);
   EXPECT_NE(message([] { parse_size("G"); }).find("found no number"), std::string::npos);
   HardwareOverrides o;
