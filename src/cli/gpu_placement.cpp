@@ -12,6 +12,7 @@
 #include "util/cpu_features.h"
 #include "util/error.h"
 #include "util/format_bytes.h"
+#include "util/json_error.h"
 #include "util/log.h"
 
 namespace strata::cli {
@@ -42,7 +43,7 @@ plan::Placement read_plan_file(const std::string& path, const plan::ModelInvento
   try {
     in >> j;
   } catch (const nlohmann::json::exception& e) {
-    fail("--plan {}: not JSON ({})", path, e.what());
+    fail("--plan {}: not valid JSON: {}", path, plain_json_error(e.what()));
   }
   try {
     return plan::placement_from_json(j, inv, static_cast<int>(n_gpus));

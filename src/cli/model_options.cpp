@@ -126,9 +126,30 @@ void inject_device_loss(Model& model) {
 }
 #endif
 
+// Settings that run, but not as the user likely hopes: said before the model loads.
+void warn_about_settings(const ModelOptions& options) {
+  const int cores = physical_core_count();
+  if (options.threads > 2 * cores) {
+    log::warn(
+        "-t {}: this machine has {} physical cores; decoding is bound by memory, and more "
+        "threads than cores slow it down (leave -t unset for one per core)",
+        options.threads, cores);
+  }
+}
+
+// After loading: a context past the one the model was trained on.
+void warn_about_context(const Model& model, const ModelOptions& options) {
+  const int64_t trained = model.hparams().n_ctx_train;
+  if (trained > 0 && options.ctx > trained) {
+    log::warn("--ctx {} is beyond the {} positions {} was trained on: answers degrade past them",
+              options.ctx, trained, model.hparams().arch);
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<Model> load_model(const ModelOptions& options) {
+  warn_about_settings(options);
   const LoadMode mode = options.load_mode();
 #ifdef STRATA_HAVE_VULKAN
   const uint64_t budget =
@@ -142,6 +163,7 @@ std::unique_ptr<Model> load_model(const ModelOptions& options) {
       auto model =
           vk::load_gpu_model(options.path, devices, budget, placement ? &*placement : nullptr);
       apply_matmul_settings(*model, options);  // experts the plan keeps in RAM decode on the CPU
+      warn_about_context(*model, options);
       inject_device_loss(*model);
       return model;
     } catch (const Error& e) {
@@ -163,8 +185,12 @@ std::unique_ptr<Model> load_model(const ModelOptions& options) {
         "no usable GPU: the placement flags (--plan, --n-cpu-moe, --cpu-moe, --gpu-layers, "
         "--ot) have nothing to place; every layer runs on the CPU");
   }
+  if (!options.vram_budget.empty())
+    log::warn("--vram-budget {}: no GPU runs this model, so there is nothing to cap",
+              options.vram_budget);
   auto model = Model::load(options.path, mode);
   apply_matmul_settings(*model, options);
+  warn_about_context(*model, options);
   const ModelHParams& hp = model->hparams();
   log::info("loaded {} ({}, {} layers{}), {} threads", options.path, hp.arch, hp.n_layer,
             hp.n_expert ? fmt::format(", {} experts, {} used", hp.n_expert, hp.n_expert_used) : "",

@@ -3,20 +3,21 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
-
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <optional>
 
 #include "cli/commands.h"
 #include "gguf/gguf_file.h"
+#include "model/model.h"
 #include "plan/given_placement.h"
 #include "plan/hardware.h"
 #include "plan/inventory.h"
 #include "plan/placement.h"
 #include "plan/report.h"
 #include "util/error.h"
+#include "util/log.h"
 
 #ifdef STRATA_HAVE_VULKAN
 #include "backend/vulkan/gpu_probe.h"
@@ -151,6 +152,13 @@ void add_plan_command(CLI::App& app) {
       STRATA_CHECK(o->quant_size.empty() && o->bpw == 0,
                    "plan: --quant-size and --bpw apply to --arch, not to a GGUF file");
       const GgufFile file = GgufFile::open(o->model_path);
+      const std::vector<std::string> runnable = Model::supported_architectures();
+      if (std::find(runnable.begin(), runnable.end(), file.architecture()) == runnable.end()) {
+        log::warn(
+            "{}: strata cannot run architecture '{}' yet (it runs {}); this plans its "
+            "tensors as if it could",
+            o->model_path, file.architecture(), fmt::join(runnable, ", "));
+      }
       inv = plan::inventory_from_gguf(file);
     } else {
       const auto spec = plan::architecture_preset(o->arch);
@@ -212,6 +220,11 @@ void add_plan_command(CLI::App& app) {
     plan::PlanGoals goals;
     goals.kv_type = o->kv_type;
     plan::kv_type_bytes(goals.kv_type);  // validates
+    if (goals.kv_type == "q4_0") {
+      log::warn(
+          "--kv-type q4_0 is priced as llama.cpp runs it; strata run and serve keep keys "
+          "and values in f16 or q8_0");
+    }
     goals.allow_single_experts = !o->whole_layers;
     if (o->ctx == "max") {
       goals.max_context = true;

@@ -35,7 +35,8 @@ void add_run_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 24));
   cmd->add_option("--temp", o->sampling.temperature, "Temperature (0: greedy)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(0.0f, 100.0f));
   cmd->add_option("--top-k", o->sampling.top_k, "Keep the k most likely tokens (0: all)")
       ->capture_default_str();
   cmd->add_option("--top-p", o->sampling.top_p, "Nucleus sampling mass (1: off)")

@@ -13,6 +13,7 @@
 #include "cli/expert_profile.h"
 #include "cli/model_options.h"
 #include "runtime/scheduler.h"
+#include "server/listen_check.h"
 #include "server/server.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -52,7 +53,7 @@ void add_serve_command(CLI::App& app) {
     int64_t max_queue = 64;
     int shutdown_grace = 10;
     int64_t max_tokens = 0;
-    server::LogFormat log_format = server::LogFormat::text;
+    std::string log_format_name = "text";
     std::string expert_profile;
     server::SamplingOverrides sampling;
   };
@@ -94,14 +95,11 @@ void add_serve_command(CLI::App& app) {
                   "Completion tokens for requests that send no max_tokens (default: the rest of "
                   "the context); longer requests are lowered to what the context has left")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 32));
-  cmd->add_option("--log-format", o->log_format,
+  // A word check (its error lists the words), mapped to the enum once parsed.
+  cmd->add_option("--log-format", o->log_format_name,
                   "One line per request on stderr: text (default), json (one object per line) "
                   "or off")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, server::LogFormat>{{"text", server::LogFormat::text},
-                                                   {"json", server::LogFormat::json},
-                                                   {"off", server::LogFormat::off}},
-          CLI::ignore_case));
+      ->check(CLI::IsMember({"text", "json", "off"}, CLI::ignore_case));
   cmd->add_option("--expert-profile", o->expert_profile,
                   "Record expert selections of all requests; written to this file at exit "
                   "(strata plan --profile reads it)");
@@ -117,6 +115,12 @@ void add_serve_command(CLI::App& app) {
     if (o->api_key.empty()) {
       if (const char* env = std::getenv("STRATA_API_KEY")) o->api_key = env;
     }
+    // What can be checked before the weights load is checked first.
+    STRATA_CHECK(o->kv_size == 0 || o->kv_size >= o->model.ctx,
+                 "--kv-size {} holds fewer positions than one request's context (--ctx {}): give "
+                 "at least {} (or --ctx {} or less)",
+                 o->kv_size, o->model.ctx, o->model.ctx, o->kv_size);
+    server::check_can_listen(o->host, o->port);
     apply_cpu_plan(*cmd, o->model,
                    o->kv_size > 0 ? o->kv_size : o->model.ctx * int64_t{o->parallel});
     auto model = load_model(o->model);
@@ -149,7 +153,9 @@ void add_serve_command(CLI::App& app) {
     opts.aliases.push_back(stem);
     opts.sampling = o->sampling;
     opts.default_max_tokens = o->max_tokens;
-    opts.log_format = o->log_format;
+    opts.log_format = o->log_format_name == "json"  ? server::LogFormat::json
+                      : o->log_format_name == "off" ? server::LogFormat::off
+                                                    : server::LogFormat::text;
     opts.scripted_outputs = server::scripted_outputs_from_environment();  // TEST ONLY
     server::Server server(*model, *tokenizer, scheduler, opts);
     server.bind();

@@ -9,6 +9,7 @@
 #include "gguf/gguf_file.h"
 #include "template/chat_template.h"
 #include "util/error.h"
+#include "util/json_error.h"
 #include "util/log.h"
 
 namespace strata::cli {
@@ -20,7 +21,7 @@ nlohmann::ordered_json read_json_file(const std::string& path, const char* what)
   try {
     return nlohmann::ordered_json::parse(in);
   } catch (const nlohmann::json::parse_error& e) {
-    fail("{} file '{}' is not valid JSON: {}", what, path, e.what());
+    fail("{} file '{}' is not valid JSON: {}", what, path, plain_json_error(e.what()));
   }
 }
 

@@ -2,13 +2,43 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #include "util/error.h"
 
 namespace strata {
 namespace {
+
+// Said when a length or count runs past the end of the file.
+constexpr const char* kEndsEarly =
+    "the file ends early: it is truncated (a download cut short?) or damaged";
+
+// What a file that does not start with "GGUF" is, when it is something people download by
+// mistake: a web page, a Git LFS pointer, a safetensors or PyTorch checkpoint.
+std::string what_the_file_is(std::span<const uint8_t> bytes) {
+  const std::string head(reinterpret_cast<const char*>(bytes.data()),
+                         std::min<size_t>(bytes.size(), 64));
+  std::string lower = head;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const size_t start = lower.find_first_not_of(" \t\r\n");
+  const std::string text = start == std::string::npos ? "" : lower.substr(start);
+  if (text.rfind("<!doctype html", 0) == 0 || text.rfind("<html", 0) == 0)
+    return "this is an HTML page (the link saved a web page: download the file itself, e.g. "
+           "the 'resolve' link on Hugging Face)";
+  if (text.rfind("version https://git-lfs", 0) == 0)
+    return "this is a Git LFS pointer to the model, not the model (git lfs pull fetches it)";
+  if (bytes.size() > 10 && head.compare(8, 2, "{\"") == 0)
+    return "this looks like a safetensors checkpoint; convert it to GGUF first";
+  if (bytes.size() > 2 && bytes[0] == 'P' && bytes[1] == 'K')
+    return "this is a zip archive (a PyTorch checkpoint?); convert the model to GGUF first";
+  uint32_t magic = 0;
+  std::memcpy(&magic, bytes.data(), 4);
+  return fmt::format("it starts with 0x{:08x}, where a GGUF file starts with \"GGUF\"", magic);
+}
 
 constexpr int kMaxArrayNesting = 8;  // real files nest at most 2 levels; deeper is hostile
 // Every array item becomes a GgufValue (tens of bytes), so a u8 array could cost far more memory
@@ -62,8 +92,8 @@ class Cursor {
     const size_t at = pos_;
     const uint64_t length = read<uint64_t>(what);
     if (length > remaining()) {
-      fail("{}: {} at offset {}: string length {} exceeds the {} bytes left in the file", file_,
-           what, at, length, remaining());
+      fail("{}: {} at offset {}: string length {} exceeds the {} bytes left in the file: {}", file_,
+           what, at, length, remaining(), kEndsEarly);
     }
     std::string s(reinterpret_cast<const char*>(bytes_.data() + pos_), static_cast<size_t>(length));
     pos_ += static_cast<size_t>(length);
@@ -72,8 +102,8 @@ class Cursor {
 
   void need(uint64_t n, std::string_view what) const {
     if (n > remaining()) {
-      fail("{}: truncated at offset {} while reading {}: need {} bytes, {} left", file_, pos_, what,
-           n, remaining());
+      fail("{}: reading {} at offset {} needs {} bytes and {} are left: {}", file_, what, pos_, n,
+           remaining(), kEndsEarly);
     }
   }
 
@@ -133,8 +163,8 @@ GgufValue read_value(Cursor& in, const std::string& file, GgufValueType type,
       const uint64_t count = in.read<uint64_t>(what + " (array length)");
       const uint64_t min_size = min_encoded_size(element);
       if (count > in.remaining() / min_size) {
-        fail("{}: {} at offset {}: array of {} {} values cannot fit in the {} bytes left", file,
-             what, at, count, gguf_value_type_name(element), in.remaining());
+        fail("{}: {} at offset {}: array of {} {} values cannot fit in the {} bytes left: {}", file,
+             what, at, count, gguf_value_type_name(element), in.remaining(), kEndsEarly);
       }
       if (count > kMaxArrayItems) {
         fail("{}: {} at offset {}: array of {} items exceeds the limit of {}", file, what, at,
@@ -195,8 +225,7 @@ void GgufFile::parse_all() {
   }
   const uint32_t magic = in.read<uint32_t>("magic");
   if (magic != kGgufMagic) {
-    fail("{}: not a GGUF file: magic is 0x{:08x}, expected 0x{:08x} (\"GGUF\")", name_, magic,
-         kGgufMagic);
+    fail("{}: not a GGUF file: {}", name_, what_the_file_is(bytes_));
   }
   version_ = in.read<uint32_t>("version");
   if (version_ == 0x02000000u || version_ == 0x03000000u) {
@@ -291,8 +320,9 @@ void GgufFile::parse_all() {
     if (t.offset > data_size || t.bytes > data_size - t.offset) {
       fail(
           "{}: tensor '{}' ({} {}, {} bytes at data offset {}) runs past the end of the data "
-          "section ({} bytes): the file is truncated or corrupt",
-          name_, t.name, ggml_type_name(t.type), t.shape_string(), t.bytes, t.offset, data_size);
+          "section ({} bytes): {}",
+          name_, t.name, ggml_type_name(t.type), t.shape_string(), t.bytes, t.offset, data_size,
+          kEndsEarly);
     }
     t.data =
         bytes_.subspan(static_cast<size_t>(data_offset_ + t.offset), static_cast<size_t>(t.bytes));

@@ -9,6 +9,7 @@
 #include "plan/architecture_tensors.h"
 #include "plan/calibration.h"
 #include "util/error.h"
+#include "util/json_error.h"
 #include "util/log.h"
 
 namespace strata::plan {
@@ -358,7 +359,7 @@ void load_expert_popularity(ModelInventory& inv, const std::string& path) {
   try {
     j = nlohmann::json::parse(in);
   } catch (const std::exception& e) {
-    fail("expert profile {}: not valid JSON: {}", path, e.what());
+    fail("expert profile {}: not valid JSON: {}", path, plain_json_error(e.what()));
   }
   const nlohmann::json& rows =
       j.is_object() && j.contains("expert_counts") ? j["expert_counts"] : j;

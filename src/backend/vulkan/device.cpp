@@ -28,7 +28,7 @@ const SpirvBlob* find_blob(const std::string& name) {
     throw DeviceLost(
         fmt::format("the GPU was lost during {} (VK_ERROR_DEVICE_LOST); restart strata", what));
   }
-  fail("Vulkan: {} failed: {}", what, result_name(r));
+  fail("Vulkan: {}", failure_message(what, r));
 }
 
 }  // namespace

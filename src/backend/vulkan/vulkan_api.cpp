@@ -90,4 +90,41 @@ std::string result_name(VkResult result) {
   }
 }
 
+std::string failure_message(std::string_view call, VkResult result) {
+  // The Vulkan function the failing expression calls ("a.vkCreateInstance(&info, ...)").
+  std::string_view fn = call;
+  if (const size_t at = fn.find("vk"); at != std::string_view::npos) fn.remove_prefix(at);
+  fn = fn.substr(0, fn.find('('));
+  std::string words;
+  switch (result) {
+    case VK_ERROR_INCOMPATIBLE_DRIVER:
+      words =
+          "no Vulkan driver for this GPU: install mesa-vulkan-drivers (AMD, Intel, and "
+          "lavapipe for the CPU) or your vendor's driver (NVIDIA)";
+      break;
+    case VK_ERROR_INITIALIZATION_FAILED:
+      words =
+          "the Vulkan driver failed to start (another program holding the GPU, or a driver "
+          "that does not match the kernel module: reboot after a driver update)";
+      break;
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY:
+      words = "the GPU is out of memory (close what else uses it, or lower --vram-budget)";
+      break;
+    case VK_ERROR_OUT_OF_HOST_MEMORY:
+      words = "the system is out of memory";
+      break;
+    case VK_ERROR_EXTENSION_NOT_PRESENT:
+    case VK_ERROR_FEATURE_NOT_PRESENT:
+    case VK_ERROR_LAYER_NOT_PRESENT:
+      words = "the Vulkan driver lacks something strata needs: update the GPU driver";
+      break;
+    case VK_ERROR_MEMORY_MAP_FAILED:
+      words = "the driver could not map GPU memory for the CPU";
+      break;
+    default:
+      words = "the Vulkan driver reported an error";
+  }
+  return fmt::format("{} ({} returned {})", words, fn, result_name(result));
+}
+
 }  // namespace strata::vk

@@ -6,6 +6,7 @@
 #include <vulkan/vulkan.h>
 
 #include <string>
+#include <string_view>
 
 namespace strata::vk {
 
@@ -98,13 +99,17 @@ void load_device_functions(VkDevice device);
 
 // "VK_ERROR_OUT_OF_DEVICE_MEMORY" etc.
 std::string result_name(VkResult result);
+// What a failed call means for a user, in words, then the call and the result name for a bug
+// report: "no Vulkan driver for this GPU: install ... (vkCreateInstance returned
+// VK_ERROR_INCOMPATIBLE_DRIVER)". call: the failing expression, or the function's name.
+std::string failure_message(std::string_view call, VkResult result);
 
 }  // namespace strata::vk
 
 // Checks a VkResult; throws strata::Error naming the call and the result.
-#define STRATA_VK(call)                                                                            \
-  do {                                                                                             \
-    const VkResult strata_vk_result = (call);                                                      \
-    if (strata_vk_result != VK_SUCCESS)                                                            \
-      ::strata::fail("Vulkan: {} failed: {}", #call, ::strata::vk::result_name(strata_vk_result)); \
+#define STRATA_VK(call)                                                                     \
+  do {                                                                                      \
+    const VkResult strata_vk_result = (call);                                               \
+    if (strata_vk_result != VK_SUCCESS)                                                     \
+      ::strata::fail("Vulkan: {}", ::strata::vk::failure_message(#call, strata_vk_result)); \
   } while (0)

@@ -68,7 +68,7 @@ std::vector<uint8_t> valid_file() {
 
 TEST(GgufValidation, BadMagicAndVersions) {
   expect_error({}, "too short");
-  expect_error({'G', 'G', 'M', 'L', 0, 0, 0, 0}, "magic");
+  expect_error({'G', 'G', 'M', 'L', 0, 0, 0, 0}, "where a GGUF file starts with \"GGUF\"");
   expect_error(Raw().header(0, 0, 1).b, "version 1 is not supported");
   expect_error(Raw().header(0, 0, 4).b, "version 4");
   expect_error(Raw().header(0, 0, 0x03000000).b, "big-endian");
