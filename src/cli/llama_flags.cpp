@@ -48,6 +48,8 @@ const std::vector<Rule>& rules() {
       {{"-n", "--n-predict"}, Arity::one, {"serve"}, "--max-tokens", ""},
       {{"-a", "--alias"}, Arity::one, {"serve"}, "--alias", ""},
       {{"-s", "--seed"}, Arity::one, {"run"}, "--seed", ""},
+      {{"-cnv", "--conversation"}, Arity::none, {"run"}, "--chat", ""},
+      {{"-sys", "--system-prompt"}, Arity::one, {"run"}, "--system", ""},
       {{"-dev", "--device"}, Arity::one, {}, "--device", ""},
       {{"--no-mmap"}, Arity::none, kNotPlan, "--load", ""},
       {{"--no-mmap"},

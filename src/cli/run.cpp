@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/model_options.h"
+#include "cli/run_chat.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
@@ -22,6 +23,8 @@ void add_run_command(CLI::App& app) {
     int n_predict = 32;
     bool ignore_eos = false;
     bool ids = false;
+    bool chat = false;
+    std::string system;
     SamplingParams sampling;
   };
   auto o = std::make_shared<Options>();
@@ -55,14 +58,35 @@ void add_run_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep generating after an end-of-generation token");
   cmd->add_flag("--ids", o->ids, "Print token ids even when the model has a vocabulary");
-  cmd->callback([o] {
-    if (o->prompt.empty() && o->tokens.empty()) fail("give a prompt: -p TEXT or --tokens 1,2,3");
+  auto* chat = cmd->add_flag("--chat", o->chat,
+                             "A conversation: -p (or stdin) through the model's chat template, "
+                             "then further turns from stdin (llama.cpp's -cnv)");
+  cmd->add_option("--system", o->system, "With --chat: a system message first")->needs(chat);
+  chat->excludes(tokens);
+  cmd->callback([o, cmd] {
+    if (o->prompt.empty() && o->tokens.empty() && !o->chat)
+      fail("give a prompt: -p TEXT or --tokens 1,2,3 (or --chat for a conversation)");
     auto model = load_model(o->model);
     // Text in and out when the file carries a vocabulary; token ids otherwise.
     std::unique_ptr<Tokenizer> tokenizer;
     {
       const auto kind = model->file().find_string("tokenizer.ggml.model").value_or("no_vocab");
       if (kind != "no_vocab" && kind != "none") tokenizer = Tokenizer::from_gguf(model->file());
+    }
+    if (o->chat) {
+      if (!tokenizer) fail("{} has no vocabulary: --chat needs one", o->model.path);
+      ThreadPool pool(o->model.thread_count());
+      ChatRun run;
+      run.first_turn = o->prompt;
+      run.system = o->system;
+      // An answer is longer than a completion test: 512 tokens unless -n says otherwise.
+      run.max_answer_tokens = cmd->count("--n-predict") > 0 ? o->n_predict : 512;
+      run.ignore_eos = o->ignore_eos;
+      run.n_ctx = o->model.ctx;
+      run.kv_type = o->model.kv_cache_type();
+      run.sampling = o->sampling;
+      run_chat(*model, *tokenizer, run, pool);
+      return;
     }
     std::vector<int32_t> prompt_tokens;
     if (!o->prompt.empty()) {
