@@ -64,7 +64,7 @@ std::optional<plan::Placement> choose_gpu_placement(const ModelOptions& options,
                "--plan gives the whole placement: drop --n-cpu-moe, --cpu-moe, --gpu-layers and "
                "--override-tensor");
   plan::ModelInventory inv = plan::inventory_from_gguf(GgufFile::open(options.path));
-  if (!r.hot_experts.empty()) plan::load_expert_popularity(inv, r.hot_experts);
+  if (!r.hot_experts.empty()) plan::load_expert_popularity(inv, r.hot_experts, options.path);
   STRATA_CHECK(r.flags.gpu_layers != 0,
                "--gpu-layers 0 keeps every layer on the CPU: run with --device none");
   if (!r.plan_file.empty()) return read_plan_file(r.plan_file, inv, n_gpus);

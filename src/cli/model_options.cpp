@@ -69,8 +69,8 @@ void add_model_options(CLI::App* cmd, ModelOptions& o) {
                   "llama.cpp's -ot REGEX=DEVICE (repeatable): tensors whose name the regex finds "
                   "go to DEVICE (CPU or GPU0); a layer's experts move together");
   cmd->add_option("--gpu-layers,--n-gpu-layers", p.flags.gpu_layers,
-                  "Layers on the GPU (llama.cpp's -ngl; every layer's attention stays on the GPU "
-                  "here, so only N >= the layer count is accepted)")
+                  "The last N layers on the GPU, the others on the CPU from RAM (llama.cpp's "
+                  "-ngl; N >= the layer count: every layer and the output head on the GPU)")
       ->check(CLI::Range(0, 100000));
   cmd->add_option("--hot-experts", p.hot_experts,
                   "Expert popularity profile (from `strata profile` or serve's "

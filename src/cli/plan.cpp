@@ -181,7 +181,7 @@ void add_plan_command(CLI::App& app) {
         size.bits_per_weight = o->bpw;
       inv = plan::inventory_from_architecture(*spec, size);
     }
-    if (!o->profile.empty()) plan::load_expert_popularity(inv, o->profile);
+    if (!o->profile.empty()) plan::load_expert_popularity(inv, o->profile, o->model_path);
 
     plan::HardwareOverrides overrides;
     overrides.gpus = o->gpus;

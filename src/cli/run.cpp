@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <limits>
 #include <optional>
+#include <random>
 
 #include "cli/commands.h"
 #include "cli/model_options.h"
@@ -12,6 +14,7 @@
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/log.h"
 
 namespace strata::cli {
 
@@ -46,7 +49,19 @@ void add_run_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--min-p", o->sampling.min_p, "Drop tokens below min-p x the best (0: off)")
       ->capture_default_str();
-  cmd->add_option("--seed", o->sampling.seed, "Random seed")->capture_default_str();
+  cmd->add_option_function<int64_t>(
+         "--seed",
+         [o](int64_t seed) {
+           // llama.cpp's -1: a different seed each run, said so the run can be repeated.
+           if (seed < 0) {
+             o->sampling.seed = std::random_device{}();
+             log::info("--seed -1: seed {} this time", o->sampling.seed);
+           } else {
+             o->sampling.seed = static_cast<uint64_t>(seed);
+           }
+         },
+         "Random seed (-1: a new one each run; default 0)")
+      ->check(CLI::Range(int64_t{-1}, std::numeric_limits<int64_t>::max()));
   cmd->add_option("--repeat-penalty", o->sampling.repetition_penalty, "Repetition penalty (1: off)")
       ->capture_default_str();
   cmd->add_option("--repeat-last-n", o->sampling.penalty_last_n,

@@ -24,10 +24,11 @@ namespace {
 // Optional command-line sampling values (unset ones keep the model's recommendations).
 void add_sampling_flags(CLI::App* cmd, server::SamplingOverrides& s) {
   auto opt = [&](const char* name, auto& field, const char* help) {
-    cmd->add_option_function<std::decay_t<decltype(*field)>>(
+    return cmd->add_option_function<std::decay_t<decltype(*field)>>(
         name, [&field](const auto& v) { field = v; }, help);
   };
-  opt("--temp", s.temperature, "Default temperature (else the model's recommendation)");
+  opt("--temp", s.temperature, "Default temperature (else the model's recommendation)")
+      ->check(CLI::Range(0.0f, 100.0f));
   opt("--top-k", s.top_k, "Default top-k");
   opt("--top-p", s.top_p, "Default top-p");
   opt("--min-p", s.min_p, "Default min-p");
@@ -121,13 +122,18 @@ void add_serve_command(CLI::App& app) {
                  "at least {} (or --ctx {} or less)",
                  o->kv_size, o->model.ctx, o->model.ctx, o->kv_size);
     server::check_can_listen(o->host, o->port);
+    {
+      const std::string kind =
+          GgufFile::open(o->model.path).find_string("tokenizer.ggml.model").value_or("no_vocab");
+      if (kind == "no_vocab" || kind == "none")
+        fail(
+            "{} has no vocabulary (tokenizer.ggml.model = {}): it cannot be served as a chat "
+            "model",
+            o->model.path, kind);
+    }
     apply_cpu_plan(*cmd, o->model,
                    o->kv_size > 0 ? o->kv_size : o->model.ctx * int64_t{o->parallel});
     auto model = load_model(o->model);
-    const std::string kind = model->file().find_string("tokenizer.ggml.model").value_or("no_vocab");
-    if (kind == "no_vocab" || kind == "none")
-      fail("{} has no vocabulary (tokenizer.ggml.model = {}): it cannot be served as a chat model",
-           o->model.path, kind);
     const auto tokenizer = Tokenizer::from_gguf(model->file());
     ThreadPool pool(o->model.thread_count());
 

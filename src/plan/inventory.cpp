@@ -1,6 +1,7 @@
 #include "plan/inventory.h"
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -352,7 +353,8 @@ ModelInventory inventory_from_architecture(const ArchitectureSpec& s, const Weig
   return inv;
 }
 
-void load_expert_popularity(ModelInventory& inv, const std::string& path) {
+void load_expert_popularity(ModelInventory& inv, const std::string& path,
+                            const std::string& model_path) {
   std::ifstream in(path);
   STRATA_CHECK(in.good(), "expert profile {}: cannot open", path);
   nlohmann::json j;
@@ -360,6 +362,18 @@ void load_expert_popularity(ModelInventory& inv, const std::string& path) {
     j = nlohmann::json::parse(in);
   } catch (const std::exception& e) {
     fail("expert profile {}: not valid JSON: {}", path, plain_json_error(e.what()));
+  }
+  if (!model_path.empty() && j.is_object() && j.contains("model") && j["model"].is_string()) {
+    const auto name = [](const std::string& p) {
+      return std::filesystem::path(p).filename().string();
+    };
+    const std::string recorded = j["model"].get<std::string>();
+    if (name(recorded) != name(model_path)) {
+      log::warn(
+          "expert profile {} was recorded on {}, and this is {}: its expert popularity is "
+          "another model's unless they are the same weights",
+          path, name(recorded), name(model_path));
+    }
   }
   const nlohmann::json& rows =
       j.is_object() && j.contains("expert_counts") ? j["expert_counts"] : j;

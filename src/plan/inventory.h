@@ -120,6 +120,9 @@ ModelInventory inventory_from_architecture(const ArchitectureSpec& spec, const W
 // Expert popularity from a profile: {"expert_counts": [[count per expert] per layer]} (or a bare
 // array of arrays): how often each expert was selected. Rows must match the inventory's layers
 // and experts.
-void load_expert_popularity(ModelInventory& inventory, const std::string& path);
+// model_path: the file being planned, when it is one; a profile recorded on a file of another
+// name is warned about (its popularity is another model's).
+void load_expert_popularity(ModelInventory& inventory, const std::string& path,
+                            const std::string& model_path = "");
 
 }  // namespace strata::plan

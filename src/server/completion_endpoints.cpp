@@ -161,6 +161,23 @@ Json whole_response_json(bool chat, const ResponseIdentity& identity, const Whol
 
 }  // namespace
 
+namespace {
+
+// Whether the rendered prompt shows any of the tools (by name): a template without tool support
+// drops them, and the model then answers as if there were none.
+bool shows_tools(const Json& tools, const std::string& prompt) {
+  if (!tools.is_array() || tools.empty()) return true;
+  for (const Json& tool : tools) {
+    const Json* fn = tool.contains("function") ? &tool["function"] : &tool;
+    if (fn->contains("name") && (*fn)["name"].is_string() &&
+        prompt.find((*fn)["name"].get<std::string>()) != std::string::npos)
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::vector<int32_t> Server::chat_prompt(const GenerationRequest& r, bool& starts_in_reasoning,
                                          std::string& open_message) {
   ChatTemplateInputs in;
@@ -180,6 +197,13 @@ std::vector<int32_t> Server::chat_prompt(const GenerationRequest& r, bool& start
     throw ApiError(400, "invalid_request_error",
                    fmt::format("the chat template rejected the messages: {}", e.what()),
                    "messages");
+  }
+  if (!shows_tools(in.tools, text) && !warned_dropped_tools_.exchange(true)) {
+    // Not refused: tool_choice "required" still gets calls through the output grammar.
+    log::warn(
+        "the chat template does not show the requests' tools to the model (none of their "
+        "names is in the prompt it renders): it can only call them when tool_choice forces "
+        "a call; serve a model whose template supports tools");
   }
   if (r.continue_final_message) {
     // The template closes the turn after the message: cut the text right after its content (the

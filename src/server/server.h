@@ -108,6 +108,7 @@ class Server {
   ModelSamplingDefaults model_defaults_;
   SamplingParams default_sampling_;
   std::unique_ptr<ChatTemplate> chat_template_;
+  std::atomic<bool> warned_dropped_tools_{false};  // said once per server
   std::string chat_template_source_;
   ToolCallStyle tool_call_style_ = ToolCallStyle::json;  // from the chat template
   std::vector<int32_t> end_tokens_;                      // that end a turn (end_of_turn_tokens)

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <cstdio>
 
 #include "support/test_support.h"
 #include "unit/cli/cli_test_support.h"
@@ -78,6 +79,41 @@ TEST(EarlyChecks, OddSettingsAreSaidOrRefused) {
   r = run_strata("plan -m " + tiny_model() + " --gpu none --ram 32G:29 --cores 2 --kv-type q4_0");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "strata run and serve keep keys and values in f16 or q8_0"))
+      << r.output;
+}
+
+TEST(EarlyChecks, LlamaCppsRandomSeedAndOtherModelsProfiles) {
+  const std::string run = "run -m " + tiny_model() + " --tokens 1,2 -n 2 --device none ";
+  auto r = run_strata(run + "--seed -1 --temp 1");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "--seed -1: seed ")) << r.output;  // said, so it can be repeated
+  r = run_strata(run + "--seed -2");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+
+  // serve: a sampling default out of range, and a file without a vocabulary, before loading.
+  r = run_strata("serve -m " + tiny_model() + " --device none --temp -0.5");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  r = run_strata("serve -m " + tiny_model() + " --device none --port 0");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "has no vocabulary")) << r.output;
+  EXPECT_FALSE(contains(r.output, "loaded")) << r.output;
+
+  // A popularity profile recorded on another file is warned about.
+  const std::string profile = (test::temp_dir() / "other-model-profile.json").string();
+  {
+    FILE* f = std::fopen(profile.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(R"({"model": "/models/another-model.gguf", "expert_counts": [[1,1,1,1,1,1,1,1],)"
+               R"([1,1,1,1,1,1,1,1]]})",
+               f);
+    std::fclose(f);
+  }
+  r = run_strata("plan -m " + tiny_model() + " --gpu none --ram 32G:29 --cores 2 --profile " +
+                 profile);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output,
+                       "was recorded on another-model.gguf, and this is "
+                       "tiny-qwen3moe-Q8_0.gguf"))
       << r.output;
 }
 

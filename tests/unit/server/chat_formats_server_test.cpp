@@ -309,4 +309,20 @@ TEST(ChatFormatsServer, RequiredToolChoiceInBothFormats) {
 }
 
 }  // namespace
+// A template that shows the model no tools (this test's harmony template has no tools section)
+// is said in the server's log, once, instead of silently answering as if there were none.
+TEST(ChatFormatsServer, ToolsTheTemplateDropsAreSaidOnce) {
+  const Json tools = Json::parse(R"([{"type": "function", "function": {"name": "set_mode",
+    "parameters": {"type": "object", "properties": {}}}}])");
+  ServerStack s({.n_slots = 1, .n_ctx = 1024}, {}, harmony_model());
+  auto c = s.client();
+  testing::internal::CaptureStderr();
+  for (int i = 0; i < 2; ++i) post(c, {{"tools", tools}, {"max_tokens", 2}});
+  const std::string log = testing::internal::GetCapturedStderr();
+  const std::string warning = "the chat template does not show the requests' tools to the model";
+  const size_t first = log.find(warning);
+  EXPECT_NE(first, std::string::npos) << log;
+  EXPECT_EQ(log.find(warning, first + 1), std::string::npos) << log;  // once
+}
+
 }  // namespace strata::server
