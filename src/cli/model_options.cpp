@@ -126,8 +126,10 @@ void inject_device_loss(Model& model) {
 }
 #endif
 
-// Settings that run, but not as the user likely hopes: said before the model loads.
+// Settings that cannot run are refused, and settings that run but not as the user likely hopes
+// are said, before the model loads.
 void warn_about_settings(const ModelOptions& options) {
+  options.kv_cache_type();  // an unknown --kv-type is refused before the weights load
   const int cores = physical_core_count();
   if (options.threads > 2 * cores) {
     log::warn(

@@ -8,7 +8,9 @@ namespace strata {
 GgmlType KvCache::parse_type(const std::string& name) {
   if (name == "f16" || name == "F16") return GgmlType::F16;
   if (name == "q8_0" || name == "Q8_0") return GgmlType::Q8_0;
-  fail("KV cache type '{}' is not supported (expected f16 or q8_0)", name);
+  fail("KV cache type '{}' is not supported: strata keeps keys and values in f16 or q8_0 "
+       "(q8_0 halves the cache)",
+       name);
 }
 
 KvCache::KvCache(const ModelHParams& hp, int64_t n_ctx, GgmlType type,

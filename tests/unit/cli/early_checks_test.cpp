@@ -89,6 +89,10 @@ TEST(EarlyChecks, LlamaCppsRandomSeedAndOtherModelsProfiles) {
   EXPECT_TRUE(contains(r.output, "--seed -1: seed ")) << r.output;  // said, so it can be repeated
   r = run_strata(run + "--seed -2");
   EXPECT_EQ(r.exit_code, 2) << r.output;
+  r = run_strata(run + "--kv-type q4_0");  // refused before the weights load
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "strata keeps keys and values in f16 or q8_0")) << r.output;
+  EXPECT_FALSE(contains(r.output, "loaded")) << r.output;
 
   // serve: a sampling default out of range, and a file without a vocabulary, before loading.
   r = run_strata("serve -m " + tiny_model() + " --device none --temp -0.5");
