@@ -180,7 +180,9 @@ std::string device_value(const std::string& value, std::vector<std::string>& not
 class Rewriter {
  public:
   Rewriter(std::string_view command, bool device_given)
-      : command_(command), device_given_(device_given) {}
+      : command_(command), device_given_(device_given) {
+    out_.args.emplace_back(command);
+  }
 
   void run(std::span<const std::string> args) {
     for (size_t i = 0; i < args.size(); ++i) {
@@ -193,6 +195,11 @@ class Rewriter {
       if (name == "--kv-type") {  // strata's own spelling: -ctv is checked against it too
         if (inline_value) k_type_ = inline_value;
         if (!inline_value && i + 1 < args.size()) k_type_ = args[i + 1];
+      }
+      if (name == "-ctv" || name == "--cache-type-v") {  // checked against -ctk in finish()
+        STRATA_CHECK(inline_value || i + 1 < args.size(), "{} needs a value", name);
+        v_type_ = inline_value ? *inline_value : args[++i];
+        continue;
       }
       const Rule* rule = name.size() > 1 && name[0] == '-' ? find_rule(name, command_) : nullptr;
       if (!rule) {
@@ -250,24 +257,6 @@ class Rewriter {
     }
   }
 
- public:
-  // -ctv is checked against -ctk once both are known.
-  bool take_v_type(std::span<const std::string> args, size_t& i) {
-    const std::string& name = args[i];
-    std::optional<std::string> value;
-    if (name == "-ctv" || name == "--cache-type-v") {
-      STRATA_CHECK(i + 1 < args.size(), "{} needs a value", name);
-      value = args[++i];
-    } else if (name.rfind("--cache-type-v=", 0) == 0) {
-      value = name.substr(name.find('=') + 1);
-    } else {
-      return false;
-    }
-    v_type_ = value;
-    return true;
-  }
-
- private:
   std::string_view command_;
   bool device_given_;  // --device on the line: -ngl 0 keeps its own meaning there
   RewrittenArgs out_;
@@ -284,16 +273,8 @@ RewrittenArgs rewrite_llama_flags(std::span<const std::string> args) {
     return a == "--device" || a == "-dev" || a.rfind("--device=", 0) == 0;
   });
   Rewriter rewriter(args[0], device_given);
-  std::vector<std::string> rest;  // everything but -ctv, which is checked at the end
-  for (size_t i = 1; i < args.size(); ++i) {
-    if (!rewriter.take_v_type(args, i)) rest.push_back(args[i]);
-  }
-  RewrittenArgs head{{args[0]}, {}};
-  rewriter.run(rest);
-  RewrittenArgs body = rewriter.finish();
-  head.args.insert(head.args.end(), body.args.begin(), body.args.end());
-  head.notes = std::move(body.notes);
-  return head;
+  rewriter.run(args.subspan(1));
+  return rewriter.finish();
 }
 
 }  // namespace strata::cli

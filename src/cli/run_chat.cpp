@@ -9,18 +9,13 @@
 #include <optional>
 
 #include "runtime/session.h"
+#include "server/chat_prompt_tokens.h"
 #include "template/chat_template.h"
 #include "util/error.h"
 #include "util/log.h"
 
 namespace strata::cli {
 namespace {
-
-ChatTemplate template_of(const GgufFile& file) {
-  if (auto source = file.find_string("tokenizer.chat_template")) return ChatTemplate(*source);
-  log::warn("{} has no chat template (tokenizer.chat_template); using ChatML", file.name());
-  return ChatTemplate(ChatTemplate::default_chatml_source());
-}
 
 // The next turn from stdin (blank lines skipped); nullopt at the end of input.
 std::optional<std::string> read_turn(bool interactive) {
@@ -41,7 +36,7 @@ class Conversation {
       : model_(model),
         tokenizer_(tokenizer),
         run_(run),
-        template_(template_of(model.file())),
+        template_(server::chat_template_source(model.file())),
         session_(model, run.n_ctx, run.kv_type, pool),
         sampler_(run.sampling) {
     if (!run.system.empty()) messages_.push_back({{"role", "system"}, {"content", run.system}});
@@ -82,12 +77,8 @@ class Conversation {
     ChatTemplateInputs in;
     in.messages = messages_;
     in.add_generation_prompt = true;
-    const Vocab& v = tokenizer_.vocab();
-    if (v.bos >= 0) in.bos_token = tokenizer_.token_bytes(v.bos, true);
-    if (v.eos >= 0) in.eos_token = tokenizer_.token_bytes(v.eos, true);
-    const std::string text = template_.render(in);
-    const bool has_bos = !in.bos_token.empty() && text.starts_with(in.bos_token);
-    return tokenizer_.encode(text, /*parse_special=*/true, /*add_bos=*/!has_bos);
+    server::set_special_tokens(tokenizer_, in);
+    return server::encode_rendered(tokenizer_, template_.render(in), in);
   }
 
   // Runs the prompt's tokens past what the cache already holds (a template may render earlier

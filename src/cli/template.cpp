@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "gguf/gguf_file.h"
+#include "server/chat_prompt_tokens.h"
 #include "template/chat_template.h"
 #include "util/error.h"
 #include "util/json_error.h"
@@ -49,14 +50,7 @@ void add_template_command(CLI::App& app) {
   cmd->add_flag("--no-thinking", o->no_thinking, "Render with enable_thinking = false");
   cmd->callback([o] {
     const GgufFile file = GgufFile::open(o->model);
-    std::string source;
-    if (auto t = file.find_string("tokenizer.chat_template")) {
-      source = *t;
-    } else {
-      log::warn("{} has no chat template (tokenizer.chat_template); using ChatML", o->model);
-      source = ChatTemplate::default_chatml_source();
-    }
-    const ChatTemplate chat_template(source);
+    const ChatTemplate chat_template(server::chat_template_source(file));
     ChatTemplateInputs inputs;
     nlohmann::ordered_json messages = read_json_file(o->messages, "messages");
     if (messages.is_object() && messages.contains("messages")) messages = messages["messages"];

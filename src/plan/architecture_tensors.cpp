@@ -56,16 +56,17 @@ ModelSpec model_spec_of(const ArchitectureSpec& s, const ModelHParams& hp) {
   return spec;
 }
 
-ArchitectureTensor priced(const TensorSpec& t, int layer, std::optional<GgmlType> expert_type) {
+ArchitectureTensor priced(const std::string& name, const std::vector<int64_t>& shape,
+                          TensorForm form, int layer, std::optional<GgmlType> expert_type) {
   ArchitectureTensor out;
-  out.name = t.name;
-  out.role = classify_tensor(t.name);
+  out.name = name;
+  out.role = classify_tensor(name);
   out.layer = layer;
   out.elements = 1;
-  for (int64_t d : t.shape) out.elements *= d;
-  out.matrix = t.form != TensorForm::floats;
-  out.quantized = t.form == TensorForm::matrix || (t.form == TensorForm::experts && !expert_type);
-  if (t.form == TensorForm::experts) out.fixed_type = expert_type;
+  for (int64_t d : shape) out.elements *= d;
+  out.matrix = form != TensorForm::floats;
+  out.quantized = form == TensorForm::matrix || (form == TensorForm::experts && !expert_type);
+  if (form == TensorForm::experts) out.fixed_type = expert_type;
   return out;
 }
 
@@ -78,19 +79,16 @@ std::vector<ArchitectureTensor> architecture_tensors(const ArchitectureSpec& s) 
   const auto add = [&](const std::vector<TensorSpec>& tensors, int layer) {
     for (const TensorSpec& t : tensors) {
       // Optional tensors are those a file may lack: the preset's flags say which it has.
-      if (!t.optional) out.push_back(priced(t, layer, s.expert_type));
+      if (!t.optional) out.push_back(priced(t.name, t.shape, t.form, layer, s.expert_type));
     }
   };
-  const auto global = [](const char* name, std::vector<int64_t> shape, TensorForm form) {
-    return TensorSpec{LayerTensor::attn_norm, name, std::move(shape), form, false};
-  };
-  add({global(kTokenEmbdTensor, {s.n_embd, s.n_vocab}, TensorForm::matrix)}, -1);
+  out.push_back(priced(kTokenEmbdTensor, {s.n_embd, s.n_vocab}, TensorForm::matrix, -1, {}));
   for (int l = 0; l < s.n_layer; ++l) add(layer_tensors(hp, spec, l), l);
   for (int l = s.n_layer; l < s.n_layer + s.n_nextn_layer; ++l)
     add(nextn_block_tensors(hp, spec, l), l);
-  add({global(kOutputNormTensor, {s.n_embd}, TensorForm::floats)}, -1);
+  out.push_back(priced(kOutputNormTensor, {s.n_embd}, TensorForm::floats, -1, {}));
   if (!s.tied_embeddings)
-    add({global(kOutputTensor, {s.n_embd, s.n_vocab}, TensorForm::matrix)}, -1);
+    out.push_back(priced(kOutputTensor, {s.n_embd, s.n_vocab}, TensorForm::matrix, -1, {}));
   return out;
 }
 

@@ -227,7 +227,7 @@ void Scheduler::accept_decode(Slot& s, const Part& p, StepBatch& b) {
   const int64_t length = s.seq.length();  // before this step
   const auto n_pending = static_cast<int64_t>(s.pending.size());
   const int64_t n_vocab = model_.hparams().n_vocab;
-  const std::vector<int32_t> fed(b.feed.begin() + p.begin, b.feed.begin() + p.begin + p.count);
+  const std::span<const int32_t> fed(b.feed.data() + p.begin, static_cast<size_t>(p.count));
   // Fed tokens that stay in the cache: the pending ones, then each drafted token drawn too.
   int64_t kept = n_pending;
   int32_t next = -1;  // the drawn token that runs next step (-1: the job ended)

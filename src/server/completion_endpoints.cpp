@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "server/api_error.h"
+#include "server/chat_prompt_tokens.h"
 #include "server/client_connection.h"
 #include "server/generation.h"
 #include "server/grammar_constraint.h"
@@ -187,9 +188,7 @@ std::vector<int32_t> Server::chat_prompt(const GenerationRequest& r, bool& start
   in.add_generation_prompt = !r.continue_final_message;
   in.enable_thinking = r.enable_thinking;
   in.extra = r.template_kwargs;
-  const Vocab& v = tokenizer_.vocab();
-  if (v.bos >= 0) in.bos_token = tokenizer_.token_bytes(v.bos, true);
-  if (v.eos >= 0) in.eos_token = tokenizer_.token_bytes(v.eos, true);
+  set_special_tokens(tokenizer_, in);
   std::string text;
   try {
     text = chat_template_->render(in);
@@ -245,8 +244,7 @@ std::vector<int32_t> Server::chat_prompt(const GenerationRequest& r, bool& start
     starts_in_reasoning = false;
     open_message = harmony_open_message(text);
   }
-  const bool has_bos = !in.bos_token.empty() && text.starts_with(in.bos_token);
-  return tokenizer_.encode(text, /*parse_special=*/true, /*add_bos=*/!has_bos);
+  return encode_rendered(tokenizer_, text, in);
 }
 
 std::shared_ptr<const grammar::TokenTrie> Server::token_trie() {

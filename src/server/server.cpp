@@ -8,6 +8,7 @@
 #include <span>
 
 #include "server/api_error.h"
+#include "server/chat_prompt_tokens.h"
 #include "server/openai_json.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -64,13 +65,7 @@ Server::Server(Model& model, const Tokenizer& tokenizer, Scheduler& scheduler,
   options_.sampling.apply_to(default_sampling_);
   Sampler check(default_sampling_);  // invalid command-line values fail at start-up
   (void)check;
-  if (auto t = model.file().find_string("tokenizer.chat_template")) {
-    chat_template_source_ = *t;
-  } else {
-    log::warn("{} has no chat template (tokenizer.chat_template); chat requests use ChatML",
-              model.file().name());
-    chat_template_source_ = ChatTemplate::default_chatml_source();
-  }
+  chat_template_source_ = chat_template_source(model.file());
   chat_template_ = std::make_unique<ChatTemplate>(chat_template_source_);
   tool_call_style_ = tool_call_style(chat_template_source_);
   end_tokens_ = end_of_turn_tokens(tool_call_style_, tokenizer.vocab());

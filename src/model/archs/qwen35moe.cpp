@@ -7,7 +7,7 @@
 // The multi-token-prediction block (nextn_predict_layers) is not loaded.
 
 #include "model/archs/archs.h"
-#include "model/archs/hybrid_options.h"
+#include "model/archs/hybrid_spec.h"
 
 namespace strata::archs {
 

@@ -5,7 +5,7 @@
 // converted before 2026 fuse q, k, v and z as well (ssm_in, grouped by key head); both load.
 
 #include "model/archs/archs.h"
-#include "model/archs/hybrid_options.h"
+#include "model/archs/hybrid_spec.h"
 
 namespace strata::archs {
 

@@ -1,4 +1,4 @@
-#include "model/archs/hybrid_options.h"
+#include "model/archs/hybrid_spec.h"
 
 #include "ops/gated_delta_net.h"
 #include "util/error.h"
