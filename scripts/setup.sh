@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian package that building and testing strata needs. Idempotent; run as root
-# (or with sudo) on Debian 12.
+# (or with sudo) on Debian 12. `--train` adds what tools/train (the small model's training
+# script) needs and nothing else does.
 set -euo pipefail
 
 packages=(
@@ -17,6 +18,18 @@ packages=(
   curl                          # server tests that speak HTTP from the shell
   python3 python3-jsonschema    # an independent JSON-schema validator for constrained outputs
 )
+
+# tools/train: PyTorch and NumPy; OpenBLAS (Debian's torch uses whatever libblas.so.3 points to:
+# the reference BLAS runs a 2048x2048 matmul at ~5 GFLOP/s on 2 cores, OpenBLAS at ~170); `regex`
+# for the Qwen2 pre-tokenizer's \p{L}; Jinja2 for Qwen3's chat template; Python 3.11's standard
+# library, which is the training data.
+if [[ ${1:-} == --train ]]; then
+  packages+=(python3-torch python3-numpy libopenblas0-pthread python3-regex python3-jinja2
+    libpython3.11-stdlib)
+elif [[ $# -gt 0 ]]; then
+  echo "usage: scripts/setup.sh [--train]" >&2
+  exit 2
+fi
 
 # Node.js + npm run the interoperability tests (an independent GGUF reader from npm). Machines
 # that already have them from another source keep theirs (mixing would conflict).

@@ -10,15 +10,17 @@
 
 namespace strata::cli {
 
-double write_expert_profile(const std::string& path, const std::string& model_path,
-                            const ModelHParams& hp, const std::vector<uint64_t>& counts,
-                            int64_t tokens, int64_t prompts) {
+RoutingSkew write_expert_profile(const std::string& path, const std::string& model_path,
+                                 const ModelHParams& hp, const std::vector<uint64_t>& counts,
+                                 int64_t tokens, int64_t prompts) {
   STRATA_CHECK(static_cast<int64_t>(counts.size()) == hp.n_layer * hp.n_expert,
                "expert counts have {} entries, expected {} layers x {} experts", counts.size(),
                hp.n_layer, hp.n_expert);
   nlohmann::ordered_json layers = nlohmann::ordered_json::array();
-  double top_share = 0;
-  const int64_t top = std::max<int64_t>(1, hp.n_expert / 10);
+  RoutingSkew skew;
+  skew.n_expert = hp.n_expert;
+  skew.busiest = std::max<int64_t>(1, (hp.n_expert + 5) / 10);
+  const int64_t top = skew.busiest;
   for (int64_t l = 0; l < hp.n_layer; ++l) {
     std::vector<uint64_t> row(counts.begin() + l * hp.n_expert,
                               counts.begin() + (l + 1) * hp.n_expert);
@@ -27,7 +29,7 @@ double write_expert_profile(const std::string& path, const std::string& model_pa
     const double all = static_cast<double>(std::accumulate(row.begin(), row.end(), uint64_t{0}));
     const double hot =
         static_cast<double>(std::accumulate(row.begin(), row.begin() + top, uint64_t{0}));
-    top_share += all > 0 ? hot / all / static_cast<double>(hp.n_layer) : 0.0;
+    skew.share += all > 0 ? hot / all / static_cast<double>(hp.n_layer) : 0.0;
   }
   const nlohmann::ordered_json j = {{"model", model_path},     {"prompts", prompts},
                                     {"tokens", tokens},        {"n_layer", hp.n_layer},
@@ -36,7 +38,7 @@ double write_expert_profile(const std::string& path, const std::string& model_pa
   std::ofstream out(path);
   out << j.dump(1) << "\n";
   if (!out) fail("cannot write '{}'", path);
-  return top_share;
+  return skew;
 }
 
 }  // namespace strata::cli

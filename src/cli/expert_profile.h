@@ -10,10 +10,17 @@
 
 namespace strata::cli {
 
-// Writes the file; returns the share of selections taken by the busiest 10% of experts
-// (averaged over layers; 0.1 for uniform routing). counts: [n_layer * n_expert].
-double write_expert_profile(const std::string& path, const std::string& model_path,
-                            const ModelHParams& hp, const std::vector<uint64_t>& counts,
-                            int64_t tokens, int64_t prompts);
+// How uneven routing was: the share of a layer's selections its `busiest` experts took, averaged
+// over layers (uniform routing: busiest / n_expert).
+struct RoutingSkew {
+  int64_t busiest = 0;  // a tenth of the experts, rounded (at least one)
+  int64_t n_expert = 0;
+  double share = 0;
+};
+
+// Writes the file and returns the skew it shows. counts: [n_layer * n_expert].
+RoutingSkew write_expert_profile(const std::string& path, const std::string& model_path,
+                                 const ModelHParams& hp, const std::vector<uint64_t>& counts,
+                                 int64_t tokens, int64_t prompts);
 
 }  // namespace strata::cli

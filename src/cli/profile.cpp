@@ -104,13 +104,14 @@ void add_profile_command(CLI::App& app) {
       }
       log::info("prompt {}/{} done ({} tokens so far)", i + 1, prompts.size(), tokens);
     }
-    const double top_share =
+    const RoutingSkew skew =
         write_expert_profile(o->out, o->model.path, hp, session.stats().expert_counts, tokens,
                              static_cast<int64_t>(prompts.size()));
     fmt::print(
-        "{} tokens through {} prompts; the busiest 10% of experts took {:.1f}% of the "
-        "selections (uniform: 10%); wrote {}\n",
-        tokens, prompts.size(), 100 * top_share, o->out);
+        "{} tokens through {} prompts; the busiest {} of {} experts in a layer took {:.1f}% of "
+        "its selections (uniform: {:.1f}%); wrote {}\n",
+        tokens, prompts.size(), skew.busiest, skew.n_expert, 100 * skew.share,
+        100.0 * static_cast<double>(skew.busiest) / static_cast<double>(skew.n_expert), o->out);
   });
 }
 

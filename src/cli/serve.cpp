@@ -183,7 +183,8 @@ void add_serve_command(CLI::App& app) {
                "  sampling defaults: temperature {} top_k {} top_p {} min_p {} repetition {}\n"
                "  listening on {}  (OpenAI base URL{})\n"
                "  try: curl {}/chat/completions -H 'Content-Type: application/json'{} -d "
-               "'{{\"messages\":[{{\"role\":\"user\",\"content\":\"Hello\"}}]}}'\n",
+               "'{{\"messages\":[{{\"role\":\"user\",\"content\":\"Write a function that does "
+               "this: Return the sum of a list of numbers.\"}}]}}'\n",
                opts.model_id, so.n_ctx, so.n_slots, so.kv_positions, o->model.kv_type,
                s.temperature, s.top_k, s.top_p, s.min_p, s.repetition_penalty, base,
                opts.api_key.empty() ? "" : ", API key required", base,

@@ -36,6 +36,11 @@ TEST(ProfileCommand, CountsEveryRoutingDecisionAndFeedsThePlanner) {
   const auto out = (dir / "experts.json").string();
   auto r = run_strata("profile -m " + model + " --prompts " + prompts + " -n 5 -o " + out, true);
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  // The summary names how many experts it counts as the busiest (a tenth of 16, rounded: 2) and
+  // what uniform routing would give them.
+  EXPECT_NE(r.output.find("the busiest 2 of 16 experts in a layer took"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("(uniform: 12.5%)"), std::string::npos) << r.output;
   std::ifstream in(out);
   const auto j = nlohmann::json::parse(in);
   EXPECT_EQ(j["prompts"], 2);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <set>
 
 #include "gguf/gguf_file.h"
 #include "plan/gpu_catalog.h"
@@ -207,27 +208,69 @@ TEST(Placement, RespectsMemoryLimits) {
   EXPECT_NE(p.fit_error.find("CPU needs"), std::string::npos) << p.fit_error;
 }
 
-TEST(Placement, HotExpertsGoToTheGpuFirst) {
-  const GgufFile file = GgufFile::open(oracle_model("tiny-qwen3moe-Q8_0.gguf"));
-  ModelInventory inv = inventory_from_gguf(file);
-  // Room for the dense weights and 3 expert slices of one layer.
-  const uint64_t room = inv.output_bytes + inv.layers[0].dense_bytes() +
-                        inv.layers[1].dense_bytes() + 3 * inv.layers[0].expert_slice_bytes +
-                        (uint64_t{1} << 16);
-  const auto dir = test::temp_dir();
-  const auto profile = (dir / "hot.json").string();
-  std::ofstream(profile) << R"({"expert_counts": [[0,0,0,0,0,90,5,5],[10,10,10,10,10,10,10,10]]})";
-  load_expert_popularity(inv, profile);
+// A plan on a GPU with room for the dense weights and `expert_slices` expert slices (plus the
+// runtime's fixed reserve), 16 GiB of RAM and a 16-token context.
+Plan plan_with_expert_room(const ModelInventory& inv, int expert_slices) {
+  uint64_t room = inv.output_bytes +
+                  static_cast<uint64_t>(expert_slices) * inv.layers[0].expert_slice_bytes +
+                  (uint64_t{1} << 16);
+  for (const auto& layer : inv.layers) room += layer.dense_bytes();
   HardwareOverrides o;
   o.gpus = {fmt::format("{}:448", room + (uint64_t{800} << 20))};
   o.ram = "16G:20";
   o.cores = 4;
   PlanGoals goals;
   goals.context = 16;
-  const Plan p = plan_placement(inv, make_hardware_profile(o, {}), goals);
+  return plan_placement(inv, make_hardware_profile(o, {}), goals);
+}
+
+TEST(Placement, HotExpertsGoToTheGpuFirst) {
+  const GgufFile file = GgufFile::open(oracle_model("tiny-qwen3moe-Q8_0.gguf"));
+  ModelInventory inv = inventory_from_gguf(file);
+  const auto dir = test::temp_dir();
+  const auto profile = (dir / "hot.json").string();
+  std::ofstream(profile) << R"({"expert_counts": [[0,0,0,0,0,90,5,5],[10,10,10,10,10,10,10,10]]})";
+  load_expert_popularity(inv, profile);
+  const Plan p = plan_with_expert_room(inv, 3);  // 3 of one layer's 8 experts
   ASSERT_TRUE(p.fits) << p.fit_error;
   EXPECT_EQ(p.placement.layers[0].expert_device[5], 1);
   EXPECT_GT(p.partial_layers, 0);
+}
+
+TEST(Placement, TrainedRoutersHotExpertsGoToTheGpu) {
+  // tools/train's trained model and the expert counts `strata profile` recorded on it over
+  // held-out chats (tests/data/strata-coder-tiny.experts.json): a real router's skew, not a
+  // generated one. A GPU with room for the dense weights and 8 of the 64 expert slices gets the
+  // 8 busiest, and they carry well over their 8/64 share of the selections.
+  const auto model =
+      test::test_data_dir() / ".." / ".." / "tools" / "train" / "strata-coder-tiny.gguf";
+  ModelInventory inv = inventory_from_gguf(GgufFile::open(model.string()));
+  load_expert_popularity(inv, (test::test_data_dir() / "strata-coder-tiny.experts.json").string());
+  ASSERT_EQ(inv.layers.size(), 4u);
+  ASSERT_EQ(inv.n_expert, 16);
+  constexpr int kHot = 8;
+  const Plan p = plan_with_expert_room(inv, kHot);
+  ASSERT_TRUE(p.fits) << p.fit_error;
+
+  std::vector<std::pair<double, std::pair<size_t, size_t>>> by_share;
+  for (size_t l = 0; l < inv.layers.size(); ++l) {
+    for (size_t e = 0; e < 16; ++e) by_share.push_back({inv.popularity[l][e], {l, e}});
+  }
+  std::sort(by_share.begin(), by_share.end(), std::greater<>());
+  std::set<std::pair<size_t, size_t>> busiest, on_gpu;
+  for (int i = 0; i < kHot; ++i) busiest.insert(by_share[static_cast<size_t>(i)].second);
+  double gpu_share = 0;
+  for (size_t l = 0; l < inv.layers.size(); ++l) {
+    for (size_t e = 0; e < 16; ++e) {
+      if (p.placement.layers[l].expert_device[e] == 1) {
+        on_gpu.insert({l, e});
+        gpu_share += inv.popularity[l][e] / static_cast<double>(inv.layers.size());
+      }
+    }
+  }
+  EXPECT_EQ(on_gpu, busiest);
+  // Measured: see tools/train/README.md (routing skew).
+  EXPECT_GT(gpu_share, 1.5 * kHot / 64.0) << "the GPU's experts serve " << gpu_share;
 }
 
 TEST(Placement, MaxContextFindsTheLargestThatFits) {

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# README's main job, checked: `strata serve` runs the trained model
+# (tools/train/strata-coder-tiny.gguf) with its recommended sampling (greedy with a light
+# repetition penalty, from the file's general.sampling.* keys) and answers the request its banner
+# suggests, pasted as a newcomer would, with Python code, and ends its turn; the server is then
+# stopped with SIGTERM (must exit 0).
+#   run_trained_model_demo.sh STRATA MODEL WORK_DIR
+set -euo pipefail
+strata=$1 model=$2 work=$3
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/server/serve_helpers.sh
+source "$here/serve_helpers.sh"
+mkdir -p "$work"
+log=$work/serve-trained-model.log
+serve_start "$log" "$strata" -m "$model" --ctx 2048 -t 2
+example=$(grep -o "curl .*" "$log" | head -1)
+answer=$(eval "$example -s")
+python3 - "$answer" <<'PY' || { cat "$log"; exit 1; }
+import json, sys
+choice = json.loads(sys.argv[1])["choices"][0]
+content = choice["message"]["content"]
+assert content.startswith("```python\n") and "def " in content, "no Python code: %r" % content
+assert content.rstrip().endswith("```"), "the code block is not closed: %r" % content
+assert choice["finish_reason"] == "stop", "the answer did not end its turn: %r" % choice
+print("ok   the banner's example request: a Python function, turn ended")
+PY
+serve_stop "$log"
