@@ -235,6 +235,7 @@ struct BenchOptions {
   bool json = false;
   bool skip_bandwidth = false;
   bool profile = false;
+  int verify = 0;  // largest verify step measured (0: none)
   std::string expert_profile;
 
   // Positions the session holds: the prompt, or the depth plus the generated tokens.
@@ -265,13 +266,18 @@ void add_bench_options(CLI::App* cmd, BenchOptions& o) {
   cmd->add_option("--expert-profile", o.expert_profile,
                   "Write how often the benchmark prompt's tokens selected each expert (one more "
                   "untimed pp run) to this file, for strata plan --profile");
+  cmd->add_option("--verify", o.verify,
+                  "Speculative decoding's verify cost: steps of 1..N tokens at the tg depth (every "
+                  "row's logits), their time against a one-token step and the experts they read")
+      ->check(CLI::Range(0, 16));
   cmd->add_flag("--profile", o.profile,
                 "After the timed runs, one more pp and tg run each with a per-op time profile");
 }
 
 // What can be checked before the model loads.
 void check_bench_options(const BenchOptions& o) {
-  STRATA_CHECK(o.n_prompt > 0 || o.n_gen > 0, "nothing to measure: -p and -n are both 0");
+  STRATA_CHECK(o.n_prompt > 0 || o.n_gen > 0 || o.verify > 0,
+               "nothing to measure: -p, -n and --verify are all 0");
   STRATA_CHECK(o.expert_profile.empty() || o.n_prompt > 0,
                "--expert-profile records the prompt's routing: it needs -p > 0");
 }
@@ -289,6 +295,13 @@ struct BenchResults {
   BandwidthMeasurement bw;  // of the memory the weights are read from (the roofline)
   std::string device = "cpu";
   double upload_gbps = 0;
+  // --verify: per step size B = 1..N, seconds per step and the distinct experts it ran (summed
+  // over the MoE layers: what it read).
+  struct VerifyStep {
+    int tokens = 0;
+    double seconds = 0, experts = 0;
+  };
+  std::vector<VerifyStep> verify;
   bool on_gpu() const { return device != "cpu"; }
 };
 
@@ -341,6 +354,30 @@ class BenchRunner {
     session_.stats().expert_counts.clear();  // stop counting
     log::info("expert selections of the {}-token prompt written to {}", o_.n_prompt,
               o_.expert_profile);
+  }
+
+  // Steps of B tokens from the depth snapshot, as a verify step of B - 1 drafted tokens runs:
+  // every row's logits. Each size runs as many steps as a tg run has tokens (at least 8).
+  void measure_verify(BenchResults& r) {
+    if (o_.verify <= 0) return;
+    if (o_.n_gen <= 0) start_at_depth();
+    const int steps = std::max(8, o_.n_gen);
+    std::vector<int32_t> tokens;
+    for (int b = 1; b <= o_.verify; ++b) {
+      double seconds = 0;
+      const int64_t experts_before = session_.stats().distinct_experts;
+      for (int i = 0; i < steps; ++i) {
+        session_.restore(at_depth_);
+        tokens.resize(static_cast<size_t>(b));
+        for (auto& t : tokens) t = token_(rng_);
+        const auto start = std::chrono::steady_clock::now();
+        session_.eval(tokens, true, logits_);
+        seconds += seconds_since(start);
+      }
+      const auto experts = static_cast<double>(session_.stats().distinct_experts - experts_before);
+      r.verify.push_back({b, seconds / steps, experts / steps});
+      log::info("verify step of {} tokens: {:.3f} ms", b, 1e3 * r.verify.back().seconds);
+    }
   }
 
   void measure_generation(BenchResults& r) {
@@ -483,6 +520,12 @@ void print_bench_json(const BenchOptions& o, const Model& model, const BenchResu
   if (!r.tg_profile.ops.empty()) j["decode_profile"] = profile_json(r.tg_profile);
   if (!r.timeline.is_null()) j["hybrid_timeline"] = r.timeline;
   if (!r.prompt_timeline.is_null()) j["hybrid_prompt_timeline"] = r.prompt_timeline;
+  for (const auto& v : r.verify) {
+    j["verify"].push_back({{"tokens", v.tokens},
+                           {"ms", 1e3 * v.seconds},
+                           {"relative", v.seconds / r.verify.front().seconds},
+                           {"experts", v.experts}});
+  }
   fmt::print("{}\n", j.dump(2));
 }
 
@@ -523,6 +566,13 @@ void print_bench_text(const BenchOptions& o, const Model& model, const BenchResu
     fmt::print("roofline   {:.1f}% (tg x bytes/tok = {:.1f} GB/s of {:.1f} GB/s)\n", 100 * roofline,
                tg.mean * r.bytes_per_token / 1e9, r.bw.read_gbps);
   }
+  if (!r.verify.empty()) {
+    fmt::print("verify     tokens   ms/step   x one token   experts read\n");
+    for (const auto& v : r.verify) {
+      fmt::print("           {:6}  {:8.3f}  {:11.2f}  {:13.1f}\n", v.tokens, 1e3 * v.seconds,
+                 v.seconds / r.verify.front().seconds, v.experts);
+    }
+  }
   if (!r.pp_profile.ops.empty()) print_profile("prefill", r.pp_profile);
   if (!r.tg_profile.ops.empty()) print_profile("decode step", r.tg_profile);
   if (!r.prompt_timeline.is_null()) print_prompt_paths(r.prompt_timeline);
@@ -543,6 +593,7 @@ void run_bench(const CLI::App& cmd, BenchOptions& o) {
   bench.measure_prompt(results);
   if (!o.expert_profile.empty()) bench.record_expert_profile();
   bench.measure_generation(results);
+  bench.measure_verify(results);
   measure_bandwidth(*model, o, pool, results);
   if (o.json) {
     print_bench_json(o, *model, results);

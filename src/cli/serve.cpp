@@ -56,6 +56,7 @@ void add_serve_command(CLI::App& app) {
     int64_t max_tokens = 0;
     std::string log_format_name = "text";
     std::string expert_profile;
+    std::string spec = "auto";
     server::SamplingOverrides sampling;
   };
   auto o = std::make_shared<Options>();
@@ -104,6 +105,11 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--expert-profile", o->expert_profile,
                   "Record expert selections of all requests; written to this file at exit "
                   "(strata plan --profile reads it)");
+  cmd->add_option("--spec", o->spec,
+                  "Speculative decoding: auto (default: the best drafter the model has, checked "
+                  "only while it pays), ngram (prompt lookup), off; a request's \"spec\" field "
+                  "overrides it")
+      ->check(CLI::IsMember({"auto", "ngram", "off"}));
   add_sampling_flags(cmd, o->sampling);
   cmd->callback([o, cmd] {
     // Signals go to one waiting thread (blocked everywhere else, before any thread starts).
@@ -159,6 +165,7 @@ void add_serve_command(CLI::App& app) {
     opts.aliases.push_back(stem);
     opts.sampling = o->sampling;
     opts.default_max_tokens = o->max_tokens;
+    opts.spec = *parse_spec_mode(o->spec);
     opts.log_format = o->log_format_name == "json"  ? server::LogFormat::json
                       : o->log_format_name == "off" ? server::LogFormat::off
                                                     : server::LogFormat::text;

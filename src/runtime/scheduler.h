@@ -24,6 +24,7 @@
 #include "runtime/kv_pool.h"
 #include "runtime/sampler.h"
 #include "runtime/speculative/drafter.h"
+#include "runtime/speculative/verify_cost.h"
 #include "runtime/token_constraint.h"
 #include "util/thread_pool.h"
 
@@ -114,6 +115,9 @@ class Scheduler {
   // they came from.
   std::vector<uint64_t> expert_counts(int64_t* tokens = nullptr) const;
   const SchedulerOptions& options() const { return options_; }
+  // What checking drafts costs, measured on this scheduler's steps: for the drafters of its jobs
+  // (CostAwareDrafter), which it calls on its own thread (the only thread to read it).
+  const VerifyCostCurve* verify_cost() const { return &verify_cost_; }
 
  private:
   struct Slot;
@@ -174,7 +178,8 @@ class Scheduler {
   SchedulerStats stats_;        // counters (guarded by mutex_)
   ForwardStats forward_stats_;  // expert selections (worker thread; copied under mutex_)
   std::vector<uint64_t> expert_counts_;
-  std::vector<float> logits_;  // the last step's logits (worker thread)
+  std::vector<float> logits_;    // the last step's logits (worker thread)
+  VerifyCostCurve verify_cost_;  // worker thread
   int64_t counted_tokens_ = 0;
   std::thread worker_;
 };

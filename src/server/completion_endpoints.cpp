@@ -366,6 +366,8 @@ std::shared_ptr<GenerationRun> Server::start_generation(const GenerationRequest&
   if (!r.sampling.seed) job.sampling.seed = std::random_device{}();
   if (!r.ignore_eos) job.end_tokens = end_tokens_;
   job.constraint = output_constraint(r, prompt.starts_in_reasoning);
+  job.drafter = make_drafter(r.spec.value_or(options_.spec), scheduler_.verify_cost());
+  job.max_draft = kMaxDraftTokens;
 
   std::optional<OutputParserOptions> parse;
   if (r.chat) {

@@ -64,6 +64,10 @@ std::string HttpMetrics::render(const SchedulerStats& s) const {
   metric("generations_finished_total", "counter", "Generations finished (any reason).",
          s.jobs_finished);
   metric("forward_steps_total", "counter", "Batched forward steps.", s.steps);
+  metric("draft_tokens_total", "counter", "Drafted tokens checked (speculative decoding).",
+         s.drafted_tokens);
+  metric("draft_tokens_accepted_total", "counter", "Drafted tokens the model drew too (kept).",
+         s.accepted_tokens);
   metric("generated_tokens_per_second", "gauge",
          "Generated tokens per second of forward-step time, since start.",
          s.busy_seconds > 0 ? static_cast<double>(s.generated_tokens) / s.busy_seconds : 0.0);

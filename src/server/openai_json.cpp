@@ -17,10 +17,17 @@ nlohmann::ordered_json error_body(const ApiError& e) {
 }
 
 nlohmann::ordered_json usage_json(const JobResult& r) {
-  return {{"prompt_tokens", r.prompt_tokens},
-          {"completion_tokens", r.generated_tokens},
-          {"total_tokens", r.prompt_tokens + r.generated_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", r.cached_tokens}}}};
+  nlohmann::ordered_json usage = {{"prompt_tokens", r.prompt_tokens},
+                                  {"completion_tokens", r.generated_tokens},
+                                  {"total_tokens", r.prompt_tokens + r.generated_tokens},
+                                  {"prompt_tokens_details", {{"cached_tokens", r.cached_tokens}}}};
+  // Speculative decoding's drafts, in the fields OpenAI reports predicted outputs with.
+  if (r.drafted_tokens > 0) {
+    usage["completion_tokens_details"] = {
+        {"accepted_prediction_tokens", r.accepted_tokens},
+        {"rejected_prediction_tokens", r.drafted_tokens - r.accepted_tokens}};
+  }
+  return usage;
 }
 
 nlohmann::ordered_json tool_calls_json(const std::vector<ToolCall>& calls) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/speculative/speculation.h"
 #include "server/sampling_config.h"
 
 namespace strata::server {
@@ -46,6 +47,9 @@ struct GenerationRequest {
   // Log-probabilities: -1 none; else each token's and that many alternatives (chat: logprobs +
   // top_logprobs 0..20; completions: logprobs 0..20).
   int top_logprobs = -1;
+  // Speculative decoding for this request ("spec": "off" | "ngram" | "auto"; non-standard):
+  // unset uses the server's --spec.
+  std::optional<SpecMode> spec;
 };
 
 // Both throw ApiError (400) naming the offending field.

@@ -38,6 +38,10 @@ std::string format_request_log(const RequestLogEntry& e, LogFormat format) {
       j["cached_tokens"] = g.cached_tokens;
       j["generated_tokens"] = g.generated_tokens;
       j["tokens_per_second"] = decode_rate(g);
+      if (g.drafted_tokens > 0) {
+        j["drafted_tokens"] = g.drafted_tokens;
+        j["accepted_tokens"] = g.accepted_tokens;
+      }
     }
     if (!e.error.empty()) j["error"] = e.error;
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -48,6 +52,8 @@ std::string format_request_log(const RequestLogEntry& e, LogFormat format) {
     const JobResult& g = *e.generation;
     line += fmt::format(" prompt {} (cached {}) generated {} at {:.1f} tok/s", g.prompt_tokens,
                         g.cached_tokens, g.generated_tokens, decode_rate(g));
+    if (g.drafted_tokens > 0)
+      line += fmt::format(", drafts {} of {} kept", g.accepted_tokens, g.drafted_tokens);
   }
   if (!e.error.empty()) line += ": " + e.error;
   return line;

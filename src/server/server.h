@@ -14,6 +14,7 @@
 #include "grammar/token_mask.h"
 #include "model/model.h"
 #include "runtime/scheduler.h"
+#include "runtime/speculative/speculation.h"
 #include "server/metrics.h"
 #include "server/output_grammar.h"
 #include "server/request_log.h"
@@ -38,11 +39,12 @@ struct ServerOptions {
   int port = 8080;         // 0: any free port (see Server::port)
   std::string api_key{};   // empty: no authentication
   std::string model_id{};  // the id clients send and /v1/models lists, and responses name
-  std::vector<std::string> aliases{};  // more ids clients may send (also listed)
-  size_t max_body_bytes = 32 << 20;    // larger request bodies get 413
-  int http_threads = 32;               // concurrent connections served
-  SamplingOverrides sampling{};        // from the command line, over the model's defaults
-  int64_t default_max_tokens = 0;      // for requests that send none (0: the rest of the context)
+  std::vector<std::string> aliases{};   // more ids clients may send (also listed)
+  size_t max_body_bytes = 32 << 20;     // larger request bodies get 413
+  int http_threads = 32;                // concurrent connections served
+  SamplingOverrides sampling{};         // from the command line, over the model's defaults
+  int64_t default_max_tokens = 0;       // for requests that send none (0: the rest of the context)
+  SpecMode spec = SpecMode::automatic;  // speculative decoding, unless a request says otherwise
   LogFormat log_format = LogFormat::text;  // one line per request
   RequestLogSink log_sink{};               // where the lines go (empty: stderr)
   // TEST ONLY (STRATA_TEST_SCRIPTED_OUTPUT): requests write these texts instead of sampling.

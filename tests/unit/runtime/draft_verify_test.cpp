@@ -10,6 +10,7 @@
 
 #include "runtime/scheduler.h"
 #include "runtime/speculative/drafter.h"
+#include "runtime/speculative/speculation.h"
 #include "support/drafted_jobs.h"
 #include "support/greedy_jobs.h"
 #include "support/test_support.h"
@@ -129,6 +130,36 @@ TEST(DraftVerify, NextTurnResumesAfterAJobThatEndedInsideADraft) {
   expect_next_turn_resumes_after_drafted_job(*dense);
   auto hybrid = load("gdn/models/tiny-qwen35moe-Q8_0.gguf");
   expect_next_turn_resumes_after_drafted_job(*hybrid);
+}
+
+// The server's drafter (prompt lookup behind the cost model) on a prompt that repeats itself:
+// the text is the plain run's, and the scheduler measured what checking drafts cost.
+JobResult expect_ngram_drafts_change_nothing(Model& model) {
+  ThreadPool pool(2);
+  std::vector<int32_t> prompt = prompt_of(41, 12);
+  for (int i = 0; i < 3; ++i) prompt.insert(prompt.end(), prompt.begin(), prompt.begin() + 12);
+  const std::vector<int32_t> plain = generate(model, pool, prompt, 96).tokens;
+  Scheduler scheduler(model, pool, {.n_slots = 1, .n_ctx = 256, .page_size = 16});
+  Collected got;
+  GenerationJob job = greedy_job(prompt, 96, got);
+  job.drafter = make_drafter(SpecMode::ngram, scheduler.verify_cost());
+  job.max_draft = kMaxDraftTokens;
+  EXPECT_TRUE(scheduler.submit(std::move(job)));
+  const JobResult r = got.done.get_future().get();
+  EXPECT_EQ(got.tokens, plain);
+  EXPECT_GT(scheduler.verify_cost()->samples(1), 0);
+  return r;
+}
+
+TEST(DraftVerify, NgramDraftsChangeNothing) {
+  // This random MoE model's greedy text loops ("29 29 29 ..."), which n-gram drafts follow.
+  auto moe = load("models/tiny-qwen3moe-Q8_0.gguf");
+  const JobResult r = expect_ngram_drafts_change_nothing(*moe);
+  EXPECT_GT(r.drafted_tokens, 0);
+  EXPECT_GT(r.accepted_tokens, 0);
+  // This one's does not repeat a pair of tokens: nothing to draft, the same text.
+  auto hybrid = load("gdn/models/tiny-qwen35moe-Q8_0.gguf");
+  expect_ngram_drafts_change_nothing(*hybrid);
 }
 
 TEST(DraftVerify, ScriptedDrafterProposesTheContinuationAfterWhatWasGenerated) {

@@ -47,6 +47,19 @@ TEST(RequestLog, JsonLineIsOneObject) {
   EXPECT_EQ(j["generated_tokens"], 40);
   EXPECT_DOUBLE_EQ(j["tokens_per_second"].get<double>(), 80.0);
   EXPECT_FALSE(j.contains("error"));
+  EXPECT_FALSE(j.contains("drafted_tokens"));
+}
+
+TEST(RequestLog, SpeculativeDraftsAreCountedWhenThereWereSome) {
+  RequestLogEntry e = generation_entry();
+  e.generation->drafted_tokens = 30;
+  e.generation->accepted_tokens = 24;
+  EXPECT_EQ(format_request_log(e, LogFormat::text),
+            "2025-12-02T18:26:40.123Z POST /v1/chat/completions 200 1.500 s prompt 120 (cached "
+            "100) generated 40 at 80.0 tok/s, drafts 24 of 30 kept");
+  const auto j = nlohmann::json::parse(format_request_log(e, LogFormat::json));
+  EXPECT_EQ(j["drafted_tokens"], 30);
+  EXPECT_EQ(j["accepted_tokens"], 24);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// Request bodies read into generation requests: tool choice, thinking switches and prefill.
+// Request bodies read into generation requests: tool choice, speculation, thinking switches and
+// prefill.
 
 #include <gtest/gtest.h>
 
@@ -53,6 +54,15 @@ TEST(ChatRequest, ToolChoiceNamesAnOfferedTool) {
   EXPECT_EQ(
       rejected_param(chat({{"tools", Json::parse(R"([{"type": 5, "function": {"name": "f"}}])")}})),
       "tools");
+}
+
+TEST(ChatRequest, SpeculationPerRequest) {
+  EXPECT_FALSE(parse_chat_request(chat(Json::object())).spec.has_value()) << "the server's --spec";
+  EXPECT_EQ(parse_chat_request(chat({{"spec", "off"}})).spec, SpecMode::off);
+  EXPECT_EQ(parse_chat_request(chat({{"spec", "ngram"}})).spec, SpecMode::ngram);
+  EXPECT_EQ(parse_chat_request(chat({{"spec", "auto"}})).spec, SpecMode::automatic);
+  EXPECT_EQ(rejected_param(chat({{"spec", "mtp"}})), "spec") << "no MTP drafter yet";
+  EXPECT_EQ(rejected_param(chat({{"spec", true}})), "spec");
 }
 
 TEST(ChatRequest, ThinkingSwitchesInOrderOfStrength) {

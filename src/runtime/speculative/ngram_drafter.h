@@ -1,0 +1,41 @@
+#pragma once
+// Prompt-lookup drafts: when the last few tokens of the context (the prompt and what was
+// generated) also appear earlier in it, guess that what followed them then follows now. Coding
+// agents re-emit code they were shown (edits, renames, whole files), and there such a guess is
+// right for long runs; on new text there is no earlier occurrence and nothing is drafted.
+//
+// The longest suffix of max_ngram..min_ngram tokens wins, and of its occurrences the latest
+// (the most recent version of an edited text). The context only grows between calls for one
+// generation, so n-grams are indexed once each (a hash per n-gram length, O(new tokens) a call).
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/speculative/drafter.h"
+
+namespace strata {
+
+struct NgramDrafterOptions {
+  int min_ngram = 2;  // a single token matches too often to guess from
+  int max_ngram = 5;
+};
+
+class NgramDrafter : public Drafter {
+ public:
+  explicit NgramDrafter(NgramDrafterOptions options = {});
+  std::vector<int32_t> propose(std::span<const int32_t> context, int64_t max_tokens) override;
+
+ private:
+  // Index every n-gram ending at positions [indexed_, context.size() - 1): those with a token
+  // after them. Starts over when the context is not the one indexed so far plus new tokens.
+  void index(std::span<const int32_t> context);
+
+  NgramDrafterOptions options_;
+  std::vector<int32_t> indexed_tokens_;  // the context as indexed so far
+  // last_end_[n - min_ngram]: n-gram hash -> the position of its latest occurrence's last token.
+  std::vector<std::unordered_map<uint64_t, size_t>> last_end_;
+};
+
+}  // namespace strata
