@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "util/draft_length.h"
+
 namespace strata {
 
 CostAwareDrafter::CostAwareDrafter(std::unique_ptr<Drafter> inner, const VerifyCostCurve* cost)
@@ -15,19 +17,11 @@ double CostAwareDrafter::acceptance() const {
 }
 
 int64_t CostAwareDrafter::best_length(int64_t n) const {
-  const double a = acceptance();
-  int64_t best = 0;
-  double best_rate = 1.0, expected = 1.0, term = 1.0;
-  for (int64_t k = 1; k <= std::min<int64_t>(n, VerifyCostCurve::kMaxTokens - 1); ++k) {
-    term *= a;
-    expected += term;
-    const double rate = expected / cost_->relative(static_cast<int>(k + 1));
-    if (rate > best_rate) {
-      best_rate = rate;
-      best = k;
-    }
-  }
-  return best;
+  const int64_t most = std::min<int64_t>(n, VerifyCostCurve::kMaxTokens - 1);
+  return best_draft_length(
+             acceptance(), most,
+             [this](int64_t tokens) { return cost_->relative(static_cast<int>(tokens)); })
+      .tokens;
 }
 
 void CostAwareDrafter::learn(std::span<const int32_t> context) {
