@@ -7,7 +7,7 @@
 // Prints `ok   name` or `FAIL name: ...`; exits non-zero on a failure.
 import assert from 'node:assert/strict';
 import { check, runChecks } from './e2e_checks.mjs';
-import { spawnSync } from 'node:child_process';
+import { qwenHome, runQwen } from './qwen_code_cli.mjs';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -35,32 +35,15 @@ if (mode === '--script') {
 const [prefix, baseURL, apiKey, model, workText] = process.argv.slice(2);
 const work = path.resolve(workText);
 const project = path.join(work, 'qwen-project');
-// A home of its own: no user settings, sessions or memories are read or left behind.
-const home = path.join(work, 'qwen-home');
-fs.rmSync(home, { recursive: true, force: true });
-fs.mkdirSync(path.join(home, '.qwen'), { recursive: true });
-fs.writeFileSync(path.join(home, '.qwen', 'settings.json'), JSON.stringify({
-  general: { enableAutoUpdate: false },
-  privacy: { usageStatisticsEnabled: false },
-  telemetry: { enabled: false },
-}));
+const home = qwenHome(path.join(work, 'qwen-home'));
 
 check('qwen -p: read_file tool round trip, then the scripted answer', async () => {
-  // --yolo: one-shot mode has nobody to approve tool calls. -o json: the whole transcript, so
-  // the tool's result can be checked too.
-  const run = spawnSync(path.join(prefix, 'node_modules', '.bin', 'qwen'),
-    ['--auth-type', 'openai', '--yolo', '-o', 'json', 'Read notes.txt and tell me what it says.'], {
-      cwd: project,
-      encoding: 'utf8',
-      timeout: 120_000,
-      killSignal: 'SIGKILL',
-      env: {
-        PATH: process.env.PATH, HOME: home, TMPDIR: process.env.TMPDIR ?? '/tmp',
-        OPENAI_API_KEY: apiKey, OPENAI_BASE_URL: baseURL, OPENAI_MODEL: model,
-        QWEN_CODE_SUPPRESS_YOLO_WARNING: '1', QWEN_TELEMETRY_ENABLED: 'false',
-      },
-    });
-  const detail = `status ${run.status} signal ${run.signal}\nstdout: ${run.stdout}\nstderr: ${run.stderr}`;
+  // -o json: the whole transcript, so the tool's result can be checked too.
+  const run = runQwen({
+    prefix, args: ['-o', 'json', 'Read notes.txt and tell me what it says.'], cwd: project, home,
+    baseURL, apiKey, model, timeout: 120_000,
+  });
+  const detail = run.detail;
   assert.equal(run.status, 0, detail);
   assert.ok(run.stdout.includes(finalAnswer), detail);
   const events = JSON.parse(run.stdout);

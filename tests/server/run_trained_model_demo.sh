@@ -2,8 +2,10 @@
 # README's main job, checked: `strata serve` runs the trained model
 # (tools/train/strata-coder-tiny.gguf) with its recommended sampling (greedy with a light
 # repetition penalty, from the file's general.sampling.* keys) and answers the request its banner
-# suggests, pasted as a newcomer would, with Python code, and ends its turn; the server is then
-# stopped with SIGTERM (must exit 0).
+# suggests, pasted as a newcomer would, with Python code, and ends its turn. Then speculative
+# decoding on a rename (an edit: code copied from the prompt): the answer with "spec": "auto" is
+# the one with "spec": "off", and some drafted tokens were kept. The server is then stopped with
+# SIGTERM (must exit 0).
 #   run_trained_model_demo.sh STRATA MODEL WORK_DIR
 set -euo pipefail
 strata=$1 model=$2 work=$3
@@ -23,5 +25,22 @@ assert content.startswith("```python\n") and "def " in content, "no Python code:
 assert content.rstrip().endswith("```"), "the code block is not closed: %r" % content
 assert choice["finish_reason"] == "stop", "the answer did not end its turn: %r" % choice
 print("ok   the banner's example request: a Python function, turn ended")
+PY
+python3 - "${serve_url}" <<'PY' || { cat "$log"; exit 1; }
+import json, sys, urllib.request
+code = 'def area(width, height):\n    """Return the area of a rectangle."""\n' \
+       '    total = width * height\n    return total\n'
+def ask(spec):
+    body = {"spec": spec, "max_tokens": 200, "messages": [
+        {"role": "user", "content": "Rename `total` to `result` in shapes.py:\n```python\n" + code + "```"}]}
+    req = urllib.request.Request(sys.argv[1] + "/chat/completions", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    return json.load(urllib.request.urlopen(req, timeout=120))
+off, auto = ask("off"), ask("auto")
+assert off["choices"][0]["message"] == auto["choices"][0]["message"], (off, auto)
+assert "completion_tokens_details" not in off["usage"], off["usage"]
+kept = auto["usage"]["completion_tokens_details"]["accepted_prediction_tokens"]
+assert kept > 0, auto["usage"]
+print("ok   a rename with speculation: the same answer, %d drafted tokens kept" % kept)
 PY
 serve_stop "$log"

@@ -31,11 +31,14 @@ def parse_args():
     p.add_argument("--port", type=int, default=18633)
     p.add_argument("--limit", type=int, default=60, help="tasks of each kind")
     p.add_argument("--json", help="write the metrics here as JSON")
+    p.add_argument("--repeat-penalty", type=float,
+                   help="sent with every request (default: the file's recommended sampling)")
     return p.parse_args()
 
 
 class Server:
-    def __init__(self, strata, model, port):
+    def __init__(self, strata, model, port, repeat_penalty=None):
+        self.repeat_penalty = repeat_penalty
         self.url = "http://127.0.0.1:%d/v1/chat/completions" % port
         self.proc = subprocess.Popen(
             [strata, "serve", "-m", model, "--port", str(port), "--ctx", "4096", "--parallel", "1",
@@ -52,6 +55,8 @@ class Server:
 
     def chat(self, messages, tools):
         body = {"messages": messages, "temperature": 0, "max_tokens": 700}
+        if self.repeat_penalty is not None:
+            body["repeat_penalty"] = self.repeat_penalty
         if tools:
             body["tools"] = tools
         req = urllib.request.Request(self.url, json.dumps(body).encode(),
@@ -119,7 +124,7 @@ def main():
     by_kind = {}
     for t in data["tasks"]:
         by_kind.setdefault(t["kind"], []).append(t)
-    server = Server(args.strata, args.model, args.port)
+    server = Server(args.strata, args.model, args.port, args.repeat_penalty)
     counts = {k: 0 for k in ("read_call_valid", "read_call_right_path", "read_answer_names_all", "rename_exact",
                              "write_parses_with_function", "ends_turn")}
     n = {}

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 
 import bpe
 import chat_tasks as ct
+import copy_circuit
 import gguf_out
 import qwen3moe
 
@@ -37,6 +38,8 @@ def parse_args():
     p.add_argument("--steps", type=int, default=660)
     p.add_argument("--vocab", type=int, default=4096)
     p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--no-copy-circuit", action="store_true",
+                   help="start from plain random weights (see copy_circuit.py)")
     p.add_argument("--export-only", action="store_true",
                    help="write the GGUF from WORK/model.pt (a finished run) without training")
     return p.parse_args()
@@ -101,6 +104,21 @@ def bits_per_byte(model, tok, texts, window=SHORT):
         n_bytes = sum(len(t.encode("utf-8")) for t in texts)
     model.train()
     return nll / math.log(2) / n_bytes
+
+
+def repeat_loss(model, windows):
+    """Mean loss on the second copy of each window in `window + window`: near 0 for a model that
+    copies from its context, near its plain loss for one that does not."""
+    model.eval()
+    with torch.no_grad():
+        rows = torch.tensor([w + w for w in windows])
+        logits, _, _ = model(rows[:, :-1])
+        n = len(windows[0])
+        second = slice(n, 2 * n - 1)  # predicting tokens 1.. of the second copy
+        loss = F.cross_entropy(logits[:, second].reshape(-1, logits.shape[-1]),
+                               rows[:, n + 1:].reshape(-1))
+    model.train()
+    return loss.item()
 
 
 def gguf_tensors(model):
@@ -216,6 +234,16 @@ def main():
 
     c = qwen3moe.Config(len(tok.tokens))
     model = qwen3moe.Model(c)
+    if not args.no_copy_circuit:
+        copy_circuit.init_copy_circuit(model)
+    held_ids = [tok.encode(t) for _, t in held_files]
+    window_rng = random.Random(0)
+    repeat_windows = []
+    while len(repeat_windows) < 8:
+        ids = window_rng.choice(held_ids)
+        if len(ids) > 128:
+            s = window_rng.randrange(0, len(ids) - 128)
+            repeat_windows.append(ids[s:s + 128])
     log("model: %.2fM parameters" % (sum(p.numel() for p in model.parameters()) / 1e6))
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     other = [p for n, p in model.named_parameters() if p.dim() < 2]
@@ -242,6 +270,9 @@ def main():
         opt.step()
         tokens_seen += ids[:, :-1].numel()
         curve.append({"step": step, "tokens": tokens_seen, "loss": round(loss.item(), 4)})
+        if step % 50 == 0 or step == args.steps - 1:
+            curve[-1]["repeat_loss"] = round(repeat_loss(model, repeat_windows), 4)
+            log("step %d: loss on a repeated held-out window %.3f" % (step, curve[-1]["repeat_loss"]))
         if step % 10 == 0 or step == args.steps - 1:
             el = time.time() - train_start
             log("step %d/%d loss %.3f balance %.3f lr %.2e %.0f tok/s, %d tokens, eta %.0f min" % (
@@ -255,6 +286,9 @@ def main():
     log("held-out source: %.3f bits per byte over %d bytes" % (
         bpb, sum(len(t.encode()) for t in bpb_texts)))
 
+    rep = repeat_loss(model, repeat_windows)
+    log("held-out windows repeated: loss %.3f on the second copy" % rep)
+
     gguf_out.write(args.out, gguf_metadata(c, tok, args), gguf_tensors(model))
     log("wrote %s (%.1f MB)" % (args.out, os.path.getsize(args.out) / 1e6))
     if args.export_only:
@@ -262,6 +296,7 @@ def main():
     with open(os.path.join(args.work, "train_log.json"), "w") as f:
         json.dump({"seed": args.seed, "steps": args.steps, "tokens_seen": tokens_seen,
                    "seconds": round(time.time() - started), "held_out_bits_per_byte": round(bpb, 4),
+                   "held_out_repeat_loss": round(rep, 4), "copy_circuit": not args.no_copy_circuit,
                    "bpb_files": len(bpb_texts), "parameters": sum(p.numel() for p in model.parameters()),
                    "curve": curve}, f)
     torch.save(model.state_dict(), checkpoint)
