@@ -20,7 +20,6 @@ RoutingSkew write_expert_profile(const std::string& path, const std::string& mod
   RoutingSkew skew;
   skew.n_expert = hp.n_expert;
   skew.busiest = std::max<int64_t>(1, (hp.n_expert + 5) / 10);
-  const int64_t top = skew.busiest;
   for (int64_t l = 0; l < hp.n_layer; ++l) {
     std::vector<uint64_t> row(counts.begin() + l * hp.n_expert,
                               counts.begin() + (l + 1) * hp.n_expert);
@@ -28,7 +27,7 @@ RoutingSkew write_expert_profile(const std::string& path, const std::string& mod
     std::sort(row.begin(), row.end(), std::greater<>());
     const double all = static_cast<double>(std::accumulate(row.begin(), row.end(), uint64_t{0}));
     const double hot =
-        static_cast<double>(std::accumulate(row.begin(), row.begin() + top, uint64_t{0}));
+        static_cast<double>(std::accumulate(row.begin(), row.begin() + skew.busiest, uint64_t{0}));
     skew.share += all > 0 ? hot / all / static_cast<double>(hp.n_layer) : 0.0;
   }
   const nlohmann::ordered_json j = {{"model", model_path},     {"prompts", prompts},

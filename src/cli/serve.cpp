@@ -109,7 +109,9 @@ void add_serve_command(CLI::App& app) {
                   "Speculative decoding: auto (default: the best drafter the model has, checked "
                   "only while it pays), ngram (prompt lookup), off; a request's \"spec\" field "
                   "overrides it")
-      ->check(CLI::IsMember({"auto", "ngram", "off"}));
+      ->check([](const std::string& name) {
+        return parse_spec_mode(name) ? std::string() : "must be auto, ngram or off";
+      });
   add_sampling_flags(cmd, o->sampling);
   cmd->callback([o, cmd] {
     // Signals go to one waiting thread (blocked everywhere else, before any thread starts).

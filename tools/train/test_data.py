@@ -53,7 +53,7 @@ def main():
     rng = random.Random(7)
 
     texts = [files[f][:1500] for f in held["files"][:10]]
-    # Made-up project roots can look like this machine's paths (/work/..., /tmp/...): skip those.
+    # Made-up project roots can look like real paths of a build machine: skip those.
     tasks = [t for t in held["tasks"]
              if not any(p in json.dumps(t) for p in ("/work", "/tmp", "/root", "/home"))]
     for task in tasks[::16][:10]:

@@ -33,21 +33,22 @@ NgramDrafter::NgramDrafter(NgramDrafterOptions options) : options_(options) {
 }
 
 void NgramDrafter::index(std::span<const int32_t> context) {
-  const bool extends = context.size() >= indexed_tokens_.size() &&
-                       std::equal(indexed_tokens_.begin(), indexed_tokens_.end(), context.begin());
+  const bool extends =
+      context.size() >= indexed_ && (indexed_ == 0 || context[indexed_ - 1] == indexed_last_token_);
   if (!extends) {
-    indexed_tokens_.clear();
+    indexed_ = 0;
     for (auto& m : last_end_) m.clear();
   }
   // An n-gram is worth indexing once a token follows it: ends up to context.size() - 2.
-  const size_t first_new = indexed_tokens_.empty() ? 0 : indexed_tokens_.size() - 1;
+  const size_t first_new = indexed_ == 0 ? 0 : indexed_ - 1;
   for (size_t end = first_new; end + 1 < context.size(); ++end) {
     for (int n = options_.min_ngram; n <= options_.max_ngram; ++n) {
       if (end + 1 < static_cast<size_t>(n)) break;
       last_end_[static_cast<size_t>(n - options_.min_ngram)][ngram_hash(context, end, n)] = end;
     }
   }
-  indexed_tokens_.assign(context.begin(), context.end());
+  indexed_ = context.size();
+  indexed_last_token_ = context.back();
 }
 
 std::vector<int32_t> NgramDrafter::propose(std::span<const int32_t> context, int64_t max_tokens) {

@@ -28,12 +28,15 @@ class NgramDrafter : public Drafter {
   std::vector<int32_t> propose(std::span<const int32_t> context, int64_t max_tokens) override;
 
  private:
-  // Index every n-gram ending at positions [indexed_, context.size() - 1): those with a token
-  // after them. Starts over when the context is not the one indexed so far plus new tokens.
+  // Index every n-gram ending at positions [indexed_ - 1, context.size() - 1): those with a
+  // token after them. Starts over when the context is shorter than what was indexed or its
+  // last indexed token changed (another generation); a stale entry could only give a wrong
+  // guess, never a wrong token, since a hit is checked against the context itself.
   void index(std::span<const int32_t> context);
 
   NgramDrafterOptions options_;
-  std::vector<int32_t> indexed_tokens_;  // the context as indexed so far
+  size_t indexed_ = 0;              // context tokens seen by the last call
+  int32_t indexed_last_token_ = 0;  // context[indexed_ - 1] then
   // last_end_[n - min_ngram]: n-gram hash -> the position of its latest occurrence's last token.
   std::vector<std::unordered_map<uint64_t, size_t>> last_end_;
 };

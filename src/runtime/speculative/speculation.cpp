@@ -12,18 +12,6 @@ std::optional<SpecMode> parse_spec_mode(std::string_view name) {
   return std::nullopt;
 }
 
-const char* spec_mode_name(SpecMode mode) {
-  switch (mode) {
-    case SpecMode::off:
-      return "off";
-    case SpecMode::ngram:
-      return "ngram";
-    case SpecMode::automatic:
-      return "auto";
-  }
-  return "?";
-}
-
 std::shared_ptr<Drafter> make_drafter(SpecMode mode, const VerifyCostCurve* cost) {
   if (mode == SpecMode::off) return nullptr;
   return std::make_shared<CostAwareDrafter>(std::make_unique<NgramDrafter>(), cost);

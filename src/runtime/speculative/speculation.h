@@ -17,7 +17,6 @@ enum class SpecMode { off, ngram, automatic };
 
 // "off", "ngram" or "auto"; nullopt for anything else.
 std::optional<SpecMode> parse_spec_mode(std::string_view name);
-const char* spec_mode_name(SpecMode mode);
 // The drafter a generation uses (null for off); cost: the scheduler's verify-cost curve.
 std::shared_ptr<Drafter> make_drafter(SpecMode mode, const VerifyCostCurve* cost);
 // How many drafted tokens a step may check at most (the cost model picks up to this many).

@@ -61,6 +61,10 @@ TEST(EarlyChecks, ServeRefusesWhatWouldFailBeforeLoading) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "--host 'no-such-host.invalid': not a name or address"))
       << r.output;
+
+  r = run_strata("serve -m " + tiny_model() + " --device none --spec mtp");  // not built yet
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "--spec: must be auto, ngram or off")) << r.output;
 }
 
 TEST(EarlyChecks, OddSettingsAreSaidOrRefused) {
