@@ -60,10 +60,13 @@ std::vector<int32_t> NgramDrafter::propose(std::span<const int32_t> context, int
     const auto& table = last_end_[static_cast<size_t>(n - options_.min_ngram)];
     const auto it = table.find(ngram_hash(context, last, n));
     if (it == table.end() || !same_ngram(context, it->second, last, n)) continue;
-    const size_t from = it->second + 1;
-    const size_t count = std::min(context.size() - from, static_cast<size_t>(max_tokens));
-    return {context.begin() + static_cast<std::ptrdiff_t>(from),
-            context.begin() + static_cast<std::ptrdiff_t>(from + count)};
+    // What followed, copied on past the context's end into the draft itself (as LZ77 copies
+    // overlap): a text that repeats with a period shorter than a draft is drafted in full.
+    std::vector<int32_t> draft;
+    draft.reserve(static_cast<size_t>(max_tokens));
+    for (size_t i = it->second + 1; std::ssize(draft) < max_tokens; ++i)
+      draft.push_back(i < context.size() ? context[i] : draft[i - context.size()]);
+    return draft;
   }
   return {};
 }

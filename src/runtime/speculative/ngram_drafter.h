@@ -5,8 +5,10 @@
 // right for long runs; on new text there is no earlier occurrence and nothing is drafted.
 //
 // The longest suffix of max_ngram..min_ngram tokens wins, and of its occurrences the latest
-// (the most recent version of an edited text). The context only grows between calls for one
-// generation, so n-grams are indexed once each (a hash per n-gram length, O(new tokens) a call).
+// (the most recent version of an edited text); what followed it is copied on past the end of the
+// context, so a loop (a repeated line, a model stuck in a cycle) is drafted at full length. The
+// context only grows between calls for one generation, so n-grams are indexed once each (a hash
+// per n-gram length, O(new tokens) a call).
 
 #include <cstdint>
 #include <span>

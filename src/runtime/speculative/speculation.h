@@ -20,6 +20,6 @@ std::optional<SpecMode> parse_spec_mode(std::string_view name);
 // The drafter a generation uses (null for off); cost: the scheduler's verify-cost curve.
 std::shared_ptr<Drafter> make_drafter(SpecMode mode, const VerifyCostCurve* cost);
 // How many drafted tokens a step may check at most (the cost model picks up to this many).
-constexpr int64_t kMaxDraftTokens = 8;
+constexpr int64_t kMaxDraftTokens = 15;
 
 }  // namespace strata

@@ -17,7 +17,15 @@ TEST(NgramDrafter, ProposesWhatFollowedTheEarlierOccurrence) {
   // "def f ( x ) : return x" shown, then the model starts writing it again: "def f".
   const Tokens context = {1, 2, 3, 4, 5, 6, 7, 8, 9, 4, 10, 11, 1, 2};
   EXPECT_EQ(d.propose(context, 4), (Tokens{3, 4, 5, 6}));
-  EXPECT_EQ(d.propose(context, 100), (Tokens{3, 4, 5, 6, 7, 8, 9, 4, 10, 11, 1, 2}));
+  // Past the context's end the copy runs on into itself: the text is assumed to repeat.
+  EXPECT_EQ(d.propose(context, 14), (Tokens{3, 4, 5, 6, 7, 8, 9, 4, 10, 11, 1, 2, 3, 4}));
+}
+
+TEST(NgramDrafter, DraftsALoopAtFullLength) {
+  NgramDrafter d;
+  // A period of three tokens: the latest "6 7" is two tokens from the end, yet 7 are drafted.
+  const Tokens context = {1, 5, 6, 7, 5, 6, 7, 5, 6, 7};
+  EXPECT_EQ(d.propose(context, 7), (Tokens{5, 6, 7, 5, 6, 7, 5}));
 }
 
 TEST(NgramDrafter, NothingOnTextSeenOnce) {
