@@ -152,4 +152,14 @@ void add_block_tensors(const SyntheticModelSpec& s, RandomWeights& weights, Gguf
   add_ffn(s, b, layer);
 }
 
+void add_nextn_block_tensors(const SyntheticModelSpec& s, RandomWeights& weights, GgufWriter& w,
+                             int64_t layer) {
+  add_block_tensors(s, weights, w, layer);
+  Block b(s, weights, w, layer);
+  b.matrix("nextn.eh_proj", "nextn.eh_proj", {2 * s.n_embd, s.n_embd});
+  b.norm("nextn.enorm", s.n_embd);
+  b.norm("nextn.hnorm", s.n_embd);
+  b.norm("nextn.shared_head_norm", s.n_embd);
+}
+
 }  // namespace strata::tools

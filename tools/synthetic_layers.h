@@ -17,5 +17,9 @@ bool has_experts(const SyntheticModelSpec& s, int64_t layer);
 
 void add_block_tensors(const SyntheticModelSpec& s, RandomWeights& weights, GgufWriter& w,
                        int64_t layer);
+// A NextN block (glm4moe): the layer's tensors and the projection of [embedding, hidden state]
+// with its norms.
+void add_nextn_block_tensors(const SyntheticModelSpec& s, RandomWeights& weights, GgufWriter& w,
+                             int64_t layer);
 
 }  // namespace strata::tools

@@ -58,6 +58,8 @@ void check_spec(const SyntheticModelSpec& s) {
                  "the expert FFN {}) are not valid",
                  s.n_leading_dense, s.n_layer, s.n_ff, s.n_ff_shexp, s.n_ff_exp);
   }
+  STRATA_CHECK(s.n_nextn >= 0 && (s.n_nextn == 0 || s.arch == "glm4moe"),
+               "NextN blocks ({}) are made for glm4moe only, not {}", s.n_nextn, s.arch);
 }
 
 // general.file_type as GGUF tools number it (so other engines label the file correctly).
@@ -77,7 +79,7 @@ void write_hparams(const SyntheticModelSpec& s, const std::string& a, GgufWriter
   auto u32 = [&](const std::string& key, int64_t v) {
     w.set_u32(a + "." + key, static_cast<uint32_t>(v));
   };
-  u32("block_count", s.n_layer);
+  u32("block_count", s.n_layer + s.n_nextn);  // the NextN blocks count as blocks
   u32("context_length", s.n_ctx_train);
   u32("embedding_length", s.n_embd);
   // Mixtral and gpt-oss files give the experts' width here too (llama has no other key).
@@ -128,7 +130,7 @@ void write_hparams(const SyntheticModelSpec& s, const std::string& a, GgufWriter
     w.set_f32(a + ".expert_weights_scale", s.expert_weights_scale);
     w.set_bool(a + ".expert_weights_norm", true);
     u32("expert_gating_func", 2);  // sigmoid
-    u32("nextn_predict_layers", 0);
+    u32("nextn_predict_layers", s.n_nextn);
   }
 }
 
@@ -163,6 +165,8 @@ void write_synthetic_model(const SyntheticModelSpec& s, const std::string& path)
   w.add_tensor("output.weight", output_type, {s.n_embd, s.n_vocab},
                weights.matrix(output_type, s.n_embd, s.n_vocab));
   for (int64_t il = 0; il < s.n_layer; ++il) add_block_tensors(s, weights, w, il);
+  for (int64_t il = s.n_layer; il < s.n_layer + s.n_nextn; ++il)
+    add_nextn_block_tensors(s, weights, w, il);
   log::info("writing {}", path);
   w.write(path);
 }

@@ -106,11 +106,11 @@ void add_serve_command(CLI::App& app) {
                   "Record expert selections of all requests; written to this file at exit "
                   "(strata plan --profile reads it)");
   cmd->add_option("--spec", o->spec,
-                  "Speculative decoding: auto (default: the best drafter the model has, checked "
-                  "only while it pays), ngram (prompt lookup), off; a request's \"spec\" field "
-                  "overrides it")
+                  "Speculative decoding: auto (default: the best drafters the model has, checked "
+                  "only while they pay), ngram (prompt lookup), mtp (the file's NextN/MTP block, "
+                  "CPU plans), off; a request's \"spec\" field overrides it")
       ->check([](const std::string& name) {
-        return parse_spec_mode(name) ? std::string() : "must be auto, ngram or off";
+        return parse_spec_mode(name) ? std::string() : "must be auto, ngram, mtp or off";
       });
   add_sampling_flags(cmd, o->sampling);
   cmd->callback([o, cmd] {
@@ -168,6 +168,12 @@ void add_serve_command(CLI::App& app) {
     opts.sampling = o->sampling;
     opts.default_max_tokens = o->max_tokens;
     opts.spec = *parse_spec_mode(o->spec);
+    if (opts.spec == SpecMode::mtp && !scheduler.draft_sources().nextn) {
+      fail(
+          "--spec mtp: {} keeps no NextN/MTP block this plan can run (it drafts on CPU plans of "
+          "files that keep one); use --spec auto or ngram",
+          o->model.path);
+    }
     opts.log_format = o->log_format_name == "json"  ? server::LogFormat::json
                       : o->log_format_name == "off" ? server::LogFormat::off
                                                     : server::LogFormat::text;

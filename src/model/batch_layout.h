@@ -56,6 +56,10 @@ class BatchRows {
   std::span<const int32_t> logit_rows() const;
   std::span<const SequenceRuns::Run> runs() const;  // ordered batches only
   int64_t size() const { return static_cast<int64_t>(tokens_.size()); }
+  // The batch's row that row i of this order is.
+  int64_t batch_row(int64_t i) const {
+    return is_ordered_ ? ordered_.order[static_cast<size_t>(i)] : i;
+  }
   // Advances each state's header (tokens consumed) by its sequence's tokens (ordered batches).
   void advance_states(std::span<float* const> states) const;
 

@@ -31,6 +31,7 @@ DecoderModel::DecoderModel(GgufFile file, ModelHParams hparams, ModelSpec spec)
       state_floats_ += p.conv_state_floats() + p.ssm_state_floats();
     }
   }
+  nextn_ = NextnHead::load(loader, hp, spec_, token_embd_, output_, output_norm_);
   warn_unused_tensors(loader, file_.name(), hp, spec_.skipped_layers);
   converted_ = loader.take_converted();
 }
@@ -51,6 +52,13 @@ void DecoderModel::forward(const ForwardBatch& batch, std::span<const SequenceKv
   }
   run_layers(batch, kv, 0, hp.n_layer, x_.data(), pool, stats);
   rows_.advance_states(batch.recurrent);
+  if (batch.hidden) {
+    const auto d = static_cast<size_t>(hp.n_embd);
+    for (int64_t i = 0; i < rows_.size(); ++i) {
+      const float* row = x_.data() + static_cast<size_t>(i) * d;
+      std::copy(row, row + d, batch.hidden + static_cast<size_t>(rows_.batch_row(i)) * d);
+    }
+  }
   STRATA_PROFILE("output head");
   output_head(output_, output_norm_, hp.rms_eps, x_.data(), rows_.logit_rows(), logits, workspace_,
               pool);

@@ -22,6 +22,7 @@
 #include "model/layer_spec.h"
 #include "model/layer_weights.h"
 #include "model/model.h"
+#include "model/nextn_head.h"
 #include "ops/rope.h"
 
 namespace strata {
@@ -44,6 +45,8 @@ class DecoderModel : public Model {
   int64_t expert_bytes() const override;
   int64_t recurrent_bytes_per_token() const override;
   int64_t recurrent_state_floats() const override { return state_floats_; }
+  const NextnHead* nextn_head() const override { return nextn_.get(); }
+  bool exports_hidden() const override { return true; }
   bool layer_has_kv(int64_t layer) const override;
   void set_matmul_settings(const ops::MatmulSettings& settings) override {
     workspace_.matmul = settings;
@@ -68,6 +71,7 @@ class DecoderModel : public Model {
   const float* output_norm_ = nullptr;
   ops::WeightMatrix output_;  // [n_vocab][n_embd]; token_embd when tied
   std::vector<LayerWeights> layers_;
+  std::unique_ptr<NextnHead> nextn_;          // the file's NextN/MTP block, when it keeps one
   std::deque<std::vector<float>> converted_;  // non-F32 vectors as floats (the weights point here)
   int64_t state_floats_ = 0;                  // 0: no recurrent layers
 

@@ -46,7 +46,12 @@ struct ForwardBatch {
   std::span<const int64_t> positions;
   std::span<const int32_t> logit_rows;
   std::span<float* const> recurrent;  // [sequences] state buffers (recurrent models only)
+  // Where a model that exports_hidden() writes every row's last hidden state (before the
+  // output norm), [rows][n_embd] in row order: what a NextN head drafts from. Null: not wanted.
+  float* hidden = nullptr;
 };
+
+class NextnHead;
 
 class Model {
  public:
@@ -92,6 +97,11 @@ class Model {
   virtual void recurrent_state_read(float* state) { (void)state; }
   virtual void recurrent_state_written(const float* state) { (void)state; }
   virtual void recurrent_state_released(const float* state) { (void)state; }
+
+  // The file's multi-token-prediction block, when the model keeps and can run it (null: none),
+  // and whether forward writes ForwardBatch::hidden (which that block drafts from).
+  virtual const NextnHead* nextn_head() const { return nullptr; }
+  virtual bool exports_hidden() const { return false; }
 
   // Floats of recurrent state one sequence needs (0: a pure transformer, KV cache only).
   virtual int64_t recurrent_state_floats() const { return 0; }

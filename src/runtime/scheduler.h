@@ -24,6 +24,7 @@
 #include "runtime/kv_pool.h"
 #include "runtime/sampler.h"
 #include "runtime/speculative/drafter.h"
+#include "runtime/speculative/speculation.h"
 #include "runtime/speculative/verify_cost.h"
 #include "runtime/token_constraint.h"
 #include "util/thread_pool.h"
@@ -118,6 +119,9 @@ class Scheduler {
   // What checking drafts costs, measured on this scheduler's steps: for the drafters of its jobs
   // (CostAwareDrafter), which it calls on its own thread (the only thread to read it).
   const VerifyCostCurve* verify_cost() const { return &verify_cost_; }
+  // What this scheduler's generations draft from: its verify-cost curve, and the model's MTP
+  // block where the model keeps one and gives the hidden states it reads.
+  DraftSources draft_sources();
 
  private:
   struct Slot;
@@ -148,6 +152,10 @@ class Scheduler {
   void accept_results(StepBatch& batch);
   std::vector<int32_t> propose_draft(Slot& s, int64_t budget);
   void accept_prompt_chunk(Slot& s, const Part& part, StepBatch& batch);
+  // Tells the slot's drafter, when it reads hidden states, the first `rows` rows of its part:
+  // kept positions from `position` on.
+  void observe_hidden(Slot& s, const Part& part, const StepBatch& batch, int64_t position,
+                      int64_t rows);
   void accept_decode(Slot& s, const Part& part, StepBatch& batch);
   // Draws slot s's token from `logits` and hands it to the job; false when the job ended there.
   // position: where the drawn token would run.
@@ -179,6 +187,7 @@ class Scheduler {
   ForwardStats forward_stats_;  // expert selections (worker thread; copied under mutex_)
   std::vector<uint64_t> expert_counts_;
   std::vector<float> logits_;    // the last step's logits (worker thread)
+  std::vector<float> hidden_;    // its rows' hidden states, when a drafter reads them
   VerifyCostCurve verify_cost_;  // worker thread
   int64_t counted_tokens_ = 0;
   std::thread worker_;

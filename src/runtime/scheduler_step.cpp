@@ -184,6 +184,14 @@ void Scheduler::run_batch(StepBatch& b) {
   batch.positions = positions;
   batch.logit_rows = logit_rows;
   if (recurrent_floats_ > 0) batch.recurrent = states;
+  const bool drafter_reads_hidden = std::any_of(b.parts.begin(), b.parts.end(), [](const Part& p) {
+    return p.slot->job.drafter && p.slot->job.drafter->wants_hidden();
+  });
+  if (drafter_reads_hidden) {
+    STRATA_CHECK(model_.exports_hidden(), "a drafter reads hidden states this model does not give");
+    hidden_.resize(b.feed.size() * static_cast<size_t>(model_.hparams().n_embd));
+    batch.hidden = hidden_.data();
+  }
   model_.forward(batch, kv, logits_.data(), pool_,
                  options_.record_experts ? &forward_stats_ : nullptr);
   if (options_.record_experts) {
@@ -207,7 +215,23 @@ void Scheduler::accept_results(StepBatch& b) {
   }
 }
 
+void Scheduler::observe_hidden(Slot& s, const Part& p, const StepBatch& b, int64_t position,
+                               int64_t rows) {
+  if (!s.job.drafter || !s.job.drafter->wants_hidden() || rows <= 0) return;
+  const int64_t d = model_.hparams().n_embd;
+  // The drafter's own fault (a misshapen head) stops its drafts, not the generation.
+  try {
+    s.job.drafter->observe(
+        position, std::span<const int32_t>(b.feed.data() + p.begin, static_cast<size_t>(rows)),
+        hidden_.data() + p.begin * d);
+  } catch (const std::exception& e) {
+    log::warn("the drafter failed ({}); this generation drafts no more", e.what());
+    s.job.drafter.reset();
+  }
+}
+
 void Scheduler::accept_prompt_chunk(Slot& s, const Part& p, StepBatch& b) {
+  observe_hidden(s, p, b, s.seq.length(), p.count);
   s.seq.set_length(s.seq.length() + p.count);
   s.tokens.insert(s.tokens.end(), b.feed.begin() + p.begin, b.feed.begin() + p.begin + p.count);
   s.prompt_done += static_cast<size_t>(p.count);
@@ -261,6 +285,7 @@ void Scheduler::accept_decode(Slot& s, const Part& p, StepBatch& b) {
     model_.recurrent_state_written(s.state_buffer.data());
     s.pending.assign(fed.begin(), fed.begin() + kept);
   } else {
+    if (running) observe_hidden(s, p, b, length, kept);
     s.seq.set_length(length + kept);
     s.tokens.insert(s.tokens.end(), fed.begin(), fed.begin() + kept);
     s.pending.clear();

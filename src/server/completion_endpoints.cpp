@@ -366,7 +366,11 @@ std::shared_ptr<GenerationRun> Server::start_generation(const GenerationRequest&
   if (!r.sampling.seed) job.sampling.seed = std::random_device{}();
   if (!r.ignore_eos) job.end_tokens = end_tokens_;
   job.constraint = output_constraint(r, prompt.starts_in_reasoning);
-  job.drafter = make_drafter(r.spec.value_or(options_.spec), scheduler_.verify_cost());
+  try {
+    job.drafter = make_drafter(r.spec.value_or(options_.spec), scheduler_.draft_sources());
+  } catch (const std::invalid_argument& e) {
+    throw ApiError(400, "invalid_request_error", fmt::format("spec \"mtp\": {}", e.what()));
+  }
   job.max_draft = kMaxDraftTokens;
 
   std::optional<OutputParserOptions> parse;

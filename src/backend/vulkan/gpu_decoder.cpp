@@ -327,6 +327,8 @@ void GpuDecoder::record_stage(size_t si, int64_t n, bool first_run, bool last_ru
 void GpuDecoder::forward(const ForwardBatch& batch, std::span<const SequenceKv> kv, float* logits,
                          ThreadPool& pool, ForwardStats* stats) {
   STRATA_PROFILE("gpu: forward");
+  // exports_hidden() is false: a NextN drafter never asks a GPU plan for hidden states.
+  STRATA_CHECK(!batch.hidden, "GPU plans do not export hidden states");
   const ModelHParams& hp = hparams_;
   const bool recurrent = cpu_->recurrent_state_floats() > 0;
   rows_.build(batch, kv, hp.n_layer, recurrent, hp.arch);

@@ -44,7 +44,10 @@ void CostAwareDrafter::learn(std::span<const int32_t> context) {
 std::vector<int32_t> CostAwareDrafter::propose(std::span<const int32_t> context,
                                                int64_t max_tokens) {
   learn(context);
-  std::vector<int32_t> draft = inner_->propose(context, max_tokens);
+  // No more than could pay (at least one, for a probe): a drafter that computes its guesses
+  // (an MTP block) does not run rows that would be cut off.
+  std::vector<int32_t> draft =
+      inner_->propose(context, std::max<int64_t>(1, best_length(max_tokens)));
   int64_t keep = best_length(static_cast<int64_t>(draft.size()));
   if (keep == 0 && !draft.empty() && ++declined_ % kProbeEvery == 0) keep = 1;
   draft.resize(static_cast<size_t>(keep));

@@ -26,6 +26,10 @@ class CostAwareDrafter : public Drafter {
   // cost: the scheduler's curve (outlives the generation; read on the scheduler thread).
   CostAwareDrafter(std::unique_ptr<Drafter> inner, const VerifyCostCurve* cost);
   std::vector<int32_t> propose(std::span<const int32_t> context, int64_t max_tokens) override;
+  bool wants_hidden() const override { return inner_->wants_hidden(); }
+  void observe(int64_t position, std::span<const int32_t> tokens, const float* hidden) override {
+    inner_->observe(position, tokens, hidden);
+  }
 
   double acceptance() const;
   int64_t kept() const { return kept_; }

@@ -17,6 +17,15 @@ class Drafter {
   // far, the last one not yet run through the model). Fewer, or none, is fine. Called on the
   // scheduler thread.
   virtual std::vector<int32_t> propose(std::span<const int32_t> context, int64_t max_tokens) = 0;
+
+  // A drafter that guesses from the model's hidden states (a NextN head) says so; the scheduler
+  // then tells it, after every step, what each position it kept ran with: positions [position,
+  // position + tokens.size()) took these tokens and left these hidden states ([n][n_embd], before
+  // the output norm). Rolled-back positions are not told; a later call may restate a position.
+  virtual bool wants_hidden() const { return false; }
+  virtual void observe(int64_t position, std::span<const int32_t> tokens, const float* hidden) {
+    (void)position, (void)tokens, (void)hidden;
+  }
 };
 
 // Proposes a fixed continuation of a prompt of prompt_tokens tokens: after g generated tokens,

@@ -62,9 +62,16 @@ TEST(EarlyChecks, ServeRefusesWhatWouldFailBeforeLoading) {
   EXPECT_TRUE(contains(r.output, "--host 'no-such-host.invalid': not a name or address"))
       << r.output;
 
-  r = run_strata("serve -m " + tiny_model() + " --device none --spec mtp");  // not built yet
+  r = run_strata("serve -m " + tiny_model() + " --device none --spec nextn");
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_TRUE(contains(r.output, "--spec: must be auto, ngram or off")) << r.output;
+  EXPECT_TRUE(contains(r.output, "--spec: must be auto, ngram, mtp or off")) << r.output;
+
+  // A model with a vocabulary and no NextN/MTP block: refused before it listens.
+  const std::string trained =
+      (test::test_data_dir() / ".." / ".." / "tools" / "train" / "strata-coder-tiny.gguf").string();
+  r = run_strata("serve -m " + trained + " --device none --port 0 --spec mtp");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "keeps no NextN/MTP block")) << r.output;
 }
 
 TEST(EarlyChecks, OddSettingsAreSaidOrRefused) {

@@ -142,7 +142,7 @@ JobResult expect_ngram_drafts_change_nothing(Model& model) {
   Scheduler scheduler(model, pool, {.n_slots = 1, .n_ctx = 256, .page_size = 16});
   Collected got;
   GenerationJob job = greedy_job(prompt, 96, got);
-  job.drafter = make_drafter(SpecMode::ngram, scheduler.verify_cost());
+  job.drafter = make_drafter(SpecMode::ngram, scheduler.draft_sources());
   job.max_draft = kMaxDraftTokens;
   EXPECT_TRUE(scheduler.submit(std::move(job)));
   const JobResult r = got.done.get_future().get();

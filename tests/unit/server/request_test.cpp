@@ -61,7 +61,8 @@ TEST(ChatRequest, SpeculationPerRequest) {
   EXPECT_EQ(parse_chat_request(chat({{"spec", "off"}})).spec, SpecMode::off);
   EXPECT_EQ(parse_chat_request(chat({{"spec", "ngram"}})).spec, SpecMode::ngram);
   EXPECT_EQ(parse_chat_request(chat({{"spec", "auto"}})).spec, SpecMode::automatic);
-  EXPECT_EQ(rejected_param(chat({{"spec", "mtp"}})), "spec") << "no MTP drafter yet";
+  EXPECT_EQ(parse_chat_request(chat({{"spec", "mtp"}})).spec, SpecMode::mtp);
+  EXPECT_EQ(rejected_param(chat({{"spec", "nextn"}})), "spec");
   EXPECT_EQ(rejected_param(chat({{"spec", true}})), "spec");
 }
 
