@@ -43,7 +43,8 @@ int main(int argc, char** argv) {
   app.add_option("--dense-layers", s.n_leading_dense, "glm4moe: leading dense FFN layers")
       ->capture_default_str();
   app.add_option("--nextn", s.n_nextn,
-                 "glm4moe: NextN (multi-token prediction) blocks after the layers (GLM-4.5: 1)")
+                 "glm4moe, qwen35moe: NextN/MTP (multi-token prediction) blocks after the layers "
+                 "(GLM-4.5: 1)")
       ->capture_default_str();
   app.add_option("--vocab", s.n_vocab, "Vocabulary size")->capture_default_str();
   app.add_option("--hot-experts", s.hot_fraction,

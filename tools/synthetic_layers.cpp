@@ -140,7 +140,9 @@ void add_block_tensors(const SyntheticModelSpec& s, RandomWeights& weights, Gguf
                        int64_t layer) {
   Block b(s, weights, w, layer);
   b.norm("attn_norm", s.n_embd);
-  const bool recurrent = is_hybrid(s) && (layer + 1) % s.full_attention_interval != 0;
+  // A hybrid's MTP block (past n_layer) is one of its full-attention layers.
+  const bool recurrent =
+      is_hybrid(s) && layer < s.n_layer && (layer + 1) % s.full_attention_interval != 0;
   if (recurrent) {
     add_gated_delta_net(s, b);
   } else {

@@ -58,8 +58,9 @@ void check_spec(const SyntheticModelSpec& s) {
                  "the expert FFN {}) are not valid",
                  s.n_leading_dense, s.n_layer, s.n_ff, s.n_ff_shexp, s.n_ff_exp);
   }
-  STRATA_CHECK(s.n_nextn >= 0 && (s.n_nextn == 0 || s.arch == "glm4moe"),
-               "NextN blocks ({}) are made for glm4moe only, not {}", s.n_nextn, s.arch);
+  STRATA_CHECK(s.n_nextn >= 0 && (s.n_nextn == 0 || s.arch == "glm4moe" || s.arch == "qwen35moe"),
+               "NextN/MTP blocks ({}) are made for glm4moe and qwen35moe only, not {}", s.n_nextn,
+               s.arch);
 }
 
 // general.file_type as GGUF tools number it (so other engines label the file correctly).
@@ -109,6 +110,7 @@ void write_hparams(const SyntheticModelSpec& s, const std::string& a, GgufWriter
     u32("ssm.time_step_rank", s.ssm_v_heads);
     u32("ssm.inner_size", s.ssm_v_heads * s.ssm_head_dim);
     u32("full_attention_interval", s.full_attention_interval);
+    if (s.n_nextn > 0) u32("nextn_predict_layers", s.n_nextn);
     u32("expert_shared_feed_forward_length", s.n_ff_shexp);
   }
   if (s.arch != "qwen3" && s.arch != "llama") {

@@ -46,8 +46,9 @@ struct SyntheticModelSpec {
   int64_t n_leading_dense = 1;
   bool qk_norm = true;
   float expert_weights_scale = 1.0f;
-  // glm4moe: NextN (multi-token prediction) blocks after the layers, as GLM-4.5's files keep one
-  // (block n_layer: a MoE layer plus nextn.eh_proj / enorm / hnorm / shared_head_norm).
+  // glm4moe, qwen35moe: NextN / MTP (multi-token prediction) blocks after the layers, as GLM-4.5's
+  // files and Qwen3.5 files converted with their MTP weights keep one (block n_layer: a MoE
+  // layer, full attention on the hybrid, plus nextn.eh_proj / enorm / hnorm / shared_head_norm).
   int64_t n_nextn = 0;
   double hot_fraction = 0.0;  // fraction of experts made hot (0: uniform router)
   double skew = 4.0;          // how strongly the router prefers hot experts

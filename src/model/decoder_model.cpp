@@ -2,6 +2,7 @@
 
 #include "model/decoder.h"
 #include "model/weight_loader.h"
+#include "ops/rms_norm.h"
 #include "util/error.h"
 #include "util/profiler.h"
 
@@ -53,10 +54,9 @@ void DecoderModel::forward(const ForwardBatch& batch, std::span<const SequenceKv
   run_layers(batch, kv, 0, hp.n_layer, x_.data(), pool, stats);
   rows_.advance_states(batch.recurrent);
   if (batch.hidden) {
-    const auto d = static_cast<size_t>(hp.n_embd);
     for (int64_t i = 0; i < rows_.size(); ++i) {
-      const float* row = x_.data() + static_cast<size_t>(i) * d;
-      std::copy(row, row + d, batch.hidden + static_cast<size_t>(rows_.batch_row(i)) * d);
+      ops::rms_norm(x_.data() + i * hp.n_embd, output_norm_,
+                    batch.hidden + rows_.batch_row(i) * hp.n_embd, hp.n_embd, hp.rms_eps);
     }
   }
   STRATA_PROFILE("output head");

@@ -46,8 +46,9 @@ struct ForwardBatch {
   std::span<const int64_t> positions;
   std::span<const int32_t> logit_rows;
   std::span<float* const> recurrent;  // [sequences] state buffers (recurrent models only)
-  // Where a model that exports_hidden() writes every row's last hidden state (before the
-  // output norm), [rows][n_embd] in row order: what a NextN head drafts from. Null: not wanted.
+  // Where a model that exports_hidden() writes every row's last hidden state after the output
+  // norm (what the output matrix reads), [rows][n_embd] in row order: what a NextN head drafts
+  // from. Null: not wanted.
   float* hidden = nullptr;
 };
 

@@ -6,9 +6,11 @@
 //
 // Row i: x = eh_proj([enorm(embedding(tokens[i])), hnorm(hidden[i])]), then the layer (attention
 // over the head's own cache, then the FFN, each with its residual), then the head's norm and the
-// output matrix (the model's own unless the block keeps one). hidden is the pre-norm state (the
-// last layer's output before output_norm), as llama.cpp's MTP drafting feeds it; the head's
-// pre-norm output serves as the hidden state of a further, chained draft.
+// output matrix (the model's own unless the block keeps one). The trunk's state it reads is the
+// one the output matrix reads (after output_norm), as vLLM's MTP proposers take it and as
+// llama.cpp's MTP drafting ends up reading it (its "pre-norm" buffer holds the normed rows: checked
+// against its output in tests/unit/model/nextn_head_test.cpp); for a further, chained draft the
+// head's own output before its norm stands in for it, as both engines chain.
 
 #include <cstdint>
 #include <memory>

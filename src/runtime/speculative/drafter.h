@@ -20,8 +20,9 @@ class Drafter {
 
   // A drafter that guesses from the model's hidden states (a NextN head) says so; the scheduler
   // then tells it, after every step, what each position it kept ran with: positions [position,
-  // position + tokens.size()) took these tokens and left these hidden states ([n][n_embd], before
-  // the output norm). Rolled-back positions are not told; a later call may restate a position.
+  // position + tokens.size()) took these tokens and left these hidden states ([n][n_embd], as the
+  // output matrix reads them). Rolled-back positions are not told; a later call may restate a
+  // position.
   virtual bool wants_hidden() const { return false; }
   virtual void observe(int64_t position, std::span<const int32_t> tokens, const float* hidden) {
     (void)position, (void)tokens, (void)hidden;
