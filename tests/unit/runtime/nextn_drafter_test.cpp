@@ -51,13 +51,16 @@ Model& glm_with_nextn() {
 
 // The trunk's hidden states after `tokens` (one forward from position 0).
 std::vector<float> trunk_hidden(Model& model, const Tokens& tokens, ThreadPool& pool) {
-  KvCache cache(model.hparams(), kCtx, GgmlType::F16);
+  KvCache cache(model.hparams(), kCtx, GgmlType::F16, model.kv_layers());
   const SequenceKv kv = cache.layers();
   std::vector<float> hidden(tokens.size() * static_cast<size_t>(model.hparams().n_embd));
   std::vector<float> logits(static_cast<size_t>(model.hparams().n_vocab));
+  std::vector<float> state(static_cast<size_t>(model.recurrent_state_floats()), 0.0f);
+  float* states[] = {state.data()};
   ForwardBatch batch;
   batch.tokens = tokens;
   batch.hidden = hidden.data();
+  if (!state.empty()) batch.recurrent = states;
   model.forward(batch, std::span<const SequenceKv>(&kv, 1), logits.data(), pool);
   return hidden;
 }
@@ -155,8 +158,16 @@ class RecordingDrafter : public Drafter {
   std::unique_ptr<NextnDrafter> inner_;
 };
 
-TEST(NextnDrafter, TheSchedulerShowsItTheTrunksStatesAndDraftsChangeNothing) {
-  Model& model = glm_with_nextn();
+// The Qwen3.5-style hybrid with an MTP block that tests/unit/model checks against llama.cpp.
+Model& hybrid_with_mtp() {
+  static std::unique_ptr<Model> model =
+      Model::load((test::test_data_dir() / "tiny-qwen35moe-mtp-Q8_0.gguf").string());
+  return *model;
+}
+
+// steps_per_draft: a transformer drafts every decode step; a hybrid model replays the kept
+// tokens of a rejected draft in a step of their own, which drafts nothing.
+void expect_scheduler_shows_trunk_states(Model& model, uint64_t steps_per_draft) {
   ThreadPool pool(2);
   for (const Tokens& prompt : {prompt_of(11, 21), prompt_of(12, 6)}) {
     const test::Generation plain = generate(model, pool, prompt, 20);
@@ -167,13 +178,23 @@ TEST(NextnDrafter, TheSchedulerShowsItTheTrunksStatesAndDraftsChangeNothing) {
     EXPECT_GT(drafted.result.drafted_tokens, 0);
     // Every decode step drafts but the last (no room) and the prompt's: the drafter never
     // lost step with the trunk.
-    EXPECT_GE(recording->proposals.size() + 2, drafted.steps);
+    EXPECT_GE(steps_per_draft * recording->proposals.size() + 2, drafted.steps);
     for (const auto& [context, drafts] : recording->proposals) {
       SCOPED_TRACE("after " + std::to_string(context.size()) + " tokens");
       expect_same(drafts,
                   drafts_from_whole_history(model, context, std::ssize(drafts.tokens), pool));
     }
   }
+}
+
+TEST(NextnDrafter, TheSchedulerShowsItTheTrunksStatesAndDraftsChangeNothing) {
+  expect_scheduler_shows_trunk_states(glm_with_nextn(), 1);
+}
+
+// A rejected draft restores the recurrent state and runs the kept tokens again: the drafter is
+// shown those positions once they are kept for good.
+TEST(NextnDrafter, OnAHybridModelRolledBackStepsLeaveItInStep) {
+  expect_scheduler_shows_trunk_states(hybrid_with_mtp(), 2);
 }
 
 TEST(NextnDrafter, SeededSamplingIsTheSameWithItsDrafts) {
