@@ -44,13 +44,15 @@ void CostAwareDrafter::learn(std::span<const int32_t> context) {
 std::vector<int32_t> CostAwareDrafter::propose(std::span<const int32_t> context,
                                                int64_t max_tokens) {
   learn(context);
-  // No more than could pay (at least one, for a probe): a drafter that computes its guesses
-  // (an MTP block) does not run rows that would be cut off.
-  std::vector<int32_t> draft =
-      inner_->propose(context, std::max<int64_t>(1, best_length(max_tokens)));
-  int64_t keep = best_length(static_cast<int64_t>(draft.size()));
-  if (keep == 0 && !draft.empty() && ++declined_ % kProbeEvery == 0) keep = 1;
-  draft.resize(static_cast<size_t>(keep));
+  // Only as many as could pay: a drafter that computes its guesses (an MTP block) runs no rows
+  // that would be cut off, and none at all while drafting is off, but for a one-token probe.
+  int64_t want = best_length(max_tokens);
+  if (want == 0) {
+    if (++declined_ % kProbeEvery != 0) return {};
+    want = 1;
+  }
+  std::vector<int32_t> draft = inner_->propose(context, std::min(want, max_tokens));
+  if (want > 1) draft.resize(static_cast<size_t>(best_length(std::ssize(draft))));
   last_draft_ = draft;
   last_context_ = context.size();
   return draft;

@@ -8,10 +8,11 @@
 // a is learned from the generation itself: after each step the context shows how many drafted
 // tokens were kept (the common prefix of the draft and the tokens that followed), and a draft
 // that was cut short counts one rejection: a = (kept + 1) / (kept + rejections + 2), Laplace's
-// rule, so a fresh generation starts at 1/2 and a few misses turn drafting off. Once off, one
-// proposal in kProbeEvery is still checked for a single token, so a generation that turns to
-// copying (an answer, then the edited file) turns drafting back on. On text with nothing to copy
-// the inner drafter proposes nothing and this costs nothing at all.
+// rule, so a fresh generation starts at 1/2 and a few misses turn drafting off. Once off, the
+// inner drafter is not even asked (an MTP block's guesses cost a forward row each), but one step
+// in kProbeEvery asks it for a single token to check, so a generation that turns to copying (an
+// answer, then the edited file) turns drafting back on. On text with nothing to copy the inner
+// drafter proposes nothing and this costs nothing at all.
 
 #include <memory>
 
@@ -45,7 +46,7 @@ class CostAwareDrafter : public Drafter {
   std::vector<int32_t> last_draft_;  // checked in the step after the last call
   size_t last_context_ = 0;          // the context's length at that call
   int64_t kept_ = 0, rejections_ = 0;
-  int64_t declined_ = 0;  // proposals not checked (every kProbeEvery-th is, for one token)
+  int64_t declined_ = 0;  // steps drafting was off (every kProbeEvery-th probes one token)
 };
 
 }  // namespace strata

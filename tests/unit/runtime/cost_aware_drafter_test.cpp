@@ -103,9 +103,33 @@ TEST(CostAwareDrafter, WrongDraftsSoonStopBeingCheckedButAreStillProbed) {
   EXPECT_EQ(steps, 400);  // every step draws one token: nothing was kept
   EXPECT_EQ(d.kept(), 0);
   EXPECT_EQ(d.best_length(8), 0);
-  // A couple of checked drafts turn it off, then one probe in kProbeEvery proposals.
+  // A couple of checked drafts turn it off, then one probe in kProbeEvery steps.
   EXPECT_LE(d.rejections(), 2 + 400 / CostAwareDrafter::kProbeEvery);
   EXPECT_GE(d.rejections(), 400 / CostAwareDrafter::kProbeEvery - 2);
+}
+
+// Counts what it was asked for (an MTP block runs a forward row per guessed token).
+class Counting : public Drafter {
+ public:
+  std::vector<int32_t> propose(std::span<const int32_t> context, int64_t max) override {
+    ++calls;
+    asked += max;
+    return Tokens(static_cast<size_t>(max), context.back() + 1000);  // always wrong
+  }
+  int64_t calls = 0, asked = 0;
+};
+
+TEST(CostAwareDrafter, WhileOffTheDrafterIsNotAskedButForProbes) {
+  VerifyCostCurve cost;
+  cost.record(1, 0.010);
+  cost.record(2, 0.015);
+  auto inner = std::make_unique<Counting>();
+  Counting* counting_drafter = inner.get();
+  CostAwareDrafter d(std::move(inner), &cost);
+  generate(d, counting(321));
+  // The first proposals (acceptance 1/2, 1/3) ask for what could pay; then one token a probe.
+  EXPECT_LE(counting_drafter->calls, 3 + 320 / CostAwareDrafter::kProbeEvery);
+  EXPECT_LE(counting_drafter->asked, 8 + 320 / CostAwareDrafter::kProbeEvery);
 }
 
 TEST(CostAwareDrafter, ExpensiveChecksNeedHighAcceptance) {
