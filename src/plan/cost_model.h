@@ -67,6 +67,12 @@ struct CostConstants {
   // kernels); no FIELD case measures CPU-only prefill. Calibrate with `strata bench`.
   double cpu_gflops_per_core_avx2 = 40;
   double cpu_gflops_per_core_avx512 = 80;
+  // Speculative decoding's verify steps (2-16 tokens): each token past the first costs this many
+  // times its arithmetic in a prompt micro-batch (small batches use the tiles poorly), on top of
+  // the experts the extra tokens add. Measured with `strata bench --verify 8` on the
+  // Qwen3-30B-A3B-shaped 8-layer Q4_K_M model (Zen 5, 2 threads): 3.9 ms per extra token, of
+  // which 0.6 ms reading the extra experts, against 1.39 ms per token at pp512: 3.3 / 1.39 = 2.4.
+  double small_batch_arithmetic_factor = 2.4;
 };
 
 const CostConstants& default_cost_constants();

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "plan/speculation_estimate.h"
 #include "util/error.h"
 
 namespace strata::plan {
@@ -109,6 +110,24 @@ std::string llama_cpp_flags(const ModelInventory& /*inv*/, const HardwareProfile
   return flags;
 }
 
+// The predicted verify costs and what drafts gain at given acceptance (plan/speculation_estimate).
+std::string speculation_text(const SpeculationEstimate& s) {
+  std::string out =
+      "\nSpeculative decoding (predicted; `strata bench --verify 8` measures the costs)\n"
+      "  a step checking B tokens costs";
+  for (int b : {2, 4, 8, 16}) {
+    out += fmt::format(" {:.2f}x (B {}, {:.1f} experts/layer){}", s.verify_cost[b], b,
+                       s.experts_per_layer[b], b == 16 ? "" : ",");
+  }
+  out += "\n  acceptance  ";
+  for (const auto& g : s.gains) out += fmt::format(" {:>5.2f}", g.acceptance);
+  out += "\n  draft tokens";
+  for (const auto& g : s.gains) out += fmt::format(" {:>5}", g.draft_tokens);
+  out += "\n  speed-up    ";
+  for (const auto& g : s.gains) out += fmt::format(" {:>4.2f}x", g.speedup);
+  return out + "\n";
+}
+
 std::string plan_text(const ModelInventory& inv, const HardwareProfile& hw, const Plan& plan,
                       const std::vector<ContextRow>& table) {
   std::string out;
@@ -186,6 +205,7 @@ std::string plan_text(const ModelInventory& inv, const HardwareProfile& hw, cons
   for (double v : dc.kv_ms) kv += v;
   out += fmt::format("  per token: {}KV/state {:.2f} ms, fixed {:.2f} ms, hops {:.2f} ms\n", parts,
                      kv, dc.fixed_ms, dc.hop_ms);
+  out += speculation_text(estimate_speculation(inv, plan.placement, dc, plan.prefill));
 
   out += "\nContext vs speed (plan re-made for each context)\n";
   out += fmt::format("  {:>8}  {:>16}  {:>12}  {:>14}\n", "context", "CPU expert layers",
@@ -304,6 +324,16 @@ nlohmann::json plan_json(const ModelInventory& inv, const HardwareProfile& hw, c
                     {"prompt_attention_ms", plan.prefill.attention_ms},
                     {"prompt_serial_ms", plan.prefill.serial_ms},
                     {"prompt_micro_batch_ms", plan.prefill.micro_batch_ms}};
+  const SpeculationEstimate spec =
+      estimate_speculation(inv, plan.placement, plan.decode, plan.prefill);
+  nlohmann::json gains = nlohmann::json::array();
+  for (const auto& g : spec.gains) {
+    gains.push_back(
+        {{"acceptance", g.acceptance}, {"draft_tokens", g.draft_tokens}, {"speedup", g.speedup}});
+  }
+  j["predicted"]["speculation"] = {{"verify_cost", spec.verify_cost},
+                                   {"experts_per_layer", spec.experts_per_layer},
+                                   {"gains", gains}};
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : table) {
     rows.push_back({{"context", r.context},
