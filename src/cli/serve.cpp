@@ -13,6 +13,7 @@
 #include "cli/expert_profile.h"
 #include "cli/model_options.h"
 #include "runtime/scheduler.h"
+#include "runtime/speculative/draft_model_drafter.h"
 #include "server/listen_check.h"
 #include "server/server.h"
 #include "util/error.h"
@@ -57,6 +58,7 @@ void add_serve_command(CLI::App& app) {
     std::string log_format_name = "text";
     std::string expert_profile;
     std::string spec = "auto";
+    std::string draft_model;
     server::SamplingOverrides sampling;
   };
   auto o = std::make_shared<Options>();
@@ -106,12 +108,16 @@ void add_serve_command(CLI::App& app) {
                   "Record expert selections of all requests; written to this file at exit "
                   "(strata plan --profile reads it)");
   cmd->add_option("--spec", o->spec,
-                  "Speculative decoding: auto (default: the best drafters the model has, checked "
+                  "Speculative decoding: auto (default: the best drafters there are, checked "
                   "only while they pay), ngram (prompt lookup), mtp (the file's NextN/MTP block, "
-                  "CPU plans), off; a request's \"spec\" field overrides it")
+                  "CPU plans), draft (--draft-model), off; a request's \"spec\" field overrides it")
       ->check([](const std::string& name) {
-        return parse_spec_mode(name) ? std::string() : "must be auto, ngram, mtp or off";
+        return parse_spec_mode(name) ? std::string() : "must be auto, ngram, mtp, draft or off";
       });
+  cmd->add_option("--draft-model", o->draft_model,
+                  "A smaller GGUF model with the same vocabulary to draft tokens with (run on the "
+                  "CPU, greedily); --spec auto uses it where prompt lookup finds nothing")
+      ->check(CLI::ExistingFile);
   add_sampling_flags(cmd, o->sampling);
   cmd->callback([o, cmd] {
     // Signals go to one waiting thread (blocked everywhere else, before any thread starts).
@@ -155,6 +161,19 @@ void add_serve_command(CLI::App& app) {
     so.prefill_chunk = o->prefill_chunk;
     so.record_experts = !o->expert_profile.empty() && model->hparams().n_expert > 0;
     Scheduler scheduler(*model, pool, so);
+    std::unique_ptr<Model> draft_model;
+    if (!o->draft_model.empty()) {
+      draft_model = Model::load(o->draft_model);
+      const std::string mismatch = draft_vocabulary_mismatch(*model, *draft_model);
+      if (!mismatch.empty())
+        fail("--draft-model {}: not the model's vocabulary ({})", o->draft_model, mismatch);
+      if (draft_model->recurrent_state_floats() > 0)
+        fail(
+            "--draft-model {}: a model with recurrent layers cannot draft (it cannot rewind "
+            "rejected guesses)",
+            o->draft_model);
+      log::info("drafting with {} ({} layers)", o->draft_model, draft_model->hparams().n_layer);
+    }
 
     server::ServerOptions opts;
     opts.host = o->host;
@@ -168,6 +187,8 @@ void add_serve_command(CLI::App& app) {
     opts.sampling = o->sampling;
     opts.default_max_tokens = o->max_tokens;
     opts.spec = *parse_spec_mode(o->spec);
+    opts.draft_model = draft_model.get();
+    if (opts.spec == SpecMode::draft && !draft_model) fail("--spec draft needs --draft-model FILE");
     if (opts.spec == SpecMode::mtp && !scheduler.draft_sources().nextn) {
       fail(
           "--spec mtp: {} keeps no NextN/MTP block this plan can run (it drafts on CPU plans of "

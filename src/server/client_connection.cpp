@@ -44,7 +44,7 @@ ClientConnection::ClientConnection(const std::string& remote_addr, int remote_po
     char* end = nullptr;
     const long fd = std::strtol(e->d_name, &end, 10);
     if (end == e->d_name || *end != '\0') continue;
-    struct stat st{};
+    struct stat st {};
     if (fstat(static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
     std::string peer_addr, local_addr;
     int peer_port = -1, port = -1;

@@ -366,10 +366,14 @@ std::shared_ptr<GenerationRun> Server::start_generation(const GenerationRequest&
   if (!r.sampling.seed) job.sampling.seed = std::random_device{}();
   if (!r.ignore_eos) job.end_tokens = end_tokens_;
   job.constraint = output_constraint(r, prompt.starts_in_reasoning);
+  const SpecMode spec = r.spec.value_or(options_.spec);
+  DraftSources sources = scheduler_.draft_sources();
+  sources.draft_model = options_.draft_model;
   try {
-    job.drafter = make_drafter(r.spec.value_or(options_.spec), scheduler_.draft_sources());
+    job.drafter = make_drafter(spec, sources);
   } catch (const std::invalid_argument& e) {
-    throw ApiError(400, "invalid_request_error", fmt::format("spec \"mtp\": {}", e.what()));
+    throw ApiError(400, "invalid_request_error",
+                   fmt::format("spec \"{}\": {}", spec_mode_name(spec), e.what()));
   }
   job.max_draft = kMaxDraftTokens;
 

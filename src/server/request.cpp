@@ -132,7 +132,8 @@ void parse_common(const Json& body, GenerationRequest& r) {
   r.ignore_eos = boolean(body, "ignore_eos").value_or(false);
   if (const auto it = body.find("spec"); it != body.end() && !it->is_null()) {
     const auto mode = it->is_string() ? parse_spec_mode(it->get<std::string>()) : std::nullopt;
-    if (!mode) bad_request("spec", "'spec' must be \"off\", \"ngram\", \"mtp\" or \"auto\"");
+    if (!mode)
+      bad_request("spec", "'spec' must be \"off\", \"ngram\", \"mtp\", \"draft\" or \"auto\"");
     r.spec = mode;
   }
   parse_response_format(body, r);

@@ -45,6 +45,7 @@ struct ServerOptions {
   SamplingOverrides sampling{};         // from the command line, over the model's defaults
   int64_t default_max_tokens = 0;       // for requests that send none (0: the rest of the context)
   SpecMode spec = SpecMode::automatic;  // speculative decoding, unless a request says otherwise
+  Model* draft_model = nullptr;         // --draft-model (same vocabulary; run on the CPU)
   LogFormat log_format = LogFormat::text;  // one line per request
   RequestLogSink log_sink{};               // where the lines go (empty: stderr)
   // TEST ONLY (STRATA_TEST_SCRIPTED_OUTPUT): requests write these texts instead of sampling.

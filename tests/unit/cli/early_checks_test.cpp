@@ -64,7 +64,7 @@ TEST(EarlyChecks, ServeRefusesWhatWouldFailBeforeLoading) {
 
   r = run_strata("serve -m " + tiny_model() + " --device none --spec nextn");
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_TRUE(contains(r.output, "--spec: must be auto, ngram, mtp or off")) << r.output;
+  EXPECT_TRUE(contains(r.output, "--spec: must be auto, ngram, mtp, draft or off")) << r.output;
 
   // A model with a vocabulary and no NextN/MTP block: refused before it listens.
   const std::string trained =
@@ -72,6 +72,15 @@ TEST(EarlyChecks, ServeRefusesWhatWouldFailBeforeLoading) {
   r = run_strata("serve -m " + trained + " --device none --port 0 --spec mtp");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "keeps no NextN/MTP block")) << r.output;
+  r = run_strata("serve -m " + trained + " --device none --port 0 --spec draft");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "--spec draft needs --draft-model FILE")) << r.output;
+  r = run_strata("serve -m " + trained + " --device none --port 0 --draft-model " + tiny_model());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output,
+                       "not the model's vocabulary (its vocabulary has 512 tokens, "
+                       "the model's 4096)"))
+      << r.output;
 }
 
 TEST(EarlyChecks, OddSettingsAreSaidOrRefused) {

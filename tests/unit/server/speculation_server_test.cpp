@@ -1,7 +1,7 @@
 // Speculative decoding's request field through the whole server: "spec": "mtp" drafts from a
-// model's NextN block (a generated glm4moe that keeps one) and answers what "off" answers, with
-// the drafted tokens counted in the usage; on a model without such a block it is a 400 that
-// says why.
+// model's NextN block (a generated glm4moe that keeps one) and "draft" from a draft model, each
+// answering what "off" answers, with the drafted tokens counted in the usage; without such a
+// block or draft model it is a 400 that says why.
 
 #include <gtest/gtest.h>
 
@@ -58,13 +58,35 @@ TEST(SpeculationServer, MtpDraftsChangeNothingAndAreCounted) {
             0);
 }
 
-TEST(SpeculationServer, MtpOnAModelWithoutTheBlockIsRefused) {
+TEST(SpeculationServer, MtpOnAModelWithoutTheBlockOrDraftWithoutADraftModelIsRefused) {
   ServerStack stack;
   httplib::Client c = stack.client();
-  const auto r = ask(c, "mtp");
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 400) << r->body;
-  EXPECT_NE(r->body.find("no multi-token-prediction block"), std::string::npos) << r->body;
+  const auto mtp = ask(c, "mtp");
+  ASSERT_TRUE(mtp);
+  EXPECT_EQ(mtp->status, 400) << mtp->body;
+  EXPECT_NE(mtp->body.find("no multi-token-prediction block"), std::string::npos) << mtp->body;
+  const auto draft = ask(c, "draft");
+  ASSERT_TRUE(draft);
+  EXPECT_EQ(draft->status, 400) << draft->body;
+  EXPECT_NE(draft->body.find("--draft-model"), std::string::npos) << draft->body;
+}
+
+// The chat model drafting for itself: every guess is kept, and the answer is the plain one.
+TEST(SpeculationServer, ADraftModelsGuessesAreCheckedAndCounted) {
+  const auto draft = Model::load(test_support::chat_model_path());
+  ServerOptions opts;
+  opts.draft_model = draft.get();
+  ServerStack stack({}, opts);
+  httplib::Client c = stack.client();
+  const auto off = ask(c, "off");
+  const auto drafted = ask(c, "draft");
+  ASSERT_TRUE(off && drafted);
+  ASSERT_EQ(drafted->status, 200) << drafted->body;
+  const Json a = Json::parse(off->body), b = Json::parse(drafted->body);
+  EXPECT_EQ(a["choices"][0]["message"], b["choices"][0]["message"]);
+  const Json& details = b["usage"]["completion_tokens_details"];
+  EXPECT_GT(details["accepted_prediction_tokens"].get<int>(), 0);
+  EXPECT_EQ(details["rejected_prediction_tokens"].get<int>(), 0);
 }
 
 }  // namespace
