@@ -235,6 +235,11 @@ std::vector<DeviceUsage> device_usage(const ModelInventory& inv, const HardwareP
     for (int dev : lp.expert_device) {
       usage[static_cast<size_t>(dev)].weight_bytes += inv.layers[l].expert_slice_bytes;
     }
+    // The runtime's host copies of a recurrent state, in RAM wherever the layer runs: the one
+    // the prefix cache resumes from, and the one a drafted step is restored from after a
+    // rejected draft (runtime/scheduler_slot.h).
+    if (!inv.layers[l].has_kv_cache)
+      usage[kCpuDevice].kv_bytes += 2 * inv.layers[l].recurrent_state_bytes;
   }
   return usage;
 }

@@ -2,7 +2,8 @@
 // experts a B-token step reads (1 - (1 - k/E)^B per expert: 15.5 of Qwen3-30B-A3B's 128 for two
 // tokens at top-8), verify costs that grow with B but stay below B separate steps, longer drafts
 // and larger speed-ups as acceptance rises, no drafts where checks cost more than they gain, and
-// experts on a GPU not counted as RAM reads.
+// experts on a GPU not counted as RAM reads; and the memory a rolled-back draft needs on a hybrid
+// model (a copy of the recurrent state) in the plan's RAM.
 
 #include <gtest/gtest.h>
 
@@ -81,6 +82,30 @@ TEST(SpeculationEstimate, ExpertsOnTheGpuMakeChecksCheaper) {
   const auto on_gpu = estimate_speculation(inv, gpu.placement, gpu.decode, gpu.prefill);
   EXPECT_LT(on_gpu.verify_cost[4], in_ram.verify_cost[4]);
   EXPECT_GE(on_gpu.gains[2].speedup, in_ram.gains[2].speedup);
+}
+
+// A hybrid's recurrent state is held three times in RAM on a CPU plan: the running state, the
+// prefix cache's snapshot and the copy a rejected draft restores (the runtime's slot buffers).
+TEST(SpeculationEstimate, TheRecurrentStatesCopiesAreCountedInTheRam) {
+  const ModelInventory inv =
+      inventory_from_architecture(*architecture_preset("qwen3.5-35b-a3b"), {0, 22'100'000'000});
+  HardwareOverrides o;
+  o.gpus = {"none"};
+  o.ram = "64G:50";
+  o.cores = 8;
+  const HardwareProfile hw = make_hardware_profile(o, {});
+  PlanGoals goals;
+  goals.context = 4096;
+  const Plan p = plan_placement(inv, hw, goals);
+  ASSERT_TRUE(p.fits);
+  uint64_t state = 0, kv = 0;
+  for (size_t l = 0; l < inv.layers.size(); ++l) {
+    state += inv.layers[l].recurrent_state_bytes;
+    if (inv.layers[l].has_kv_cache)
+      kv += static_cast<uint64_t>(inv.layer_kv_bytes_per_token(2.0) * goals.context);
+  }
+  ASSERT_GT(state, 0u);
+  EXPECT_EQ(p.devices[0].kv_bytes, kv + 3 * state);
 }
 
 }  // namespace
