@@ -89,20 +89,13 @@ TEST(SpeculationEstimate, ExpertsOnTheGpuMakeChecksCheaper) {
 TEST(SpeculationEstimate, TheRecurrentStatesCopiesAreCountedInTheRam) {
   const ModelInventory inv =
       inventory_from_architecture(*architecture_preset("qwen3.5-35b-a3b"), {0, 22'100'000'000});
-  HardwareOverrides o;
-  o.gpus = {"none"};
-  o.ram = "64G:50";
-  o.cores = 8;
-  const HardwareProfile hw = make_hardware_profile(o, {});
-  PlanGoals goals;
-  goals.context = 4096;
-  const Plan p = plan_placement(inv, hw, goals);
+  const Plan p = plan_on(inv, "none");
   ASSERT_TRUE(p.fits);
   uint64_t state = 0, kv = 0;
   for (size_t l = 0; l < inv.layers.size(); ++l) {
     state += inv.layers[l].recurrent_state_bytes;
     if (inv.layers[l].has_kv_cache)
-      kv += static_cast<uint64_t>(inv.layer_kv_bytes_per_token(2.0) * goals.context);
+      kv += static_cast<uint64_t>(inv.layer_kv_bytes_per_token(2.0) * p.context);
   }
   ASSERT_GT(state, 0u);
   EXPECT_EQ(p.devices[0].kv_bytes, kv + 3 * state);
