@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "cli/run_chat.h"
+#include "cli/run_drafted.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
@@ -29,6 +30,8 @@ void add_run_command(CLI::App& app) {
     bool chat = false;
     std::string system;
     SamplingParams sampling;
+    std::string spec = "off";
+    std::string draft_model;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("run", "Generate tokens from a prompt (greedy at --temp 0)");
@@ -78,6 +81,20 @@ void add_run_command(CLI::App& app) {
                              "then further turns from stdin (llama.cpp's -cnv)");
   cmd->add_option("--system", o->system, "With --chat: a system message first")->needs(chat);
   chat->excludes(tokens);
+  auto* spec =
+      cmd->add_option("--spec", o->spec,
+                      "Speculative decoding, as strata serve's: auto, ngram, mtp, draft "
+                      "(--draft-model) or off (default); the tokens are the same")
+          ->capture_default_str()
+          ->check([](const std::string& name) {
+            return parse_spec_mode(name) ? std::string() : "must be auto, ngram, mtp, draft or off";
+          });
+  auto* draft_model = cmd->add_option("--draft-model", o->draft_model,
+                                      "A smaller GGUF model with the same vocabulary to draft "
+                                      "with (--spec draft, the default with it, or auto)")
+                          ->check(CLI::ExistingFile);
+  spec->excludes(chat);
+  draft_model->excludes(chat);
   cmd->callback([o, cmd] {
     if (o->prompt.empty() && o->tokens.empty() && !o->chat)
       fail("give a prompt: -p TEXT or --tokens 1,2,3 (or --chat for a conversation)");
@@ -118,6 +135,29 @@ void add_run_command(CLI::App& app) {
     if (needed > o->model.ctx) {
       fail("prompt ({} tokens) + {} to generate exceed the context size {} (raise --ctx)",
            prompt_tokens.size(), o->n_predict, o->model.ctx);
+    }
+    const SpecMode spec_mode = !o->draft_model.empty() && cmd->count("--spec") == 0
+                                   ? SpecMode::draft
+                                   : *parse_spec_mode(o->spec);
+    if (spec_mode != SpecMode::off) {
+      DraftedRun run;
+      run.prompt = prompt_tokens;
+      run.n_predict = o->n_predict;
+      run.n_ctx = ctx;
+      run.kv_type = o->model.kv_cache_type();
+      run.sampling = o->sampling;
+      if (tokenizer && !o->ignore_eos) run.end_tokens = tokenizer->vocab().end_of_generation;
+      run.spec = spec_mode;
+      std::unique_ptr<Model> draft;
+      if (!o->draft_model.empty()) draft = load_draft_model(o->draft_model, *model);
+      run.draft_model = draft.get();
+      run.text = print_text ? tokenizer.get() : nullptr;
+      try {
+        run_drafted(*model, run, pool);
+      } catch (const std::invalid_argument& e) {
+        fail("--spec {}: {}", spec_mode_name(spec_mode), e.what());
+      }
+      return;
     }
     Session session(*model, ctx, o->model.kv_cache_type(), pool);
     Sampler sampler(o->sampling);

@@ -12,8 +12,8 @@
 #include "cli/commands.h"
 #include "cli/expert_profile.h"
 #include "cli/model_options.h"
+#include "cli/run_drafted.h"
 #include "runtime/scheduler.h"
-#include "runtime/speculative/draft_model_drafter.h"
 #include "server/listen_check.h"
 #include "server/server.h"
 #include "util/error.h"
@@ -162,18 +162,7 @@ void add_serve_command(CLI::App& app) {
     so.record_experts = !o->expert_profile.empty() && model->hparams().n_expert > 0;
     Scheduler scheduler(*model, pool, so);
     std::unique_ptr<Model> draft_model;
-    if (!o->draft_model.empty()) {
-      draft_model = Model::load(o->draft_model);
-      const std::string mismatch = draft_vocabulary_mismatch(*model, *draft_model);
-      if (!mismatch.empty())
-        fail("--draft-model {}: not the model's vocabulary ({})", o->draft_model, mismatch);
-      if (draft_model->recurrent_state_floats() > 0)
-        fail(
-            "--draft-model {}: a model with recurrent layers cannot draft (it cannot rewind "
-            "rejected guesses)",
-            o->draft_model);
-      log::info("drafting with {} ({} layers)", o->draft_model, draft_model->hparams().n_layer);
-    }
+    if (!o->draft_model.empty()) draft_model = load_draft_model(o->draft_model, *model);
 
     server::ServerOptions opts;
     opts.host = o->host;

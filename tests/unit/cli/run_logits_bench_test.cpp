@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -37,6 +38,42 @@ TEST(RunCommand, GreedyTokensMatchTheReferenceOnF16Models) {
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_EQ(r.output, join(ref.gen) + "\n");
   }
+}
+
+// --spec: the same tokens as the reference engine's greedy continuation, whatever drafts them
+// (prompt lookup; a dense draft model of the same vocabulary; the model drafting for itself, whose
+// every guess is kept); the timing line says how many were checked and kept.
+TEST(RunCommand, SpeculativeDecodingGivesTheReferencesTokens) {
+  const auto ref =
+      LogitsFile::read((test::oracle_dir() / "logits" / "tiny-qwen3moe-F16.f16kv.orcl").string());
+  const std::string model = (test::oracle_dir() / "models" / "tiny-qwen3moe-F16.gguf").string();
+  const std::string base = "run -m " + model + " --device none --tokens " + join(ref.prompt) +
+                           " -n " + std::to_string(ref.gen.size());
+  for (const std::string& spec :
+       {std::string(" --spec auto"),
+        " --draft-model " + (test::oracle_dir() / "models" / "tiny-qwen3-F16.gguf").string(),
+        " --spec draft --draft-model " + model}) {
+    SCOPED_TRACE(spec);
+    const auto r = run_strata(base + spec, false);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.output, join(ref.gen) + "\n");
+  }
+  const auto self = run_strata(base + " --spec draft --draft-model " + model);
+  const size_t at = self.output.find("drafts ");
+  ASSERT_NE(at, std::string::npos) << self.output;
+  int kept = 0, checked = 0;
+  ASSERT_EQ(std::sscanf(self.output.c_str() + at, "drafts %d of %d kept", &kept, &checked), 2);
+  EXPECT_GT(checked, 0);
+  EXPECT_EQ(kept, checked);
+
+  auto r = run_strata(base + " --spec mtp");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--spec mtp: the model has no multi-token-prediction block"),
+            std::string::npos)
+      << r.output;
+  r = run_strata(base + " --spec fast");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("must be auto, ngram, mtp, draft or off"), std::string::npos) << r.output;
 }
 
 TEST(RunCommand, ClearErrors) {
