@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -11,6 +13,7 @@
 #include <numeric>
 #include <random>
 
+#include "cli/bench_edit_replay.h"
 #include "cli/commands.h"
 #include "cli/expert_profile.h"
 #include "cli/model_options.h"
@@ -235,7 +238,8 @@ struct BenchOptions {
   bool json = false;
   bool skip_bandwidth = false;
   bool profile = false;
-  int verify = 0;  // largest verify step measured (0: none)
+  int verify = 0;       // largest verify step measured (0: none)
+  int edit_replay = 0;  // answer tokens of the edit replay (0: none)
   std::string expert_profile;
 
   // Positions the session holds: the prompt, or the depth plus the generated tokens.
@@ -270,14 +274,18 @@ void add_bench_options(CLI::App* cmd, BenchOptions& o) {
                   "Speculative decoding's verify cost: steps of 1..N tokens at the tg depth (every "
                   "row's logits), their time against a one-token step and the experts they read")
       ->check(CLI::Range(0, 16));
+  cmd->add_option("--edit-replay", o.edit_replay,
+                  "Speculative decoding on an edit: a rename in N answer tokens of code, generated "
+                  "(forced to the answer) without drafts and with n-gram drafts, -r times each")
+      ->check(CLI::Range(0, 1 << 16));
   cmd->add_flag("--profile", o.profile,
                 "After the timed runs, one more pp and tg run each with a per-op time profile");
 }
 
 // What can be checked before the model loads.
 void check_bench_options(const BenchOptions& o) {
-  STRATA_CHECK(o.n_prompt > 0 || o.n_gen > 0 || o.verify > 0,
-               "nothing to measure: -p, -n and --verify are all 0");
+  STRATA_CHECK(o.n_prompt > 0 || o.n_gen > 0 || o.verify > 0 || o.edit_replay > 0,
+               "nothing to measure: -p, -n, --verify and --edit-replay are all 0");
   STRATA_CHECK(o.expert_profile.empty() || o.n_prompt > 0,
                "--expert-profile records the prompt's routing: it needs -p > 0");
 }
@@ -302,6 +310,8 @@ struct BenchResults {
     double seconds = 0, experts = 0;
   };
   std::vector<VerifyStep> verify;
+  std::optional<EditReplayResult> edit;
+  int64_t edit_renamed = 0;
   bool on_gpu() const { return device != "cpu"; }
 };
 
@@ -526,6 +536,16 @@ void print_bench_json(const BenchOptions& o, const Model& model, const BenchResu
                            {"relative", v.seconds / r.verify.front().seconds},
                            {"experts", v.experts}});
   }
+  if (r.edit) {
+    const Stat plain = stat_of(r.edit->tok_s_plain), drafted = stat_of(r.edit->tok_s_drafted);
+    j["edit_replay"] = {{"tokens", r.edit->tokens},
+                        {"renamed", r.edit_renamed},
+                        {"tok_s_plain", plain.mean},
+                        {"tok_s_drafted", drafted.mean},
+                        {"speedup", drafted.mean / plain.mean},
+                        {"drafted", r.edit->drafted},
+                        {"kept", r.edit->kept}};
+  }
   fmt::print("{}\n", j.dump(2));
 }
 
@@ -573,6 +593,14 @@ void print_bench_text(const BenchOptions& o, const Model& model, const BenchResu
                  v.seconds / r.verify.front().seconds, v.experts);
     }
   }
+  if (r.edit) {
+    const Stat plain = stat_of(r.edit->tok_s_plain), drafted = stat_of(r.edit->tok_s_drafted);
+    fmt::print(
+        "edit       {} tokens (a rename at {} places): {:.2f} ± {:.2f} tok/s plain, {:.2f} ± "
+        "{:.2f} with n-gram drafts ({:.2f}x), drafts {} of {} kept\n",
+        r.edit->tokens, r.edit_renamed, plain.mean, plain.stddev, drafted.mean, drafted.stddev,
+        drafted.mean / plain.mean, r.edit->kept, r.edit->drafted);
+  }
   if (!r.pp_profile.ops.empty()) print_profile("prefill", r.pp_profile);
   if (!r.tg_profile.ops.empty()) print_profile("decode step", r.tg_profile);
   if (!r.prompt_timeline.is_null()) print_prompt_paths(r.prompt_timeline);
@@ -594,6 +622,12 @@ void run_bench(const CLI::App& cmd, BenchOptions& o) {
   if (!o.expert_profile.empty()) bench.record_expert_profile();
   bench.measure_generation(results);
   bench.measure_verify(results);
+  if (o.edit_replay > 0) {
+    log::info("replaying an edit of {} tokens", o.edit_replay);
+    const EditReplay edit = make_edit_replay(o.edit_replay, model->hparams().n_vocab);
+    results.edit_renamed = edit.renamed;
+    results.edit = measure_edit_replay(*model, pool, edit, o.repetitions, o.model.kv_cache_type());
+  }
   measure_bandwidth(*model, o, pool, results);
   if (o.json) {
     print_bench_json(o, *model, results);

@@ -169,6 +169,30 @@ TEST(BenchCommand, JsonReportsSpeedsBytesAndRoofline) {
   EXPECT_GT(j["bytes_per_token"].get<double>(), j["dense_bytes_per_token"].get<double>());
 }
 
+// --edit-replay: a rename in 160 answer tokens generated (forced) with and without n-gram drafts;
+// the run checks that both generated exactly the answer, and drafts were checked and most kept.
+TEST(BenchCommand, EditReplayDraftsTheCopiedCode) {
+  const auto r = run_strata(
+      "bench -m " + (test::oracle_dir() / "models" / "tiny-qwen3moe-Q8_0.gguf").string() +
+          " -p 0 -n 0 --edit-replay 160 -r 1 --no-bandwidth --json",
+      false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto e = nlohmann::json::parse(r.output)["edit_replay"];
+  EXPECT_EQ(e["tokens"], 160);
+  EXPECT_GT(e["renamed"].get<int>(), 0);
+  EXPECT_GT(e["tok_s_plain"].get<double>(), 0);
+  EXPECT_GT(e["tok_s_drafted"].get<double>(), 0);
+  EXPECT_GT(e["drafted"].get<int>(), 0);
+  EXPECT_GT(e["kept"].get<int>() * 2, e["drafted"].get<int>()) << "most drafted tokens are kept";
+  EXPECT_LE(e["kept"].get<int>(), e["drafted"].get<int>());
+  // With every measurement off, nothing is run.
+  const auto small = run_strata(
+      "bench -m " + (test::oracle_dir() / "models" / "tiny-qwen3moe-Q8_0.gguf").string() +
+      " -p 0 -n 0 --edit-replay 0");
+  EXPECT_EQ(small.exit_code, 1);
+  EXPECT_NE(small.output.find("nothing to measure"), std::string::npos) << small.output;
+}
+
 // gpt-oss's sliding layers (layer 0 of the tiny model, window 16) read only their window of the
 // cache: at depth 64 a token reads 64-67 positions in layer 1 and 16 in layer 0.
 TEST(BenchCommand, SlidingWindowLayersReadOnlyTheirWindow) {
