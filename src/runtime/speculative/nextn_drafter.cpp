@@ -62,7 +62,9 @@ std::vector<int32_t> NextnDrafter::propose(std::span<const int32_t> context, int
   // The trunk ran every token but the last: its state at the one before is what the head reads.
   const auto last = std::ssize(context) - 1;
   if (max_tokens <= 0 || last < 1 || waiting_at_ != last - 1) return {};
-  max_tokens = std::min(max_tokens, cache_.capacity() - (last - origin_) - 1);
+  // Room in the head's cache for the guesses' rows (the exact row and one per further guess).
+  max_tokens = std::min(max_tokens, cache_.capacity() - (last - 1 - origin_));
+  if (max_tokens <= 0) return {};
   logits_.resize(static_cast<size_t>(head_.hparams().n_vocab));
   std::vector<int32_t> draft;
   // The exact row (the trunk's state, the drawn token), then rows fed the head's own output.
