@@ -138,6 +138,19 @@ TEST(NextnDrafter, StepByStepDraftsEqualDraftsFromTheWholeHistory) {
   EXPECT_TRUE(chunked.propose(ahead, 4).empty());
 }
 
+TEST(NextnDrafter, GuessesStopWhereItsCacheEnds) {
+  Model& model = glm_with_nextn();
+  ThreadPool pool(2);
+  const Tokens prompt = prompt_of(4, 14);
+  const std::vector<float> hidden = trunk_hidden(model, prompt, pool);
+  NextnDrafter small(*model.nextn_head(), 16, pool);  // room for positions 0..15
+  small.observe(0, prompt, hidden.data());
+  Tokens context = prompt;
+  context.push_back(9);
+  // Rows at positions 13 (exact), 14 and 15: three guesses, not eight.
+  EXPECT_EQ(small.propose(context, 8).size(), 3u);
+}
+
 // Records what the NextN drafter it wraps proposed, and for which context.
 class RecordingDrafter : public Drafter {
  public:
