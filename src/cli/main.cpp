@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/llama_command.h"
 #include "cli/llama_flags.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -104,7 +105,17 @@ int main(int argc, char** argv) {
   // llama.cpp's spellings become strata's (or are dropped with a note) before parsing.
   strata::cli::RewrittenArgs rewritten;
   try {
-    rewritten = strata::cli::rewrite_llama_flags(args);
+    // `plan --llama-cmd LINE`: the pasted command's flags, those plan does not know left out.
+    if (args[0] == "plan") {
+      const CLI::App* plan = app.get_subcommand("plan");
+      rewritten = strata::cli::expand_llama_command(args, [plan](const std::string& name) {
+        return plan->get_option_no_throw(name) != nullptr;
+      });
+      args = rewritten.args;
+    }
+    strata::cli::RewrittenArgs renamed = strata::cli::rewrite_llama_flags(args);
+    renamed.notes.insert(renamed.notes.begin(), rewritten.notes.begin(), rewritten.notes.end());
+    rewritten = std::move(renamed);
   } catch (const strata::Error& e) {
     strata::log::error("{}", e.what());
     return kUsageError;

@@ -69,6 +69,7 @@ void add_plan_command(CLI::App& app) {
   struct Options {
     std::string model_path;
     std::string arch;
+    std::string llama_cmd;  // expanded into flags before parsing (cli/llama_command.h)
     std::string quant_size;
     double bpw = 0;
     std::vector<std::string> gpus;
@@ -96,6 +97,10 @@ void add_plan_command(CLI::App& app) {
   for (const auto& name : plan::architecture_preset_names())
     presets += (presets.empty() ? "" : ", ") + name;
   cmd->add_option("--arch", o->arch, "Published architecture instead of a file: " + presets);
+  cmd->add_option("--llama-cmd", o->llama_cmd,
+                  "A whole llama.cpp command line, quoted as you run it ('llama-server -m F.gguf "
+                  "-ngl 99 --n-cpu-moe 30 -c 32768'): its placement priced next to strata's plan; "
+                  "flags plan does not know are named and left out");
   cmd->add_option("--quant-size", o->quant_size,
                   "With --arch: the quantized file's size, e.g. 18.56GB (G alone means GiB)");
   cmd->add_option("--bpw", o->bpw, "With --arch: bits per weight of the quantized matrices");
