@@ -86,16 +86,16 @@ Placement place_dense(const ModelInventory& inv, const HardwareProfile& hw,
     used[dev] += need;
     assigned += static_cast<double>(need);
   }
-  // The LM head on the GPU of the last GPU layer, when it fits.
-  for (size_t l = inv.layers.size(); l-- > 0;) {
-    const int dev = p.layers[l].attention_device;
-    if (dev == kCpuDevice) continue;
-    if (ignore_capacity ||
-        used[static_cast<size_t>(dev)] + inv.output_bytes <= cap[static_cast<size_t>(dev)]) {
+  // The LM head on the GPU of the last layer, when it fits there: the executors run the head
+  // where the last layer's output is (a GPU holding only earlier layers would cost a hop back).
+  if (!inv.layers.empty()) {
+    const int dev = p.layers.back().attention_device;
+    if (dev != kCpuDevice &&
+        (ignore_capacity ||
+         used[static_cast<size_t>(dev)] + inv.output_bytes <= cap[static_cast<size_t>(dev)])) {
       p.output_device = dev;
       used[static_cast<size_t>(dev)] += inv.output_bytes;
     }
-    break;
   }
   if (inv.layers.empty() && !order.empty() &&
       used[static_cast<size_t>(order[0])] + inv.output_bytes <=

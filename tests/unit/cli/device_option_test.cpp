@@ -146,6 +146,20 @@ std::string cpu_tokens(const std::string& model, const std::string& prompt, int 
   return r.output;
 }
 
+// A budget that holds only the first layer's attention: the planner keeps the output head with
+// the last layer (on the CPU), so its own plan runs, with the CPU's tokens. (It used to put the
+// head on the GPU of the last GPU layer, which the executor refused.)
+TEST(DeviceOption, APlanWithOnlyTheFirstLayerOnTheGpuRuns) {
+  SKIP_WITHOUT_GPU_BACKEND();
+  const std::string model = model_path("tiny-qwen3moe-F16");
+  const std::string run = "run -m " + model + " --tokens 1,2,3,4,5,6,7,8 -n 8";
+  const auto r = run_strata_env(lavapipe_only(), run + " --device vk0 --vram-budget 5M");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "layer 0 on vk0")) << r.output;
+  EXPECT_TRUE(contains(r.output, "output head on the CPU")) << r.output;
+  EXPECT_TRUE(contains(r.output, cpu_tokens(model, "1,2,3,4,5,6,7,8", 8))) << r.output;
+}
+
 // llama.cpp's --n-cpu-moe / --cpu-moe / -ot: the experts of the first layer (or all) in RAM give
 // the reference tokens on the F16 model, and the log prints the plan being executed.
 TEST(HybridPlan, NCpuMoeAndCpuMoeGiveTheReferenceTokens) {

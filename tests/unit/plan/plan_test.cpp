@@ -208,6 +208,38 @@ TEST(Placement, RespectsMemoryLimits) {
   EXPECT_NE(p.fit_error.find("CPU needs"), std::string::npos) << p.fit_error;
 }
 
+// What the executors run (backend/vulkan/gpu_model.cpp checks it): the output head on the CPU or
+// with the last layer, the token embeddings on the CPU or with layer 0, experts on the CPU or
+// their layer's GPU; for every budget from nothing to the whole model.
+TEST(Placement, EveryPlanIsOneTheExecutorsRun) {
+  const ModelInventory inv =
+      inventory_from_architecture(*architecture_preset("qwen3-30b-a3b"), {0, 18'560'000'000});
+  for (int mib = 64; mib <= 4096; mib += 64) {
+    for (const char* gpus : {"", "+"}) {
+      for (int64_t context : {4096, 32768, 131072}) {
+        HardwareOverrides o;
+        o.gpus = {fmt::format("{}M:448", mib)};
+        if (*gpus) o.gpus.push_back(fmt::format("{}M:448", mib));
+        o.ram = "64G:50";
+        o.cores = 8;
+        PlanGoals goals;
+        goals.context = context;
+        const Plan p = plan_placement(inv, make_hardware_profile(o, {}), goals);
+        SCOPED_TRACE(fmt::format("{} MiB x {}, context {}", mib, o.gpus.size(), context));
+        ASSERT_FALSE(p.placement.layers.empty());
+        const int last = p.placement.layers.back().attention_device;
+        const int first = p.placement.layers.front().attention_device;
+        EXPECT_TRUE(p.placement.output_device == kCpuDevice || p.placement.output_device == last);
+        EXPECT_TRUE(p.placement.embeddings_device == kCpuDevice ||
+                    p.placement.embeddings_device == first);
+        for (const auto& l : p.placement.layers) {
+          for (int d : l.expert_device) EXPECT_TRUE(d == kCpuDevice || d == l.attention_device);
+        }
+      }
+    }
+  }
+}
+
 // A plan on a GPU with room for the dense weights and `expert_slices` expert slices (plus the
 // runtime's fixed reserve), 16 GiB of RAM and a 16-token context.
 Plan plan_with_expert_room(const ModelInventory& inv, int expert_slices) {
