@@ -92,8 +92,9 @@ std::optional<plan::Placement> choose_gpu_placement(const ModelOptions& options,
                  std::none_of(l.expert_device.begin(), l.expert_device.end(),
                               [](int d) { return d == plan::kCpuDevice; });
   }
-  // A budget too small for even one layer: the whole-model load says what does not fit.
-  if (!any_on_gpu || (!split && all_on_gpu)) return std::nullopt;
+  // A budget too small for even one layer: the plan is the CPU's (the caller runs it there).
+  if (!any_on_gpu) return p.placement;
+  if (!split && all_on_gpu) return std::nullopt;
   if (split) {
     log::info("plan: {} split across {} GPUs; predicted {:.1f} tok/s", options.path, n_gpus,
               p.decode.tokens_per_second());

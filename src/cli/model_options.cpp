@@ -1,5 +1,6 @@
 #include "cli/model_options.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 
@@ -11,6 +12,7 @@
 #include "runtime/kv_cache.h"
 #include "util/cpu_features.h"
 #include "util/error.h"
+#include "util/format_bytes.h"
 #include "util/log.h"
 
 #ifdef STRATA_HAVE_VULKAN
@@ -150,6 +152,22 @@ void warn_about_context(const Model& model, const ModelOptions& options) {
 
 }  // namespace
 
+namespace {
+
+// The model on the CPU, with the CPU's matrix settings.
+std::unique_ptr<Model> load_on_cpu(const ModelOptions& options, LoadMode mode) {
+  auto model = Model::load(options.path, mode);
+  apply_matmul_settings(*model, options);
+  warn_about_context(*model, options);
+  const ModelHParams& hp = model->hparams();
+  log::info("loaded {} ({}, {} layers{}), {} threads", options.path, hp.arch, hp.n_layer,
+            hp.n_expert ? fmt::format(", {} experts, {} used", hp.n_expert, hp.n_expert_used) : "",
+            options.thread_count());
+  return model;
+}
+
+}  // namespace
+
 std::unique_ptr<Model> load_model(const ModelOptions& options) {
   warn_about_settings(options);
   const LoadMode mode = options.load_mode();
@@ -160,8 +178,15 @@ std::unique_ptr<Model> load_model(const ModelOptions& options) {
                "--vram-budget: expected a size such as 8G, found '{}'", options.vram_budget);
   if (const std::vector<int> devices = chosen_devices(options); !devices.empty()) {
     try {
-      const std::optional<plan::Placement> placement =
-          choose_gpu_placement(options, vk::device_budgets(devices, budget));
+      const std::vector<uint64_t> budgets = vk::device_budgets(devices, budget);
+      const std::optional<plan::Placement> placement = choose_gpu_placement(options, budgets);
+      if (placement && plan::runs_on_cpu_only(*placement)) {
+        log::warn(
+            "{}: {} of GPU memory holds no layer of it (the planner keeps every part on the "
+            "CPU); running on the CPU",
+            options.path, format_bytes(*std::min_element(budgets.begin(), budgets.end())));
+        return load_on_cpu(options, mode);
+      }
       auto model =
           vk::load_gpu_model(options.path, devices, budget, placement ? &*placement : nullptr);
       apply_matmul_settings(*model, options);  // experts the plan keeps in RAM decode on the CPU
@@ -190,14 +215,7 @@ std::unique_ptr<Model> load_model(const ModelOptions& options) {
   if (!options.vram_budget.empty())
     log::warn("--vram-budget {}: no GPU runs this model, so there is nothing to cap",
               options.vram_budget);
-  auto model = Model::load(options.path, mode);
-  apply_matmul_settings(*model, options);
-  warn_about_context(*model, options);
-  const ModelHParams& hp = model->hparams();
-  log::info("loaded {} ({}, {} layers{}), {} threads", options.path, hp.arch, hp.n_layer,
-            hp.n_expert ? fmt::format(", {} experts, {} used", hp.n_expert, hp.n_expert_used) : "",
-            options.thread_count());
-  return model;
+  return load_on_cpu(options, mode);
 }
 
 void apply_cpu_plan(const CLI::App& cmd, ModelOptions& o, int64_t kv_positions) {

@@ -215,6 +215,15 @@ Plan plan_at(const ModelInventory& inv, const HardwareProfile& hw, const PlanGoa
 
 }  // namespace
 
+bool runs_on_cpu_only(const Placement& p) {
+  if (p.output_device != kCpuDevice || p.embeddings_device != kCpuDevice) return false;
+  return std::all_of(p.layers.begin(), p.layers.end(), [](const LayerPlacement& l) {
+    return l.attention_device == kCpuDevice &&
+           std::all_of(l.expert_device.begin(), l.expert_device.end(),
+                       [](int d) { return d == kCpuDevice; });
+  });
+}
+
 std::vector<DeviceUsage> device_usage(const ModelInventory& inv, const HardwareProfile& hw,
                                       const Placement& p, int64_t context, double kv_elem,
                                       const MemoryConstants& memory) {

@@ -59,6 +59,9 @@ struct Plan {
   int whole_layer_cpu_expert_layers = 0;
 };
 
+// Whether every tensor of the placement is on the CPU (no GPU part at all).
+bool runs_on_cpu_only(const Placement& placement);
+
 Plan plan_placement(const ModelInventory& inv, const HardwareProfile& hw, const PlanGoals& goals,
                     const CostConstants& costs = default_cost_constants(),
                     const MemoryConstants& memory = MemoryConstants{});

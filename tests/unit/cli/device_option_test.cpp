@@ -109,14 +109,29 @@ TEST(DeviceOption, MissingDevicesAreClearErrorsAndAutoFallsBackToTheCpu) {
   }
 }
 
-// --vram-budget caps what strata takes of the device: weights that do not fit are refused before
-// anything is uploaded, with the numbers; a cache that does not fit names itself.
-TEST(DeviceOption, VramBudgetTooSmallIsAClearError) {
+// What the CPU generates, greedy.
+std::string cpu_tokens(const std::string& model, const std::string& prompt, int n) {
+  const auto r = run_strata(
+      "run -m " + model + " --device none --tokens " + prompt + " -n " + std::to_string(n), false);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return r.output;
+}
+
+// --vram-budget caps what strata takes of the device: a budget that holds no layer runs the
+// planner's plan, every part on the CPU, with a warning (not a refusal); a placement the user
+// forces whose weights or buffers do not fit is refused with the numbers.
+TEST(DeviceOption, VramBudgetTooSmallRunsOnTheCpuOrIsAClearError) {
   SKIP_WITHOUT_GPU_BACKEND();
-  const std::string run = "run -m " + model_path("tiny-qwen3moe-Q8_0") + " --tokens 1,2,3 -n 2";
+  const std::string model = model_path("tiny-qwen3moe-Q8_0");
+  const std::string run = "run -m " + model + " --tokens 1,2,3 -n 2";
   auto r = run_strata_env(lavapipe_only(), run + " --device vk0 --vram-budget 1M");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "1.00 MiB of GPU memory holds no layer of it")) << r.output;
+  EXPECT_TRUE(contains(r.output, "running on the CPU")) << r.output;
+  EXPECT_TRUE(contains(r.output, cpu_tokens(model, "1,2,3", 2))) << r.output;
+  r = run_strata_env(lavapipe_only(), run + " --device vk0 --n-cpu-moe 0 --vram-budget 1M");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_TRUE(contains(r.output, "the weights need 3.87 MiB on vk0")) << r.output;
+  EXPECT_TRUE(contains(r.output, "the weights need 3.73 MiB on vk0")) << r.output;
   EXPECT_TRUE(contains(r.output, "only 1.00 MiB of its memory is in the --vram-budget"))
       << r.output;
   // The weights (3.87 MiB) fit, the step's work buffers do not (--n-cpu-moe 0 and token_embd on
@@ -138,13 +153,6 @@ TEST(DeviceOption, VramBudgetTooSmallIsAClearError) {
 }
 
 // ---- hybrid plans: routed experts in RAM, computed by the CPU during the GPU's step ----
-
-std::string cpu_tokens(const std::string& model, const std::string& prompt, int n) {
-  const auto r = run_strata(
-      "run -m " + model + " --device none --tokens " + prompt + " -n " + std::to_string(n), false);
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  return r.output;
-}
 
 // A budget that holds only the first layer's attention: the planner keeps the output head with
 // the last layer (on the CPU), so its own plan runs, with the CPU's tokens. (It used to put the
