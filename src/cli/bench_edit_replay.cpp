@@ -32,11 +32,11 @@ class ForcedTokens final : public TokenConstraint {
   size_t next_ = 0;
 };
 
-// Zipf-like pick of one of n items: item i with weight 1 / (i + 1).
-size_t zipf(std::mt19937_64& rng, size_t n) {
+// Zipf-like picks of one of n items: item i with weight 1 / (i + 1).
+std::discrete_distribution<size_t> zipf(size_t n) {
   std::vector<double> w(n);
   for (size_t i = 0; i < n; ++i) w[i] = 1.0 / static_cast<double>(i + 1);
-  return std::discrete_distribution<size_t>(w.begin(), w.end())(rng);
+  return {w.begin(), w.end()};
 }
 
 }  // namespace
@@ -65,17 +65,18 @@ EditReplay make_edit_replay(int64_t answer_tokens, int64_t n_vocab, uint64_t see
   // Code lines until the renamed answer is long enough.
   std::vector<int32_t> code;
   std::map<int32_t, int64_t> uses;
+  auto pick_name = zipf(names.size()), pick_keyword = zipf(keywords.size());
   // The renamed name is one token longer at each use: the code alone is long enough.
   while (std::ssize(code) < answer_tokens) {
     code.push_back(indents[rng() % 2]);
     const int length = 3 + static_cast<int>(rng() % 7);
     for (int i = 0; i < length; ++i) {
       if (rng() % 2) {
-        const int32_t id = names[zipf(rng, names.size())];
+        const int32_t id = names[pick_name(rng)];
         code.push_back(id);
         ++uses[id];
       } else {
-        code.push_back(keywords[zipf(rng, keywords.size())]);
+        code.push_back(keywords[pick_keyword(rng)]);
       }
     }
     code.push_back(newline);

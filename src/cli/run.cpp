@@ -81,14 +81,11 @@ void add_run_command(CLI::App& app) {
                              "then further turns from stdin (llama.cpp's -cnv)");
   cmd->add_option("--system", o->system, "With --chat: a system message first")->needs(chat);
   chat->excludes(tokens);
-  auto* spec =
-      cmd->add_option("--spec", o->spec,
-                      "Speculative decoding, as strata serve's: auto, ngram, mtp, draft "
-                      "(--draft-model) or off (default); the tokens are the same")
-          ->capture_default_str()
-          ->check([](const std::string& name) {
-            return parse_spec_mode(name) ? std::string() : "must be auto, ngram, mtp, draft or off";
-          });
+  auto* spec = cmd->add_option("--spec", o->spec,
+                               "Speculative decoding, as strata serve's: auto, ngram, mtp, draft "
+                               "(--draft-model) or off (default); the tokens are the same")
+                   ->capture_default_str()
+                   ->check(check_spec_mode);
   auto* draft_model = cmd->add_option("--draft-model", o->draft_model,
                                       "A smaller GGUF model with the same vocabulary to draft "
                                       "with (--spec draft, the default with it, or auto)")

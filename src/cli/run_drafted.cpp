@@ -12,6 +12,10 @@
 
 namespace strata::cli {
 
+std::string check_spec_mode(const std::string& name) {
+  return parse_spec_mode(name) ? std::string() : "must be auto, ngram, mtp, draft or off";
+}
+
 std::unique_ptr<Model> load_draft_model(const std::string& path, const Model& target) {
   auto draft = Model::load(path);
   const std::string mismatch = draft_vocabulary_mismatch(target, *draft);

@@ -31,6 +31,9 @@ struct DraftedRun {
 
 void run_drafted(Model& model, const DraftedRun& run, ThreadPool& pool);
 
+// The CLI check of --spec (run and serve): "" for a mode parse_spec_mode reads, else the error.
+std::string check_spec_mode(const std::string& name);
+
 // `--draft-model FILE` for `target` (run and serve): loaded on the CPU and checked (the same
 // vocabulary, no recurrent layers); throws strata::Error saying why not.
 std::unique_ptr<Model> load_draft_model(const std::string& path, const Model& target);

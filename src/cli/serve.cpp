@@ -111,9 +111,7 @@ void add_serve_command(CLI::App& app) {
                   "Speculative decoding: auto (default: the best drafters there are, checked "
                   "only while they pay), ngram (prompt lookup), mtp (the file's NextN/MTP block, "
                   "CPU plans), draft (--draft-model), off; a request's \"spec\" field overrides it")
-      ->check([](const std::string& name) {
-        return parse_spec_mode(name) ? std::string() : "must be auto, ngram, mtp, draft or off";
-      });
+      ->check(check_spec_mode);
   cmd->add_option("--draft-model", o->draft_model,
                   "A smaller GGUF model with the same vocabulary to draft tokens with (run on the "
                   "CPU, greedily); --spec auto uses it where prompt lookup finds nothing")

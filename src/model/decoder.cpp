@@ -84,6 +84,23 @@ AttentionParams attention_params(const ModelHParams& hp, const ops::Rope& rope) 
   return p;
 }
 
+void attention_mixer(const LayerWeights& l, const LayerSpec& spec, AttentionParams params,
+                     const float* normed, int64_t n, const TokenPlacement& at, float* out,
+                     BlockWorkspace& ws, ThreadPool& pool) {
+  params.sliding_window = spec.window;
+  params.output_gate = spec.attention.gated_q;
+  attention_block(l.attn, params, normed, n, at, out, ws, pool);
+}
+
+void ffn_mixer(const LayerWeights& l, const LayerSpec& spec, const MoeParams& moe,
+               const float* normed, int64_t n, float* out, BlockWorkspace& ws, ThreadPool& pool) {
+  if (spec.moe) {
+    moe_ffn_block(l.moe, moe, normed, n, out, ws, pool);
+  } else {
+    dense_ffn_block(l.dense, normed, n, out, ws, pool);
+  }
+}
+
 MoeParams moe_params(const ModelHParams& hp) {
   MoeParams p;
   p.n_expert = hp.n_expert;

@@ -9,6 +9,8 @@
 
 #include "model/blocks.h"
 #include "model/hparams.h"
+#include "model/layer_spec.h"
+#include "model/layer_weights.h"
 #include "model/weight_loader.h"
 #include "ops/matmul.h"
 #include "util/thread_pool.h"
@@ -41,6 +43,15 @@ void warn_unused_tensors(const WeightLoader& loader, const std::string& file_nam
 
 AttentionParams attention_params(const ModelHParams& hp, const ops::Rope& rope);
 MoeParams moe_params(const ModelHParams& hp);
+
+// The two halves of a layer as its spec says, on n rows already normed (the caller norms and
+// adds the residual): attention with the layer's window and gated query (params: the model's,
+// from attention_params), and the FFN, routed experts or dense.
+void attention_mixer(const LayerWeights& l, const LayerSpec& spec, AttentionParams params,
+                     const float* normed, int64_t n, const TokenPlacement& at, float* out,
+                     BlockWorkspace& ws, ThreadPool& pool);
+void ffn_mixer(const LayerWeights& l, const LayerSpec& spec, const MoeParams& moe,
+               const float* normed, int64_t n, float* out, BlockWorkspace& ws, ThreadPool& pool);
 
 // Sum of the bytes of the given matrices.
 int64_t matrix_bytes(std::initializer_list<const ops::WeightMatrix*> matrices);

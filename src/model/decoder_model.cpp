@@ -102,19 +102,14 @@ void DecoderModel::run_layers(const ForwardBatch& batch, std::span<const Sequenc
       layer_caches_.clear();
       for (const SequenceKv& sequence_kv : kv) layer_caches_.push_back(sequence_kv[il]);
       const TokenPlacement at{rows_.sequence(), rows_.position(), layer_caches_};
-      attn_params.sliding_window = spec.window;
-      attn_params.output_gate = spec.attention.gated_q;
-      attention_block(l.attn, attn_params, normed_.data(), n, at, delta_.data(), workspace_, pool);
+      attention_mixer(l, spec, attn_params, normed_.data(), n, at, delta_.data(), workspace_, pool);
     }
     add_residual(x, delta_.data(), static_cast<int64_t>(size));
 
     norm_rows(x, l.ffn_norm, n);
-    if (spec.moe) {
-      moe.selection_counts = count_experts ? &stats->expert_counts[il * hp.n_expert] : nullptr;
-      moe_ffn_block(l.moe, moe, normed_.data(), n, delta_.data(), workspace_, pool);
-    } else {
-      dense_ffn_block(l.dense, normed_.data(), n, delta_.data(), workspace_, pool);
-    }
+    moe.selection_counts =
+        spec.moe && count_experts ? &stats->expert_counts[il * hp.n_expert] : nullptr;
+    ffn_mixer(l, spec, moe, normed_.data(), n, delta_.data(), workspace_, pool);
     add_residual(x, delta_.data(), static_cast<int64_t>(size));
   }
 }

@@ -83,18 +83,12 @@ void NextnHead::forward(std::span<const int32_t> tokens, const float* hidden, in
   ws.position.resize(static_cast<size_t>(n));
   for (int64_t t = 0; t < n; ++t) ws.position[static_cast<size_t>(t)] = pos0 + t;
   const TokenPlacement at{ws.sequence, ws.position, std::span<const ops::KvLayerView>(&cache, 1)};
-  AttentionParams attn = attention_params(hp_, rope_);
-  attn.sliding_window = layer_spec_.window;
-  attn.output_gate = layer_spec_.attention.gated_q;
-  attention_block(layer_.attn, attn, ws.normed.data(), n, at, ws.delta.data(), ws.blocks, pool);
+  attention_mixer(layer_, layer_spec_, attention_params(hp_, rope_), ws.normed.data(), n, at,
+                  ws.delta.data(), ws.blocks, pool);
   add_residual(ws.x.data(), ws.delta.data(), n * d);
   rms_norm_rows(ws.x.data(), layer_.ffn_norm, ws.normed.data(), n, d, hp_.rms_eps);
-  if (layer_spec_.moe) {
-    moe_ffn_block(layer_.moe, moe_params(hp_), ws.normed.data(), n, ws.delta.data(), ws.blocks,
-                  pool);
-  } else {
-    dense_ffn_block(layer_.dense, ws.normed.data(), n, ws.delta.data(), ws.blocks, pool);
-  }
+  ffn_mixer(layer_, layer_spec_, moe_params(hp_), ws.normed.data(), n, ws.delta.data(), ws.blocks,
+            pool);
   add_residual(ws.x.data(), ws.delta.data(), n * d);
   std::copy(ws.x.begin(), ws.x.end(), hidden_out);
 
