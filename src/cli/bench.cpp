@@ -610,6 +610,7 @@ void print_bench_text(const BenchOptions& o, const Model& model, const BenchResu
 void run_bench(const CLI::App& cmd, BenchOptions& o) {
   check_bench_options(o);
   apply_cpu_plan(cmd, o.model, o.context());
+  o.model.kv_positions = o.context();  // the KV cache the bench allocates: what the plan counts
   auto model = load_model(o.model);
   STRATA_CHECK(o.expert_profile.empty() || model->hparams().n_expert > 0,
                "--expert-profile: {} has no routed experts", o.model.path);

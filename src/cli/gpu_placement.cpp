@@ -9,6 +9,7 @@
 #include "plan/inventory.h"
 #include "plan/placement.h"
 #include "plan/report.h"
+#include "plan/step_buffers.h"
 #include "util/cpu_features.h"
 #include "util/error.h"
 #include "util/format_bytes.h"
@@ -74,13 +75,13 @@ std::optional<plan::Placement> choose_gpu_placement(const ModelOptions& options,
   if (!split && budget_bytes == 0) return std::nullopt;
   // Plan as the planner would for this budget; when everything lands on the GPU, run whole.
   plan::PlanGoals goals;
-  goals.context = options.ctx;
+  goals.context = options.planned_positions();
   goals.kv_type = options.kv_type;
-  plan::MemoryConstants memory;
-  // The runtime margin is sized for a 30B model's compute buffers; a small model (or a small
-  // --vram-budget in tests) needs far less.
-  if (budget_bytes > 0)
-    memory.gpu_runtime_margin_bytes = std::min(memory.gpu_runtime_margin_bytes, budget_bytes / 8);
+  plan::StepShape shape;
+  shape.tokens = std::min<int64_t>(goals.context, 512);  // Session's largest batch
+  shape.logit_rows = options.logit_rows;
+  shape.context = goals.context;
+  const plan::MemoryConstants memory = plan::executor_memory(inv, shape, budget_bytes);
   const plan::Plan p = plan::plan_placement(inv, hw, goals, plan::default_cost_constants(), memory);
   STRATA_CHECK(p.fits, "{} does not fit this machine with {} GPU(s) of {}: {}", options.path,
                n_gpus, format_bytes(budget_bytes), p.fit_error);

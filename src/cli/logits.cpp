@@ -30,10 +30,12 @@ void add_logits_command(CLI::App& app) {
   cmd->callback([o] {
     LogitsFile file;
     file.prompt = parse_token_list(o->tokens);
+    const int64_t total = static_cast<int64_t>(file.prompt.size()) + o->n_gen;
+    o->model.kv_positions = total;  // the KV cache allocated below: what the plan counts
+    o->model.logit_rows = total;    // every row's logits
     auto model = load_model(o->model);
     file.n_vocab = static_cast<uint32_t>(model->hparams().n_vocab);
     ThreadPool pool(o->model.thread_count());
-    const int64_t total = static_cast<int64_t>(file.prompt.size()) + o->n_gen;
     Session session(*model, total, o->model.kv_cache_type(), pool);
     std::vector<float> logits;
     // The prompt in one batch, then one-token steps: row i is the logits after token i.
@@ -51,6 +53,10 @@ void add_logits_command(CLI::App& app) {
     file.logits.resize(static_cast<size_t>(std::max<int64_t>(total - 1, 0)) * file.n_vocab);
     file.write(o->out);
     log::info("wrote {} rows of {} logits to {}", file.rows(), file.n_vocab, o->out);
+    for (const Model::DeviceMemory& d : model->device_memory()) {
+      log::info("{}: {} bytes of device memory allocated, budget {} bytes", d.device,
+                d.allocated_bytes, d.budget_bytes);
+    }
   });
 }
 

@@ -18,6 +18,11 @@ struct ModelOptions {
   std::string path;
   int threads = 0;  // 0: physical cores
   int64_t ctx = 4096;
+  // What one command allocates, so its placement is planned for it: KV positions (0: ctx, as a
+  // server allocates) and rows of logits one step returns.
+  int64_t kv_positions = 0;
+  int64_t logit_rows = 64;
+  int64_t planned_positions() const { return kv_positions > 0 ? kv_positions : ctx; }
   std::string kv_type = "f16";
   std::string load = "mmap";
   std::string repack = "on";

@@ -16,6 +16,7 @@
 #include "plan/inventory.h"
 #include "plan/placement.h"
 #include "plan/report.h"
+#include "plan/step_buffers.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -246,8 +247,20 @@ void add_plan_command(CLI::App& app) {
                    o->ctx);
       goals.context = ctx;
     }
-    const plan::Plan p = plan::plan_placement(inv, hw, goals);
-    const auto table = plan::context_table(inv, hw, goals);
+    // GPUs probed here run strata's own executor: its step buffers are counted as run counts
+    // them. Hypothetical GPUs keep FIELD's runtime margin (fitted on llama.cpp's runs).
+    plan::MemoryConstants memory;
+    if (o->gpus.empty() && !hw.gpus.empty()) {
+      uint64_t smallest = hw.gpus[0].vram_free_bytes;
+      for (const plan::GpuInfo& g : hw.gpus) smallest = std::min(smallest, g.vram_free_bytes);
+      plan::StepShape shape;
+      shape.context = goals.max_context ? std::max<int64_t>(inv.n_ctx_train, 1) : goals.context;
+      shape.tokens = std::min<int64_t>(shape.context, 512);
+      memory = plan::executor_memory(inv, shape, smallest);
+    }
+    const plan::Plan p =
+        plan::plan_placement(inv, hw, goals, plan::default_cost_constants(), memory);
+    const auto table = plan::context_table(inv, hw, goals, memory);
     if (!o->svg.empty()) {
       std::ofstream out(o->svg);
       STRATA_CHECK(out.good(), "--svg: cannot write {}", o->svg);

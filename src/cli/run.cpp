@@ -11,6 +11,7 @@
 #include "cli/model_options.h"
 #include "cli/run_chat.h"
 #include "cli/run_drafted.h"
+#include "gguf/gguf_file.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
@@ -95,15 +96,17 @@ void add_run_command(CLI::App& app) {
   cmd->callback([o, cmd] {
     if (o->prompt.empty() && o->tokens.empty() && !o->chat)
       fail("give a prompt: -p TEXT or --tokens 1,2,3 (or --chat for a conversation)");
-    auto model = load_model(o->model);
-    // Text in and out when the file carries a vocabulary; token ids otherwise.
+    // Text in and out when the file carries a vocabulary; token ids otherwise. The prompt is
+    // tokenized before loading, so the placement is planned for the positions this run uses.
     std::unique_ptr<Tokenizer> tokenizer;
     {
-      const auto kind = model->file().find_string("tokenizer.ggml.model").value_or("no_vocab");
-      if (kind != "no_vocab" && kind != "none") tokenizer = Tokenizer::from_gguf(model->file());
+      const GgufFile file = GgufFile::open(o->model.path);
+      const auto kind = file.find_string("tokenizer.ggml.model").value_or("no_vocab");
+      if (kind != "no_vocab" && kind != "none") tokenizer = Tokenizer::from_gguf(file);
     }
     if (o->chat) {
       if (!tokenizer) fail("{} has no vocabulary: --chat needs one", o->model.path);
+      auto model = load_model(o->model);
       ThreadPool pool(o->model.thread_count());
       ChatRun run;
       run.first_turn = o->prompt;
@@ -126,13 +129,15 @@ void add_run_command(CLI::App& app) {
       prompt_tokens = parse_token_list(o->tokens);
     }
     const bool print_text = tokenizer && !o->ids;
-    ThreadPool pool(o->model.thread_count());
     const int64_t needed = static_cast<int64_t>(prompt_tokens.size()) + o->n_predict;
-    const int64_t ctx = std::min<int64_t>(o->model.ctx, std::max<int64_t>(needed, 1));
     if (needed > o->model.ctx) {
       fail("prompt ({} tokens) + {} to generate exceed the context size {} (raise --ctx)",
            prompt_tokens.size(), o->n_predict, o->model.ctx);
     }
+    const int64_t ctx = std::max<int64_t>(needed, 1);
+    o->model.kv_positions = ctx;  // the KV cache this run allocates: what the plan counts
+    auto model = load_model(o->model);
+    ThreadPool pool(o->model.thread_count());
     const SpecMode spec_mode = !o->draft_model.empty() && cmd->count("--spec") == 0
                                    ? SpecMode::draft
                                    : *parse_spec_mode(o->spec);

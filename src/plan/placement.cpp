@@ -23,8 +23,8 @@ std::vector<uint64_t> capacities(const HardwareProfile& hw, const MemoryConstant
                : hw.ram_available_bytes;
   for (size_t g = 0; g < hw.gpus.size(); ++g) {
     const uint64_t free = hw.gpus[g].vram_free_bytes;
-    cap[g + 1] =
-        free > memory.gpu_runtime_margin_bytes ? free - memory.gpu_runtime_margin_bytes : 0;
+    const uint64_t kept = memory.gpu_runtime_margin_bytes + memory.gpu_work_bytes;
+    cap[g + 1] = free > kept ? free - kept : 0;
   }
   return cap;
 }
@@ -232,6 +232,7 @@ std::vector<DeviceUsage> device_usage(const ModelInventory& inv, const HardwareP
   for (size_t d = 0; d < cap.size(); ++d) {
     usage[d].name = device_name(hw, static_cast<int>(d));
     usage[d].capacity_bytes = cap[d];
+    if (d > 0) usage[d].work_bytes = memory.gpu_work_bytes;
   }
   usage[static_cast<size_t>(p.embeddings_device)].weight_bytes +=
       inv.embeddings_bytes + inv.other_bytes;

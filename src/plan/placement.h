@@ -20,6 +20,10 @@ struct MemoryConstants {
   // ~7.6 GiB usable) fit and one layer fewer in RAM does not, for a margin between 0.64 and
   // 0.94 GiB (for UD-Q3_K_XL one more layer would have fit). 0.8 GiB is the middle.
   uint64_t gpu_runtime_margin_bytes = uint64_t{800} << 20;
+  // Work buffers of strata's own executor on each GPU (plan::gpu_step_buffer_bytes), kept free
+  // besides the margin; 0 where the margin stands for another engine's compute buffers (the
+  // FIELD cases, llama.cpp's flags priced).
+  uint64_t gpu_work_bytes = 0;
   // RAM left to the OS and other programs when the RAM size is given (probed machines use
   // MemAvailable instead). Assumed: a desktop's idle footprint.
   uint64_t os_reserve_bytes = uint64_t{3} << 30;
@@ -36,7 +40,8 @@ struct DeviceUsage {
   std::string name;
   uint64_t capacity_bytes = 0;  // usable: after the runtime margin / OS reserve
   uint64_t weight_bytes = 0;
-  uint64_t kv_bytes = 0;  // KV cache and recurrent state
+  uint64_t kv_bytes = 0;    // KV cache and recurrent state
+  uint64_t work_bytes = 0;  // GPUs: the executor's step buffers, kept out of capacity_bytes
   uint64_t used() const { return weight_bytes + kv_bytes; }
 };
 

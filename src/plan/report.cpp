@@ -56,13 +56,13 @@ std::string experts_cell(const LayerPlacement& lp, const HardwareProfile& hw) {
 }  // namespace
 
 std::vector<ContextRow> context_table(const ModelInventory& inv, const HardwareProfile& hw,
-                                      const PlanGoals& goals) {
+                                      const PlanGoals& goals, const MemoryConstants& memory) {
   std::vector<ContextRow> rows;
   for (int64_t ctx : {16384, 32768, 65536, 131072, 262144}) {
     PlanGoals g = goals;
     g.max_context = false;
     g.context = ctx;
-    const Plan p = plan_placement(inv, hw, g);
+    const Plan p = plan_placement(inv, hw, g, default_cost_constants(), memory);
     rows.push_back({ctx, p.fits, p.cpu_expert_layers, p.decode.tokens_per_second(),
                     p.decode_full.tokens_per_second()});
   }
@@ -179,8 +179,11 @@ std::string plan_text(const ModelInventory& inv, const HardwareProfile& hw, cons
   out += "Memory\n";
   for (const auto& d : plan.devices) {
     out += fmt::format(
-        "  {:<4} weights {:>7.2f} GiB + KV/state {:>6.2f} GiB = {:>7.2f} of {:>7.2f} GiB usable\n",
-        d.name, gib(d.weight_bytes), gib(d.kv_bytes), gib(d.used()), gib(d.capacity_bytes));
+        "  {:<4} weights {:>7.2f} GiB + KV/state {:>6.2f} GiB = {:>7.2f} of {:>7.2f} GiB "
+        "usable{}\n",
+        d.name, gib(d.weight_bytes), gib(d.kv_bytes), gib(d.used()), gib(d.capacity_bytes),
+        d.work_bytes ? fmt::format(" (after {:.3f} GiB of step buffers)", gib(d.work_bytes))
+                     : std::string());
   }
   const auto& dc = plan.decode;
   out += fmt::format(
@@ -240,7 +243,8 @@ nlohmann::json device_usage_json(const std::vector<DeviceUsage>& devices) {
     out.push_back({{"device", d.name},
                    {"capacity_bytes", d.capacity_bytes},
                    {"weight_bytes", d.weight_bytes},
-                   {"kv_bytes", d.kv_bytes}});
+                   {"kv_bytes", d.kv_bytes},
+                   {"work_bytes", d.work_bytes}});
   }
   return out;
 }

@@ -19,7 +19,8 @@ struct ContextRow {
 
 // Plans at 16K, 32K, 64K, 128K and 262K (with the goals' KV type).
 std::vector<ContextRow> context_table(const ModelInventory& inv, const HardwareProfile& hw,
-                                      const PlanGoals& goals);
+                                      const PlanGoals& goals,
+                                      const MemoryConstants& memory = MemoryConstants{});
 
 // `-ngl 99 --n-cpu-moe N -c ... -ctk/-ctv ... -t cores` (and -ot / --tensor-split where needed).
 std::string llama_cpp_flags(const ModelInventory& inv, const HardwareProfile& hw, const Plan& plan);

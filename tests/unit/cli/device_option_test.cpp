@@ -124,9 +124,9 @@ TEST(DeviceOption, VramBudgetTooSmallRunsOnTheCpuOrIsAClearError) {
   SKIP_WITHOUT_GPU_BACKEND();
   const std::string model = model_path("tiny-qwen3moe-Q8_0");
   const std::string run = "run -m " + model + " --tokens 1,2,3 -n 2";
-  auto r = run_strata_env(lavapipe_only(), run + " --device vk0 --vram-budget 1M");
+  auto r = run_strata_env(lavapipe_only(), run + " --device vk0 --vram-budget 256K");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_TRUE(contains(r.output, "1.00 MiB of GPU memory holds no layer of it")) << r.output;
+  EXPECT_TRUE(contains(r.output, "256.00 KiB of GPU memory holds no layer of it")) << r.output;
   EXPECT_TRUE(contains(r.output, "running on the CPU")) << r.output;
   EXPECT_TRUE(contains(r.output, cpu_tokens(model, "1,2,3", 2))) << r.output;
   r = run_strata_env(lavapipe_only(), run + " --device vk0 --n-cpu-moe 0 --vram-budget 1M");
@@ -161,7 +161,7 @@ TEST(DeviceOption, APlanWithOnlyTheFirstLayerOnTheGpuRuns) {
   SKIP_WITHOUT_GPU_BACKEND();
   const std::string model = model_path("tiny-qwen3moe-F16");
   const std::string run = "run -m " + model + " --tokens 1,2,3,4,5,6,7,8 -n 8";
-  const auto r = run_strata_env(lavapipe_only(), run + " --device vk0 --vram-budget 5M");
+  const auto r = run_strata_env(lavapipe_only(), run + " --device vk0 --vram-budget 2M");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "layer 0 on vk0")) << r.output;
   EXPECT_TRUE(contains(r.output, "output head on the CPU")) << r.output;
