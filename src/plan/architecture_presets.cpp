@@ -22,6 +22,17 @@ ArchitectureSpec qwen3_30b_a3b(std::string name, int64_t n_ctx_train) {
   return s;
 }
 
+ArchitectureSpec qwen3_235b_a22b() {
+  // The model card's config: 94 layers, hidden 4096, 64 query heads, 4 KV heads, head_dim 128,
+  // 128 experts, 8 used, expert FFN 1536, vocab 151,936, 40,960 positions (235 B, 22 B active).
+  ArchitectureSpec s = qwen3_30b_a3b("Qwen3-235B-A22B", 40960);
+  s.n_layer = 94;
+  s.n_embd = 4096;
+  s.n_head = 64;
+  s.n_ff_exp = 1536;
+  return s;
+}
+
 ArchitectureSpec qwen35_35b_a3b() {
   // FIELD C1: 40 layers (30 Gated DeltaNet + 10 full attention, one every 4), 256 experts, top-8,
   // hidden 2048. The rest follows the Qwen3-Next design this model card describes (assumed, not
@@ -135,6 +146,7 @@ ArchitectureSpec glm_45_air() {
 std::optional<ArchitectureSpec> architecture_preset(std::string_view name) {
   if (name == "qwen3-30b-a3b") return qwen3_30b_a3b("Qwen3-30B-A3B", 40960);
   if (name == "qwen3-coder-30b-a3b") return qwen3_30b_a3b("Qwen3-Coder-30B-A3B", 262144);
+  if (name == "qwen3-235b-a22b") return qwen3_235b_a22b();
   if (name == "qwen3.5-35b-a3b") return qwen35_35b_a3b();
   if (name == "qwen3-next-80b-a3b") return qwen3_next_80b_a3b();
   if (name == "gpt-oss-20b") return gpt_oss("gpt-oss-20b", 24, 32);
@@ -144,8 +156,8 @@ std::optional<ArchitectureSpec> architecture_preset(std::string_view name) {
 }
 
 std::vector<std::string> architecture_preset_names() {
-  return {"qwen3-30b-a3b", "qwen3-coder-30b-a3b", "qwen3.5-35b-a3b", "qwen3-next-80b-a3b",
-          "gpt-oss-20b",   "gpt-oss-120b",        "glm-4.5-air"};
+  return {"qwen3-30b-a3b",      "qwen3-coder-30b-a3b", "qwen3-235b-a22b", "qwen3.5-35b-a3b",
+          "qwen3-next-80b-a3b", "gpt-oss-20b",         "gpt-oss-120b",    "glm-4.5-air"};
 }
 
 }  // namespace strata::plan

@@ -21,9 +21,33 @@ double kv_type_bytes(const std::string& kv_type) {
   fail("KV cache type '{}': expected f16, q8_0 or q4_0", kv_type);
 }
 
+namespace {
+
+// A bandwidth measured on this machine (by every core reading) is what its threads reach; a
+// given one is the memory's (published or derived from its configuration).
+bool measured_ram(const HardwareProfile& hw) {
+  return hw.ram_bandwidth_source != "given";
+}
+
+// What the CPU's threads can read: the RAM's bandwidth, or less when too few threads read.
+double cpu_read_gbps(const HardwareProfile& hw, const CostConstants& c) {
+  if (measured_ram(hw)) return hw.ram_bandwidth_gbps;
+  const int threads = std::max(1, std::min(hw.threads, hw.physical_cores));
+  return std::min(hw.ram_bandwidth_gbps, threads * c.cpu_core_gbps);
+}
+
+// Raw read bandwidth of a device (GB/s) before the efficiency of what reads it.
+double raw_gbps(const HardwareProfile& hw, int device, const CostConstants& c) {
+  if (device == kCpuDevice) return cpu_read_gbps(hw, c);
+  return hw.gpus.at(static_cast<size_t>(device - 1)).bandwidth_gbps;
+}
+
+}  // namespace
+
 double device_bandwidth_gbps(const HardwareProfile& hw, int device, const CostConstants& c) {
-  if (device == kCpuDevice) return hw.ram_bandwidth_gbps * c.cpu_bandwidth_efficiency;
-  return hw.gpus.at(static_cast<size_t>(device - 1)).bandwidth_gbps * c.gpu_bandwidth_efficiency;
+  if (device == kCpuDevice)
+    return cpu_read_gbps(hw, c) * (measured_ram(hw) ? 1.0 : c.cpu_bandwidth_efficiency);
+  return raw_gbps(hw, device, c) * c.gpu_bandwidth_efficiency;
 }
 
 std::string device_name(const HardwareProfile& /*hw*/, int device) {
@@ -142,8 +166,21 @@ DecodeEstimate estimate_decode(const ModelInventory& inv, const HardwareProfile&
   DecodeEstimate d;
   d.weight_ms.assign(n_devices, 0.0);
   d.kv_ms.assign(n_devices, 0.0);
-  std::vector<double> bw(n_devices);
-  for (size_t i = 0; i < n_devices; ++i) bw[i] = device_bandwidth_gbps(hw, static_cast<int>(i), c);
+  std::vector<double> bw(n_devices), attention_bw(n_devices);
+  for (size_t i = 0; i < n_devices; ++i) {
+    const int dev = static_cast<int>(i);
+    bw[i] = device_bandwidth_gbps(hw, dev, c);
+    attention_bw[i] = raw_gbps(hw, dev, c) *
+                      (dev == kCpuDevice ? c.cpu_attention_efficiency : c.gpu_attention_efficiency);
+  }
+  // Fixed cost of `kernels` kernels (GPU) or graph ops (CPU) on a device.
+  const auto add_kernels = [&](int device, double kernels) {
+    if (device == kCpuDevice) {
+      d.cpu_fixed_ms += kernels * c.cpu_op_us / 1e3;
+    } else {
+      d.gpu_fixed_ms += kernels * c.gpu_kernel_us / 1e3;
+    }
+  };
   const CpuCalibration* cal = hw.cpu_calibration ? &*hw.cpu_calibration : nullptr;
 
   int previous = placement.embeddings_device;
@@ -171,17 +208,25 @@ DecodeEstimate estimate_decode(const ModelInventory& inv, const HardwareProfile&
         const double compute_ms = attention_work_ns(*cal, inv, positions, rounds) / 1e6;
         d.kv_ms[a] += std::max(compute_ms, ms_for(kv_bytes, hw.ram_bandwidth_gbps));
       } else {
-        d.kv_ms[a] += ms_for(kv_bytes, bw[a]);
+        d.kv_ms[a] += ms_for(kv_bytes, attention_bw[a]);
       }
     } else {
-      // The state is read and written once per token (it does not stay cached between tokens).
-      d.kv_ms[a] += ms_for(2.0 * static_cast<double>(layer.recurrent_state_bytes), bw[a]);
-      // strata: plus the delta rule's arithmetic, value heads spread over the threads.
-      if (calibrated) d.kv_ms[a] += delta_rule_ms(*cal, inv, 1.0, hw.threads);
+      // The state is read and written once per token (it does not stay cached between tokens),
+      // streamed as weights are.
+      const double state_ms = ms_for(2.0 * static_cast<double>(layer.recurrent_state_bytes), bw[a]);
+      if (calibrated) {
+        // strata: plus the delta rule's arithmetic, value heads spread over the threads.
+        d.kv_ms[a] += state_ms + delta_rule_ms(*cal, inv, 1.0, hw.threads);
+      } else {
+        d.weight_ms[a] += state_ms;
+      }
     }
-    d.fixed_ms += calibrated ? calibrated_layer_fixed_ms(*cal, inv, layer) : c.layer_fixed_ms;
-    // Other engines' extra cost per recurrent layer (FIELD C1); strata's is calibrated.
-    if (!layer.has_kv_cache && !calibrated) d.fixed_ms += c.recurrent_layer_fixed_ms;
+    if (calibrated) {
+      d.cpu_fixed_ms += calibrated_layer_fixed_ms(*cal, inv, layer);
+    } else {
+      add_kernels(a, (layer.has_kv_cache ? kKernelsPerAttention : kKernelsPerRecurrent) +
+                         (layer.expert_bytes > 0 ? kKernelsPerMoe : kKernelsPerDenseFfn));
+    }
     if (layer.expert_bytes == 0) continue;
     // What the layer's GPU computes while the CPU computes its RAM experts: the shared expert...
     double gpu_side_ms =
@@ -201,8 +246,9 @@ DecodeEstimate estimate_decode(const ModelInventory& inv, const HardwareProfile&
         ms = calibrated_stream_ms(*cal, layer.expert_slice_by_type, mass[dev] * inv.n_expert_used,
                                   true);
       } else {
-        if (dev == kCpuDevice) bytes *= c.cpu_expert_dram_fraction;
         ms = ms_for(bytes, bw[dev]);
+        // Experts computed away from their layer: their products and activation there.
+        if (static_cast<int>(dev) != a) add_kernels(static_cast<int>(dev), kKernelsPerDenseFfn);
       }
       if (dev == kCpuDevice) d.cpu_weight_bytes += bytes;
       d.weight_ms[dev] += ms;
@@ -221,31 +267,42 @@ DecodeEstimate estimate_decode(const ModelInventory& inv, const HardwareProfile&
   if (cal && placement.output_device == kCpuDevice) {
     d.weight_ms[kCpuDevice] += calibrated_stream_ms(*cal, inv.output_by_type);
     // One product, the output norm and the activation quantization.
-    d.fixed_ms += cal->gemv_fixed_us / 1e3 +
-                  inv.n_embd * (cal->serial.norm_ns + cal->serial.quantize_ns) / 1e6;
+    d.cpu_fixed_ms += cal->gemv_fixed_us / 1e3 +
+                      inv.n_embd * (cal->serial.norm_ns + cal->serial.quantize_ns) / 1e6;
   } else {
     d.weight_ms[placement.output_device] +=
         ms_for(static_cast<double>(inv.output_bytes), bw[placement.output_device]);
+    add_kernels(placement.output_device, 2);  // the output norm and product
   }
   if (placement.output_device == kCpuDevice)
     d.cpu_weight_bytes += static_cast<double>(inv.output_bytes);
+  d.fixed_ms = d.cpu_fixed_ms + d.gpu_fixed_ms;
   d.total_ms = d.fixed_ms + d.hop_ms;
   for (size_t i = 0; i < n_devices; ++i) d.total_ms += d.weight_ms[i] + d.kv_ms[i];
   return d;
 }
 
 PrefillEstimate estimate_prefill(const ModelInventory& inv, const HardwareProfile& hw,
-                                 const Placement& placement, const CostConstants& c) {
+                                 const Placement& placement, const CostConstants& c,
+                                 int64_t depth) {
   PrefillEstimate p;
   const double batch = c.prefill_micro_batch;
-  // Attention over the batch itself (a prompt of one micro-batch): QK^T and PV.
+  // Attention over the batch itself and the `depth` positions before it: QK^T and PV.
   double attention_pairs = 0;
   for (const LayerInventory& layer : inv.layers) {
     if (!layer.has_kv_cache) continue;
-    attention_pairs += layer.kv_window > 0 ? layer.causal_pairs(batch) : batch * batch / 2.0;
+    const double behind = static_cast<double>(depth) + batch / 2.0;
+    attention_pairs +=
+        batch *
+        (layer.kv_window > 0 ? std::min(behind, static_cast<double>(layer.kv_window)) : behind);
   }
   const double attention_flops = 4.0 * inv.n_head * inv.head_dim * attention_pairs;
   const double flops = 2.0 * static_cast<double>(inv.active_params()) * batch + attention_flops;
+  for (size_t li = 0; li < inv.layers.size(); ++li) {
+    if (inv.layers[li].expert_bytes == 0) continue;
+    p.expert_products +=
+        3.0 * expected_active_experts(inv.popularity.at(li), inv.n_expert_used, batch);
+  }
   if (!hw.gpus.empty()) {
     // The whole batch computes on the GPUs (each layer on the GPU holding its attention, else the
     // first); CPU-resident weights travel over PCIe once per micro-batch.
@@ -267,7 +324,8 @@ PrefillEstimate estimate_prefill(const ModelInventory& inv, const HardwareProfil
     }
     p.compute_ms = flops / best_flops * 1e3;
     p.stream_ms = ms_for(cpu_bytes, pcie * c.pcie_stream_efficiency);
-    p.micro_batch_ms = p.compute_ms + p.stream_ms;
+    p.expert_ms = p.expert_products * c.gpu_expert_product_us / 1e3;
+    p.micro_batch_ms = p.compute_ms + p.stream_ms + p.expert_ms;
   } else if (hw.cpu_calibration) {
     const CpuCalibration& cal = *hw.cpu_calibration;
     const double threads = hw.threads;
@@ -309,14 +367,17 @@ PrefillEstimate estimate_prefill(const ModelInventory& inv, const HardwareProfil
     p.serial_ms += calibrated_stream_ms(cal, inv.output_by_type) + cal.gemv_fixed_us / 1e3;
     p.micro_batch_ms = p.compute_ms + p.attention_ms + p.serial_ms;
   } else {
-    const double per_core = hw.simd.find("avx512vnni") != std::string::npos
+    const double per_core = hw.simd.find("avx512") != std::string::npos
                                 ? c.cpu_gflops_per_core_avx512
                                 : c.cpu_gflops_per_core_avx2;
-    p.compute_ms = flops / (per_core * 1e9 * hw.physical_cores) * 1e3;
-    // Each micro-batch touches nearly every expert: all weights are read once.
+    const int cores = std::max(1, std::min(hw.threads, hw.physical_cores));
+    p.compute_ms = flops / (per_core * 1e9 * cores) * 1e3;
+    // Each micro-batch touches nearly every expert: all weights are read once, by the same
+    // threads that compute (the two add up).
     const double bytes = static_cast<double>(inv.total_bytes() - inv.embeddings_bytes);
     p.memory_ms = ms_for(bytes, device_bandwidth_gbps(hw, kCpuDevice, c));
-    p.micro_batch_ms = std::max(p.compute_ms, p.memory_ms);
+    p.expert_ms = p.expert_products * c.cpu_expert_product_us / 1e3;
+    p.micro_batch_ms = p.compute_ms + p.memory_ms + p.expert_ms;
   }
   p.tokens_per_second = p.micro_batch_ms > 0 ? batch / p.micro_batch_ms * 1e3 : 0;
   return p;
@@ -392,11 +453,11 @@ std::string bottleneck_sentence(const DecodeEstimate& d, const HardwareProfile& 
   for (double v : d.kv_ms) kv += v;
   parts.push_back({kv, "reading the KV cache and recurrent state"});
   parts.push_back(
-      {d.fixed_ms, hw.cpu_calibration
-                       ? std::string("fixed per-layer costs (dispatches, small ops)")
-                       : fmt::format("fixed per-layer costs (launches, barriers; {:.2f} "
-                                     "ms per layer)",
-                                     c.layer_fixed_ms)});
+      {d.cpu_fixed_ms, hw.cpu_calibration
+                           ? std::string("fixed per-layer costs (dispatches, small ops)")
+                           : fmt::format("CPU graph ops ({:.1f} us each)", c.cpu_op_us)});
+  parts.push_back(
+      {d.gpu_fixed_ms, fmt::format("GPU kernel launches ({:.1f} us each)", c.gpu_kernel_us)});
   parts.push_back(
       {d.hop_ms, fmt::format("CPU<->GPU round trips ({:.3f} ms each)", hw.hop_latency_ms)});
   const auto top = std::max_element(parts.begin(), parts.end(),

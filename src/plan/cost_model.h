@@ -27,53 +27,73 @@ struct Placement {
   int embeddings_device = kCpuDevice;  // token_embd (llama.cpp keeps it in RAM)
 };
 
+// The cost model of engines run on hardware strata has not measured (a published GPU and RAM,
+// llama.cpp's flags): physical terms, bytes over each link's bandwidth, kernels and barriers,
+// CPU<->GPU hops, attention over the cache, arithmetic over a throughput. Every constant below
+// either is a published or derived fact or is fitted once to the published runs in
+// bench/published/runs.json (plan/cost_fit.h, leave-one-source-out checked by
+// tests/unit/plan/published_runs_test.cpp, which also checks these values are the fit's).
+// A CPU calibrated by `strata plan` on this machine uses its measured rates instead.
 struct CostConstants {
-  // Fraction of spec VRAM bandwidth a quantized GEMV reaches. Assumed (typical 75-85% on
-  // GDDR6); FIELD cannot pin it: in C2 the GPU reads are under 10% of a token.
-  double gpu_bandwidth_efficiency = 0.80;
-  // Fraction of the *measured* RAM read bandwidth the CPU kernels reach on dense weights. 1.0: the
-  // measurement is itself a streaming read by every core (C2's 29.1 GB/s is "~65% of peak").
-  double cpu_bandwidth_efficiency = 1.0;
-  // Hidden factor, named: the fraction of the active routed-expert bytes of CPU-resident layers
-  // that come from DRAM each token. FIELD C2 says 15.2 ms of a 25.6 ms token read CPU-resident
-  // weights with 34 expert layers on CPU (IQ4_XS, the only quant that gives 15.2 / 0.448 = 34):
-  // 34 x 20.25 MB in 15.2 ms is 45 GB/s, 1.55x the measured 29.1 GB/s and above DDR5-5600's
-  // 44.8 GB/s single-channel peak. So ~36% of those bytes did not come from DRAM in C2 (experts
-  // reused by consecutive tokens and still cached is the usual explanation; C2 cannot tell it
-  // from a pessimistic bandwidth measurement). 0.642 = 15.2 ms x 29.1 GB/s / (34 x 20.25 MB).
-  double cpu_expert_dram_fraction = 0.642;
-  // Fixed cost per layer per token (kernel launches, small ops, thread barriers). FIELD C2: of
-  // the 25.6 ms token, 10.4 ms is not CPU expert reading; minus the GPU reads (2.6 ms at 0.8 of
-  // 448 GB/s) and 34 round trips (2.0 ms) that leaves 5.8 ms over 48 layers = 0.12 ms.
-  double layer_fixed_ms = 0.12;
-  // Extra fixed cost of a recurrent (Gated DeltaNet) layer in today's engines. Chosen together
-  // with C1's hop latency (0.38 ms per hop, 15x C2's; passed as --hop-ms in the C1 replay; a
-  // Windows/WDDM driver is the likely reason, not shown) so that C1's two published speeds come
-  // out: two unknowns, two figures, so the C1 replay is a fit, not an independent check. C1's token
-  // at 262,144 context is 72.7 ms where bytes over bandwidth give ~13 ms.
-  double recurrent_layer_fixed_ms = 0.75;
-  // Prompt processing. llama.cpp-style engines run batches of >= 32 tokens on the GPU and stream
-  // CPU-resident weights over PCIe once per micro-batch. Efficiency of that stream (pageable
-  // memory): FIELD C2 final run, 438.73 tok/s with 32 UD-Q3_K_XL expert layers (8.74 GB) on CPU:
-  // 512 / 438.73 = 1.167 s per micro-batch, 0.19 s of compute, so 8.74 GB in 0.98 s = 8.96 GB/s
-  // = 0.56 of PCIe 3.0 x16's 16 GB/s.
-  double pcie_stream_efficiency = 0.56;
-  int prefill_micro_batch = 512;  // llama.cpp's default -ub
-  // GPU prefill throughput per GB/s of VRAM bandwidth (FLOP per byte). Assumed: ~40 for the
-  // int8/fp16 matrix kernels of consumer cards (RTX 2070 SUPER: ~18 TFLOP/s effective); a
-  // small share of C2's prefill time, so C2 barely constrains it.
-  double gpu_flops_per_byte = 40;
-  // CPU prefill throughput per physical core, GFLOP/s. Assumed (quantized GEMM in llama.cpp-style
-  // kernels); no FIELD case measures CPU-only prefill. Calibrate with `strata bench`.
-  double cpu_gflops_per_core_avx2 = 40;
-  double cpu_gflops_per_core_avx512 = 80;
+  // Decode. Fraction of the published VRAM bandwidth a token's weight reads reach. Fitted.
+  double gpu_bandwidth_efficiency = 0.8723;
+  // Fraction of the RAM bandwidth (published or derived from the memory configuration) the
+  // CPU's weight reads reach, when enough threads read. Fitted.
+  double cpu_bandwidth_efficiency = 0.6907;
+  // RAM read bandwidth one thread sustains, GB/s: a CPU reads at most threads x this (a few
+  // cores do not saturate the memory controller). Fitted (searched over 4..24).
+  double cpu_core_gbps = 13;
+  // Fractions of the bandwidth the attention over the KV cache reaches (flash-attention decode:
+  // scattered reads and the softmax's arithmetic). Fitted.
+  double gpu_attention_efficiency = 0.3469;
+  double cpu_attention_efficiency = 0.2928;
+  // Cost of one GPU kernel (launch and the tail of a small grid), microseconds, times the kernels
+  // a layer's parts issue (kernels_per_*); and of one CPU graph op (a barrier of the thread pool).
+  // Fitted.
+  double gpu_kernel_us = 4.674;
+  double cpu_op_us = 10.96;
+  // One hop of the activations between CPU and GPU (synchronisation, copy, thread wake-up), ms,
+  // for hardware given by flags (--hop-ms overrides it); a CPU-resident expert layer costs a
+  // round trip, two hops. Fitted.
+  double hop_ms = kDefaultHopLatencyMs;
   // Speculative decoding's verify steps (2-16 tokens): each token past the first costs this many
   // times its arithmetic in a prompt micro-batch (small batches use the tiles poorly), on top of
   // the experts the extra tokens add. Measured with `strata bench --verify 8` on the
   // Qwen3-30B-A3B-shaped 8-layer Q4_K_M model (Zen 5, 2 threads): 3.9 ms per extra token, of
   // which 0.6 ms reading the extra experts, against 1.39 ms per token at pp512: 3.3 / 1.39 = 2.4.
   double small_batch_arithmetic_factor = 2.4;
+
+  // Prompt processing. llama.cpp-style engines run batches of >= 32 tokens on the GPU and stream
+  // CPU-resident weights over PCIe once per micro-batch, at this fraction of the link. Fitted.
+  double pcie_stream_efficiency = 0.9346;
+  int prefill_micro_batch = 512;  // llama.cpp's default -ub
+  // GPU prefill throughput per GB/s of VRAM bandwidth (FLOP per byte): the published runs' cards
+  // have tensor throughput roughly in proportion to their bandwidth. Fitted.
+  double gpu_flops_per_byte = 51.80;
+  // CPU prefill throughput per physical core, GFLOP/s, of llama.cpp's CPU kernels; AVX-512
+  // cores do twice the work per instruction. Fitted.
+  double cpu_gflops_per_core_avx2 = 43.69;
+  double cpu_gflops_per_core_avx512 = 87.38;
+  // A micro-batch multiplies each expert some token chose with its rows (three products per
+  // expert): the grouped kernels pay per expert, besides the arithmetic, microseconds. Fitted.
+  double gpu_expert_product_us = 4.615;
+  double cpu_expert_product_us = 7.035;
+  // The same three for ik_llama.cpp's prompt kernels (fitted on its runs, so its runs inform the
+  // rest of the fit; strata's plans price llama.cpp).
+  double ik_gpu_flops_per_byte = 72.7;
+  double ik_pcie_stream_efficiency = 0.830;
+  double ik_cpu_gflops_per_core_avx2 = 131.4;
+  double ik_gpu_expert_product_us = 4.53;
+  double ik_cpu_expert_product_us = 10.41;
 };
+
+// GPU kernels (llama.cpp's graph nodes, counted from its qwen3moe/qwen3next/gpt-oss graphs:
+// norms, projections, RoPE, cache stores, attention, gates, routing, expert products, adds) a
+// layer's parts issue per token; a CPU-resident part issues as many graph ops.
+constexpr int kKernelsPerAttention = 12;
+constexpr int kKernelsPerRecurrent = 20;
+constexpr int kKernelsPerMoe = 10;
+constexpr int kKernelsPerDenseFfn = 5;
 
 const CostConstants& default_cost_constants();
 
@@ -86,7 +106,9 @@ struct DecodeEstimate {
   std::vector<double> weight_ms;  // per device: reading weights (experts included)
   double cpu_expert_ms = 0;       // part of weight_ms[0]: routed experts read from RAM
   std::vector<double> kv_ms;      // per device: KV cache and recurrent state
-  double fixed_ms = 0;
+  double fixed_ms = 0;            // cpu_fixed_ms + gpu_fixed_ms
+  double cpu_fixed_ms = 0;  // CPU: graph ops' barriers, or (calibrated) dispatches and small ops
+  double gpu_fixed_ms = 0;  // GPU kernels
   double hop_ms = 0;
   // total_ms is what engines that take turns spend (llama.cpp: the GPU waits while the CPU
   // computes a layer's experts, then the other way round). strata's hybrid executor computes a
@@ -104,11 +126,13 @@ struct DecodeEstimate {
 struct PrefillEstimate {
   double micro_batch_ms = 0;
   double compute_ms = 0;
-  double stream_ms = 0;     // CPU-resident weights over PCIe (GPU prefill)
-  double memory_ms = 0;     // CPU-only: weights read from RAM
-  double attention_ms = 0;  // calibrated CPU: attention over the batch's own positions, or the
-                            // Gated DeltaNet recurrence
-  double serial_ms = 0;     // calibrated CPU: norms, quantization, dispatches, output head
+  double stream_ms = 0;        // CPU-resident weights over PCIe (GPU prefill)
+  double memory_ms = 0;        // CPU-only: weights read from RAM
+  double attention_ms = 0;     // calibrated CPU: attention over the batch's own positions, or the
+                               // Gated DeltaNet recurrence
+  double serial_ms = 0;        // calibrated CPU: norms, quantization, dispatches, output head
+  double expert_ms = 0;        // uncalibrated: the per-expert cost of the grouped products
+  double expert_products = 0;  // (expert, matrix) products of one micro-batch
   double tokens_per_second = 0;
 };
 
@@ -158,8 +182,10 @@ double expected_active_experts(const std::vector<double>& popularity, int n_used
 //     (Gated DeltaNet layers: ceil(value heads / threads) x batch x d_k x d_v x delta_rule_ns)
 //   + batch x serial_ms_per_token (its per-token pool part / threads) + dispatches,
 // plus one output-head product for the last token.
+// depth: positions already cached when the micro-batch runs (its attention reads them too).
 PrefillEstimate estimate_prefill(const ModelInventory& inv, const HardwareProfile& hw,
-                                 const Placement& placement, const CostConstants& c);
+                                 const Placement& placement, const CostConstants& c,
+                                 int64_t depth = 0);
 
 // One sentence naming the largest share of a token, e.g. "62% of each token is reading experts
 // from RAM at 29 GB/s".

@@ -18,11 +18,9 @@
 namespace strata::plan {
 
 // Latency of one hop of the activations between CPU and GPU (synchronisation, copy, thread
-// wake-up); a CPU-resident expert layer costs a round trip, two hops. FIELD C2: the marginal cost
-// of one more CPU-resident expert layer is 0.448 ms; of it, reading 20.25 MB of active IQ4_XS
-// experts takes 0.447 ms at the C2-implied rate (cost_model.h, cpu_expert_dram_fraction) and the
-// GPU saves 0.057 ms (20.25 MB at 0.8 x 448 GB/s); the rest, 0.058 ms, is the round trip.
-constexpr double kDefaultHopLatencyMs = 0.029;
+// wake-up); a CPU-resident expert layer costs a round trip, two hops. Fitted to the published
+// runs with the cost model's other constants (cost_model.h, CostConstants::hop_ms).
+constexpr double kDefaultHopLatencyMs = 0.02696;
 
 struct GpuInfo {
   std::string name;

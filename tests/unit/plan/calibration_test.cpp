@@ -323,7 +323,8 @@ TEST(CalibratedCostModel, GatedDeltaNetLayersPriceTheirStateAndRecurrence) {
   EXPECT_NEAR(d0.kv_ms[0], 3 * 2.0 * 256 * 64 * 4 / 30 / 1e6, 1e-12);
   // Delta rule: 4 heads on 2 threads = 2 rounds of 64 x 64 values at 0.5 ns, per layer.
   EXPECT_NEAR(d.kv_ms[0] - d0.kv_ms[0], 3 * 2 * 64 * 64 * 0.5 / 1e6, 1e-12);
-  EXPECT_LT(d.fixed_ms, c.recurrent_layer_fixed_ms);  // not the FIELD engines' 0.75 ms per layer
+  // Calibrated: not the uncalibrated engines' graph ops (kKernelsPerRecurrent x cpu_op_us).
+  EXPECT_LT(d.fixed_ms, 3 * kKernelsPerRecurrent * c.cpu_op_us / 1e3);
   // A 512-token prompt runs the recurrence 512 times.
   const PrefillEstimate p = estimate_prefill(inv, hw, cpu, c);
   const PrefillEstimate p0 = estimate_prefill(inv, no_recurrence, cpu, c);

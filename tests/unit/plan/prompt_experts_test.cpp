@@ -29,11 +29,16 @@ RamExpertsMachine c2() {
 }
 
 TEST(PromptExperts, BigBatchesUploadSmallOnesStayOnTheCpu) {
-  // 340 MB over 0.56 x 16 GB/s is 37.9 ms, plus 2.2 ms of GPU compute (38.7 GFLOP at 40 FLOP
-  // per byte of 448 GB/s); 512 x 8 pairs x 9.4 MFLOP on 8 x 40 GFLOP/s is 120.8 ms.
+  // 340 MB over the PCIe stream's rate plus 38.7 GFLOP of GPU compute at its FLOP per byte of
+  // 448 GB/s; 512 x 8 pairs x 9.4 MFLOP on 8 cores (cost_model.h's fitted constants).
+  const CostConstants& c = default_cost_constants();
   const RamExpertsChoice big = choose_ram_experts_path(qwen3_30b_layer(512), c2());
-  EXPECT_NEAR(big.upload_ms, 40.0, 0.5);
-  EXPECT_NEAR(big.cpu_ms, 120.8, 1.0);
+  const double flops = 512 * 8 * 2.0 * 3 * 2048 * 768;
+  EXPECT_NEAR(big.upload_ms,
+              128 * 2.65e6 / (16 * c.pcie_stream_efficiency * 1e6) +
+                  flops / (448 * c.gpu_flops_per_byte * 1e6),
+              0.5);
+  EXPECT_NEAR(big.cpu_ms, flops / (8 * c.cpu_gflops_per_core_avx2 * 1e6), 1.0);
   EXPECT_TRUE(big.upload());
   EXPECT_FALSE(choose_ram_experts_path(qwen3_30b_layer(32), c2()).upload());
   // One crossover: every batch past it uploads.

@@ -18,11 +18,11 @@
 namespace strata::plan {
 namespace {
 
-Plan plan_on(const ModelInventory& inv, const char* gpu) {
+Plan plan_on(const ModelInventory& inv, const char* gpu, int cores = 8) {
   HardwareOverrides o;
   o.gpus = {gpu};
   o.ram = "64G:50";
-  o.cores = 8;
+  o.cores = cores;
   PlanGoals goals;
   goals.context = 4096;
   return plan_placement(inv, make_hardware_profile(o, {}), goals);
@@ -55,12 +55,12 @@ TEST(SpeculationEstimate, VerifyStepsReadTheUnionOfTheirExperts) {
   EXPECT_GT(s.gains.back().speedup, 1.3) << "95% acceptance";
 }
 
-// An uncalibrated 8-core CPU: a token's arithmetic in a small batch (at the FLOP rate assumed
+// An uncalibrated 2-core CPU: a token's arithmetic in a small batch (at the FLOP rate fitted
 // for it) costs more than a decode step's reads, so no draft length pays and none is advised.
 TEST(SpeculationEstimate, WhereChecksCostMoreThanTheyGainNothingIsDrafted) {
   const ModelInventory inv =
       inventory_from_architecture(*architecture_preset("qwen3-30b-a3b"), {0, 18'560'000'000});
-  const Plan cpu = plan_on(inv, "none");
+  const Plan cpu = plan_on(inv, "none", 2);
   ASSERT_TRUE(cpu.fits);
   const SpeculationEstimate s = estimate_speculation(inv, cpu.placement, cpu.decode, cpu.prefill);
   for (int b = 1; b <= SpeculationEstimate::kMaxTokens; ++b)
