@@ -1,5 +1,7 @@
 #include "cli/llama_command.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "util/error.h"
@@ -70,6 +72,10 @@ RewrittenArgs expand_llama_command(std::span<const std::string> args,
   RewrittenArgs out;
   if (args.empty()) return out;
   out.args.push_back(args[0]);
+  // With --arch the plan is of a published architecture: the command's model file is not read.
+  const bool arch_given = std::any_of(args.begin(), args.end(), [](const std::string& a) {
+    return a == "--arch" || a.rfind("--arch=", 0) == 0;
+  });
   for (size_t i = 1; i < args.size(); ++i) {
     std::string line;
     if (args[i] == "--llama-cmd") {
@@ -88,6 +94,14 @@ RewrittenArgs expand_llama_command(std::span<const std::string> args,
     const std::vector<std::string>& flags = rewritten.args;
     for (size_t k = 1; k < flags.size(); ++k) {
       const std::string name = flags[k].substr(0, flags[k].find('='));
+      if (arch_given && (name == "-m" || name == "--model")) {
+        std::string dropped = flags[k];
+        if (flags[k].find('=') == std::string::npos && k + 1 < flags.size())
+          dropped += " " + flags[++k];
+        out.notes.push_back(fmt::format(
+            "--llama-cmd: {}: left out; --arch plans the published architecture instead", dropped));
+        continue;
+      }
       if (!is_flag(flags[k]) || known(name)) {
         out.args.push_back(flags[k]);
         continue;

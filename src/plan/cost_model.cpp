@@ -175,11 +175,7 @@ DecodeEstimate estimate_decode(const ModelInventory& inv, const HardwareProfile&
   }
   // Fixed cost of `kernels` kernels (GPU) or graph ops (CPU) on a device.
   const auto add_kernels = [&](int device, double kernels) {
-    if (device == kCpuDevice) {
-      d.cpu_fixed_ms += kernels * c.cpu_op_us / 1e3;
-    } else {
-      d.gpu_fixed_ms += kernels * c.gpu_kernel_us / 1e3;
-    }
+    (device == kCpuDevice ? d.cpu_ops : d.gpu_kernels) += kernels;
   };
   const CpuCalibration* cal = hw.cpu_calibration ? &*hw.cpu_calibration : nullptr;
 
@@ -249,6 +245,8 @@ DecodeEstimate estimate_decode(const ModelInventory& inv, const HardwareProfile&
         ms = ms_for(bytes, bw[dev]);
         // Experts computed away from their layer: their products and activation there.
         if (static_cast<int>(dev) != a) add_kernels(static_cast<int>(dev), kKernelsPerDenseFfn);
+        (dev == kCpuDevice ? d.cpu_expert_products : d.gpu_expert_products) +=
+            3.0 * mass[dev] * inv.n_expert_used;
       }
       if (dev == kCpuDevice) d.cpu_weight_bytes += bytes;
       d.weight_ms[dev] += ms;
@@ -276,6 +274,12 @@ DecodeEstimate estimate_decode(const ModelInventory& inv, const HardwareProfile&
   }
   if (placement.output_device == kCpuDevice)
     d.cpu_weight_bytes += static_cast<double>(inv.output_bytes);
+  const int threads = std::max(1, std::min(hw.threads, hw.physical_cores));
+  d.cpu_fixed_ms += (d.cpu_ops * (c.cpu_op_us + c.cpu_op_thread_us * threads) +
+                     d.cpu_expert_products * c.cpu_expert_decode_us) /
+                    1e3;
+  d.gpu_fixed_ms +=
+      (d.gpu_kernels * c.gpu_kernel_us + d.gpu_expert_products * c.gpu_expert_decode_us) / 1e3;
   d.fixed_ms = d.cpu_fixed_ms + d.gpu_fixed_ms;
   d.total_ms = d.fixed_ms + d.hop_ms;
   for (size_t i = 0; i < n_devices; ++i) d.total_ms += d.weight_ms[i] + d.kv_ms[i];
@@ -319,7 +323,9 @@ PrefillEstimate estimate_prefill(const ModelInventory& inv, const HardwareProfil
     double best_flops = 0;
     double pcie = 0;
     for (const auto& g : hw.gpus) {
-      best_flops = std::max(best_flops, g.bandwidth_gbps * 1e9 * c.gpu_flops_per_byte);
+      best_flops = std::max(best_flops, g.tensor_tflops > 0
+                                            ? g.tensor_tflops * 1e12 * c.gpu_tensor_efficiency
+                                            : g.bandwidth_gbps * 1e9 * c.gpu_flops_per_byte);
       pcie = std::max(pcie, g.pcie_gbps);
     }
     p.compute_ms = flops / best_flops * 1e3;

@@ -36,22 +36,27 @@ struct Placement {
 // A CPU calibrated by `strata plan` on this machine uses its measured rates instead.
 struct CostConstants {
   // Decode. Fraction of the published VRAM bandwidth a token's weight reads reach. Fitted.
-  double gpu_bandwidth_efficiency = 0.8723;
+  double gpu_bandwidth_efficiency = 0.8788;
   // Fraction of the RAM bandwidth (published or derived from the memory configuration) the
   // CPU's weight reads reach, when enough threads read. Fitted.
-  double cpu_bandwidth_efficiency = 0.6907;
+  double cpu_bandwidth_efficiency = 0.7597;
   // RAM read bandwidth one thread sustains, GB/s: a CPU reads at most threads x this (a few
   // cores do not saturate the memory controller). Fitted (searched over 4..24).
   double cpu_core_gbps = 13;
   // Fractions of the bandwidth the attention over the KV cache reaches (flash-attention decode:
   // scattered reads and the softmax's arithmetic). Fitted.
-  double gpu_attention_efficiency = 0.3469;
-  double cpu_attention_efficiency = 0.2928;
+  double gpu_attention_efficiency = 0.3601;
+  double cpu_attention_efficiency = 0.302;
   // Cost of one GPU kernel (launch and the tail of a small grid), microseconds, times the kernels
-  // a layer's parts issue (kernels_per_*); and of one CPU graph op (a barrier of the thread pool).
-  // Fitted.
-  double gpu_kernel_us = 4.674;
-  double cpu_op_us = 10.96;
+  // a layer's parts issue (kernels_per_*); and of one CPU graph op (a barrier of the thread pool:
+  // a base and a part that grows with the threads that meet at it). Fitted.
+  double gpu_kernel_us = 3.398;
+  double cpu_op_us = 9.028;
+  double cpu_op_thread_us = 0.3862;
+  // Each expert a token uses is three small matrix products (gate, up, down) whose rows are too
+  // few to reach the bandwidth: a cost per product, on the GPU and on the CPU. Fitted.
+  double gpu_expert_decode_us = 1.933;
+  double cpu_expert_decode_us = 1.778;
   // One hop of the activations between CPU and GPU (synchronisation, copy, thread wake-up), ms,
   // for hardware given by flags (--hop-ms overrides it); a CPU-resident expert layer costs a
   // round trip, two hops. Fitted.
@@ -65,26 +70,31 @@ struct CostConstants {
 
   // Prompt processing. llama.cpp-style engines run batches of >= 32 tokens on the GPU and stream
   // CPU-resident weights over PCIe once per micro-batch, at this fraction of the link. Fitted.
-  double pcie_stream_efficiency = 0.9346;
+  double pcie_stream_efficiency = 0.764;
   int prefill_micro_batch = 512;  // llama.cpp's default -ub
-  // GPU prefill throughput per GB/s of VRAM bandwidth (FLOP per byte): the published runs' cards
-  // have tensor throughput roughly in proportion to their bandwidth. Fitted.
-  double gpu_flops_per_byte = 51.80;
+  // GPU prefill throughput: this fraction of the card's published dense FP16 tensor throughput
+  // (GpuInfo::tensor_tflops). Fitted.
+  double gpu_tensor_efficiency = 0.3046;
+  // A card whose throughput is not known: FLOP per byte of VRAM bandwidth, the efficiency above
+  // times 196, the median of the published runs' cards (TFLOPS per TB/s: RX 7900 XT 129, RTX 3060
+  // 142, 3090 152, 3090 Ti 159, 2080 180, 5070 Ti 196, Quadro RTX 5000 199, 4070 232, 5080 234,
+  // 4080 272, RTX PRO 6000 281).
+  double gpu_flops_per_byte = 59.7;
   // CPU prefill throughput per physical core, GFLOP/s, of llama.cpp's CPU kernels; AVX-512
   // cores do twice the work per instruction. Fitted.
-  double cpu_gflops_per_core_avx2 = 43.69;
-  double cpu_gflops_per_core_avx512 = 87.38;
+  double cpu_gflops_per_core_avx2 = 41.32;
+  double cpu_gflops_per_core_avx512 = 82.65;
   // A micro-batch multiplies each expert some token chose with its rows (three products per
   // expert): the grouped kernels pay per expert, besides the arithmetic, microseconds. Fitted.
-  double gpu_expert_product_us = 4.615;
-  double cpu_expert_product_us = 7.035;
+  double gpu_expert_product_us = 9.584;
+  double cpu_expert_product_us = 9.366;
   // The same three for ik_llama.cpp's prompt kernels (fitted on its runs, so its runs inform the
   // rest of the fit; strata's plans price llama.cpp).
-  double ik_gpu_flops_per_byte = 72.7;
-  double ik_pcie_stream_efficiency = 0.830;
-  double ik_cpu_gflops_per_core_avx2 = 131.4;
-  double ik_gpu_expert_product_us = 4.53;
-  double ik_cpu_expert_product_us = 10.41;
+  double ik_gpu_tensor_efficiency = 0.3414;
+  double ik_pcie_stream_efficiency = 0.9605;
+  double ik_cpu_gflops_per_core_avx2 = 123.1;
+  double ik_gpu_expert_product_us = 9.379;
+  double ik_cpu_expert_product_us = 10.22;
 };
 
 // GPU kernels (llama.cpp's graph nodes, counted from its qwen3moe/qwen3next/gpt-oss graphs:
@@ -109,6 +119,9 @@ struct DecodeEstimate {
   double fixed_ms = 0;            // cpu_fixed_ms + gpu_fixed_ms
   double cpu_fixed_ms = 0;  // CPU: graph ops' barriers, or (calibrated) dispatches and small ops
   double gpu_fixed_ms = 0;  // GPU kernels
+  // Uncalibrated: what the fixed costs count (per token): CPU graph ops, GPU kernels, and the
+  // expert products on each.
+  double cpu_ops = 0, gpu_kernels = 0, cpu_expert_products = 0, gpu_expert_products = 0;
   double hop_ms = 0;
   // total_ms is what engines that take turns spend (llama.cpp: the GPU waits while the CPU
   // computes a layer's experts, then the other way round). strata's hybrid executor computes a

@@ -20,7 +20,7 @@ namespace strata::plan {
 // Latency of one hop of the activations between CPU and GPU (synchronisation, copy, thread
 // wake-up); a CPU-resident expert layer costs a round trip, two hops. Fitted to the published
 // runs with the cost model's other constants (cost_model.h, CostConstants::hop_ms).
-constexpr double kDefaultHopLatencyMs = 0.02696;
+constexpr double kDefaultHopLatencyMs = 0.02659;
 
 struct GpuInfo {
   std::string name;
@@ -28,6 +28,7 @@ struct GpuInfo {
   uint64_t vram_free_bytes = 0;  // what a plan may use (hypothetical: the size given)
   double bandwidth_gbps = 0;     // VRAM read bandwidth, GB/s (1e9 bytes)
   double pcie_gbps = 16;         // host-to-device upload, GB/s
+  double tensor_tflops = 0;      // published dense FP16 tensor throughput (0: not known)
   std::string bandwidth_source;  // "measured 2026-12-01", "cached, measured ...", "" (given)
   bool hypothetical = false;
 };
