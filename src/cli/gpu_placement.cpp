@@ -96,14 +96,18 @@ std::optional<plan::Placement> choose_gpu_placement(const ModelOptions& options,
   // A budget too small for even one layer: the plan is the CPU's (the caller runs it there).
   if (!any_on_gpu) return p.placement;
   if (!split && all_on_gpu) return std::nullopt;
+  // The speed is a nominal one (the placement needs only the ranking): say so, and where the
+  // measured prediction comes from.
+  const std::string nominal =
+      fmt::format("{:.1f} tok/s at nominal bandwidths ({:.0f} GB/s GPU, {:.0f} GB/s RAM; `strata "
+                  "plan --device ...` predicts with this machine's)",
+                  p.decode.tokens_per_second(), kNominalGpuGbps, kNominalRamGbps);
   if (split) {
-    log::info("plan: {} split across {} GPUs; predicted {:.1f} tok/s", options.path, n_gpus,
-              p.decode.tokens_per_second());
+    log::info("plan: {} split across {} GPUs; {}", options.path, n_gpus, nominal);
     return p.placement;
   }
-  log::info("plan: {} ({}) needs more than the {} of GPU memory; predicted {:.1f} tok/s",
-            options.path, format_bytes(inv.total_bytes()), format_bytes(budget_bytes),
-            p.decode.tokens_per_second());
+  log::info("plan: {} ({}) needs more than the {} of GPU memory; {}", options.path,
+            format_bytes(inv.total_bytes()), format_bytes(budget_bytes), nominal);
   return p.placement;
 }
 

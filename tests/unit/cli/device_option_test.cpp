@@ -152,6 +152,21 @@ TEST(DeviceOption, VramBudgetTooSmallRunsOnTheCpuOrIsAClearError) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
+// A 2.3 MiB model under a 4 MiB budget runs whole on the GPU: the plan counts the KV cache this
+// run allocates (8 positions), not the default context's (4096: 6 MiB more, "needs more than the
+// 6.00 MiB" before), and the step buffers of its size.
+TEST(DeviceOption, ASmallModelUnderABudgetThatHoldsItRunsWhole) {
+  SKIP_WITHOUT_GPU_BACKEND();
+  const std::string model = model_path("tiny-qwen3moe-Q4_K_M");
+  const auto r = run_strata_env(lavapipe_only(), "run -m " + model +
+                                                     " --device vk0 --vram-budget 4M "
+                                                     "--tokens 1,2,3,4 -n 4");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "running " + model + " on vk0")) << r.output;
+  EXPECT_FALSE(contains(r.output, "needs more than")) << r.output;
+  EXPECT_TRUE(contains(r.output, cpu_tokens(model, "1,2,3,4", 4))) << r.output;
+}
+
 // ---- hybrid plans: routed experts in RAM, computed by the CPU during the GPU's step ----
 
 // A budget that holds only the first layer's attention: the planner keeps the output head with
