@@ -98,10 +98,10 @@ std::optional<plan::Placement> choose_gpu_placement(const ModelOptions& options,
   if (!split && all_on_gpu) return std::nullopt;
   // The speed is a nominal one (the placement needs only the ranking): say so, and where the
   // measured prediction comes from.
-  const std::string nominal =
-      fmt::format("{:.1f} tok/s at nominal bandwidths ({:.0f} GB/s GPU, {:.0f} GB/s RAM; `strata "
-                  "plan --device ...` predicts with this machine's)",
-                  p.decode.tokens_per_second(), kNominalGpuGbps, kNominalRamGbps);
+  const std::string nominal = fmt::format(
+      "{:.1f} tok/s at nominal bandwidths ({:.0f} GB/s GPU, {:.0f} GB/s RAM; `strata "
+      "plan --device ...` predicts with this machine's)",
+      p.decode.tokens_per_second(), kNominalGpuGbps, kNominalRamGbps);
   if (split) {
     log::info("plan: {} split across {} GPUs; {}", options.path, n_gpus, nominal);
     return p.placement;

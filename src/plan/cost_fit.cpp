@@ -228,8 +228,7 @@ std::array<double, N> weighted_solve(const std::vector<std::array<double, N>>& x
                                      const std::vector<double>& y,
                                      const std::vector<double>& offset,
                                      const std::vector<double>& w,
-                                     const std::array<double, N>& prior, int rounds,
-                                     double* loss) {
+                                     const std::array<double, N>& prior, int rounds, double* loss) {
   constexpr double kPriorWeight = 0.02;  // of the runs' total weight, per constant
   constexpr double kFloor = 0.03;        // errors below 3% weigh as 3%
   std::vector<double> weights = w;

@@ -3,9 +3,11 @@
 
 #include <sys/wait.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace strata {
 
@@ -32,6 +34,16 @@ inline RunResult run_strata_env(const std::string& env, const std::string& args,
 
 inline RunResult run_strata(const std::string& args, bool include_stderr = true) {
   return run_strata_env("", args, include_stderr);
+}
+
+// Token ids as --tokens takes them (and run prints them): "1,2,3".
+inline std::string join(const std::vector<int32_t>& ids) {
+  std::string out;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(ids[i]);
+  }
+  return out;
 }
 
 inline bool contains(const std::string& text, const std::string& what) {

@@ -22,15 +22,6 @@ std::string model_path(const std::string& name) {
   return (test::oracle_dir() / "models" / (name + ".gguf")).string();
 }
 
-std::string join(const std::vector<int32_t>& v) {
-  std::string out;
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) out += ',';
-    out += std::to_string(v[i]);
-  }
-  return out;
-}
-
 TEST(DeviceOption, RunOnTheGpuGivesTheReferenceTokens) {
   SKIP_WITHOUT_GPU_BACKEND();
   const std::string m = "tiny-qwen3moe-F16";

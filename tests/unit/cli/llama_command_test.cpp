@@ -53,7 +53,8 @@ TEST(LlamaCommand, ThePastedFlagsReplaceItAndUnknownOnesAreNamed) {
             (Words{"plan", "-m", "b.gguf", "--ctx", "512"}));
   // With --arch the command's model file is not read: its -m is left out, and said.
   const RewrittenArgs arch = expand_llama_command(
-      Words{"plan", "--arch", "qwen3-30b-a3b", "--llama-cmd", "llama-cli -m c.gguf -ngl 99"}, known);
+      Words{"plan", "--arch", "qwen3-30b-a3b", "--llama-cmd", "llama-cli -m c.gguf -ngl 99"},
+      known);
   EXPECT_EQ(arch.args, (Words{"plan", "--arch", "qwen3-30b-a3b", "--gpu-layers", "99"}));
   ASSERT_FALSE(arch.notes.empty());
   EXPECT_NE(arch.notes[0].find("-m c.gguf: left out; --arch plans the published architecture"),

@@ -39,15 +39,6 @@ std::vector<OracleCase> oracle_cases() {
   };
 }
 
-std::string join(const std::vector<int32_t>& v) {
-  std::string out;
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) out += ',';
-    out += std::to_string(v[i]);
-  }
-  return out;
-}
-
 TEST(PlanRuns, RandomBudgetsAndPlacementsRunInsideTheBudgetAndPassTheOracle) {
   SKIP_WITHOUT_GPU_BACKEND();
   std::mt19937 rng(35);

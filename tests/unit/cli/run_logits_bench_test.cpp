@@ -17,15 +17,6 @@
 namespace strata {
 namespace {
 
-std::string join(const std::vector<int32_t>& v) {
-  std::string out;
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) out += ',';
-    out += std::to_string(v[i]);
-  }
-  return out;
-}
-
 TEST(RunCommand, GreedyTokensMatchTheReferenceOnF16Models) {
   for (const char* m : {"tiny-qwen3moe-F16", "tiny-qwen3-F16", "tiny-llama-F16"}) {
     SCOPED_TRACE(m);

@@ -105,8 +105,7 @@ TEST(PublishedRuns, TheShippedConstantsAreTheFitToAllRuns) {
   for (const auto& [name, member] : fitted) {
     std::printf("fit %-28s %.4g (shipped %.4g)\n", name, fit.*member, shipped.*member);
     // Within 1% (or 0.01 of a constant the fit holds near zero).
-    EXPECT_NEAR(fit.*member, shipped.*member, std::max(0.01, 0.01 * std::abs(fit.*member)))
-        << name;
+    EXPECT_NEAR(fit.*member, shipped.*member, std::max(0.01, 0.01 * std::abs(fit.*member))) << name;
   }
   EXPECT_EQ(shipped.hop_ms, kDefaultHopLatencyMs)
       << "hardware.h's kDefaultHopLatencyMs is the fitted hop";
