@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -28,13 +30,16 @@
 #include "quant/quant.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/system_load.h"
 #include "util/thread_pool.h"
 
 namespace strata::plan {
 namespace {
 
 // Bumped when what is measured changes, so older cache entries are measured again.
-constexpr int kCalibrationVersion = 9;
+constexpr int kCalibrationVersion = 10;  // 10: kernel level and load recorded
+// A calibration older than this is measured again (a BIOS, kernel or memory change since).
+constexpr int kCalibrationMaxAgeDays = 30;
 constexpr int64_t kCols = 2048;     // row length of the GEMV and dense GEMM matrices
 constexpr int64_t kTileRows = 61;   // quantized rows tiled over the buffer (a prime: pages differ)
 constexpr int64_t kGemmRows = 256;  // activation rows of the dense prefill GEMM
@@ -322,6 +327,9 @@ CpuCalibration from_json(const nlohmann::json& j) {
   c.threads = j.at("threads").get<int>();
   c.date = j.at("date").get<std::string>();
   c.build = j.at("build").get<std::string>();
+  c.isa = j.at("isa").get<std::string>();
+  c.others_cpus = j.at("load").at("others_cpus").get<double>();
+  c.steal_fraction = j.at("load").at("steal_fraction").get<double>();
   c.dispatch_us = j.at("dispatch_us").get<double>();
   c.gemv_fixed_us = j.at("gemv_fixed_us").get<double>();
   const auto& serial = j.at("serial_ns");
@@ -367,6 +375,15 @@ std::string today_date() {
   return buf;
 }
 
+int days_since(const std::string& date) {
+  std::tm tm{};
+  if (::strptime(date.c_str(), "%Y-%m-%d", &tm) == nullptr) return 1 << 20;  // unreadable: stale
+  tm.tm_hour = 12;
+  tm.tm_isdst = -1;
+  const std::time_t then = std::mktime(&tm);
+  return static_cast<int>(std::difftime(std::time(nullptr), then) / 86400);
+}
+
 nlohmann::json calibration_json(const CpuCalibration& c) {
   nlohmann::json types = nlohmann::json::object();
   for (const auto& t : c.types) {
@@ -385,6 +402,8 @@ nlohmann::json calibration_json(const CpuCalibration& c) {
           {"threads", c.threads},
           {"date", c.date},
           {"build", c.build},
+          {"isa", c.isa},
+          {"load", {{"others_cpus", c.others_cpus}, {"steal_fraction", c.steal_fraction}}},
           {"dispatch_us", c.dispatch_us},
           {"gemv_fixed_us", c.gemv_fixed_us},
           {"serial_ns",
@@ -439,7 +458,9 @@ CpuCalibration calibrate_cpu(const CalibrationOptions& options) {
   STRATA_CHECK(options.threads > 0 && options.threads <= 4096,
                "calibration: expected 1..4096 threads, found {}", options.threads);
   const auto start = CalibrationClock::now();
+  const CpuTimeSample before = sample_cpu_time();
   CpuCalibration c;
+  c.isa = std::string(quant::isa_name(quant::best_isa()));
   c.threads = options.threads;
   c.date = today_date();
   c.build = build_identity();
@@ -491,19 +512,37 @@ CpuCalibration calibrate_cpu(const CalibrationOptions& options) {
     c.types.push_back(t);
   }
   c.seconds = seconds_since(start);
+  const SystemLoad load = load_between(before, sample_cpu_time());
+  c.others_cpus = load.others_cpus;
+  c.steal_fraction = load.steal_fraction;
+  c.under_load = load.busy();
+  if (c.under_load) c.source += " while " + load.describe();
   return c;
+}
+
+bool measurements_cacheable(bool under_load, const std::string& what, const std::string& load) {
+  if (!under_load) return true;
+  const char* check = std::getenv("STRATA_CALIBRATION_LOAD_CHECK");
+  if (check && std::string(check) == "off") return true;
+  log::warn(
+      "{} ran while {}: the numbers are used for this run only and not cached; strata measures "
+      "again next time (STRATA_CALIBRATION_LOAD_CHECK=off caches them anyway)",
+      what, load);
+  return false;
 }
 
 CpuCalibration cached_cpu_calibration(const std::string& cache_path, const std::string& cpu_model,
                                       const CalibrationOptions& options, bool remeasure) {
   nlohmann::json cache = read_hardware_cache(cache_path);
   const std::string build = build_identity();
+  const std::string isa(quant::isa_name(quant::best_isa()));
   nlohmann::json& entries = cache["cpu_calibrations"];
   if (!entries.is_array()) entries = nlohmann::json::array();
   auto matches = [&](const nlohmann::json& e) {
     return e.is_object() && e.value("version", 0) == kCalibrationVersion &&
            e.value("cpu_model", "") == cpu_model && e.value("threads", 0) == options.threads &&
-           e.value("build", "") == build;
+           e.value("build", "") == build && e.value("isa", "") == isa &&
+           days_since(e.value("date", "")) <= kCalibrationMaxAgeDays;
   };
   const std::vector<GgmlType> wanted = with_f32(options.types);
   std::optional<CpuCalibration> cached;
@@ -525,7 +564,9 @@ CpuCalibration cached_cpu_calibration(const std::string& cache_path, const std::
       if (!cached->find(t)) missing.push_back(t);
     }
     if (missing.empty()) {
-      cached->source = "cached, measured " + cached->date;
+      cached->source = fmt::format(
+          "cached, measured {} with {} kernels, {} threads, other programs at {:.1f} CPUs",
+          cached->date, cached->isa, cached->threads, cached->others_cpus);
       return *cached;
     }
     CalibrationOptions more = options;
@@ -539,12 +580,20 @@ CpuCalibration cached_cpu_calibration(const std::string& cache_path, const std::
     }
     result.seconds = extra.seconds;
     result.source = "cached, measured " + result.date + " (types added " + extra.date + ")";
+    result.under_load = extra.under_load;
+    if (extra.under_load) result.source = extra.source;
   } else {
     log::info("calibrating the CPU cost model with {} threads (micro-benchmarks, a few seconds)",
               options.threads);
     result = calibrate_cpu(options);
   }
   result.cpu_model = cpu_model;
+  if (!measurements_cacheable(result.under_load, "the CPU calibration",
+                              fmt::format("other programs used {:.1f} CPUs (steal {:.0f}%)",
+                                          result.others_cpus, 100 * result.steal_fraction))) {
+    result.source += " (not cached)";
+    return result;
+  }
   nlohmann::json kept = nlohmann::json::array();
   for (const auto& e : entries) {
     if (e.is_object() &&

@@ -72,6 +72,12 @@ struct CpuCalibration {
   std::string date;    // YYYY-MM-DD of the measurement
   std::string build;   // identity of the binary whose kernels were measured
   std::string source;  // "measured 2026-11-29" or "cached, measured 2026-11-29"
+  std::string isa;     // the kernel level measured: scalar, avx2, avx512 (STRATA_ISA caps it)
+  // What else ran meanwhile (util/system_load.h): a calibration taken while other programs
+  // shared the cores is used for the run that took it and not cached.
+  double others_cpus = 0;
+  double steal_fraction = 0;
+  bool under_load = false;
   double dispatch_us = 0;
   double gemv_fixed_us = 0;
   SerialCosts serial;
@@ -101,11 +107,17 @@ struct CalibrationOptions {
 // Runs the micro-benchmarks (about 3 s per weight type with the default window, plus ~1 s).
 CpuCalibration calibrate_cpu(const CalibrationOptions& options);
 
-// The cached calibration for this CPU model, thread count and build, with any missing types
-// measured and added; everything measured again when `remeasure`. `cache_path` is the
-// hardware.json the RAM bandwidth probe uses.
+// The cached calibration for this CPU model, thread count, build and kernel level, with any
+// missing types measured and added; everything measured again when `remeasure`. `cache_path` is
+// the hardware.json the RAM bandwidth probe uses. A measurement taken under load is returned,
+// said, and not cached (measurements_cacheable).
 CpuCalibration cached_cpu_calibration(const std::string& cache_path, const std::string& cpu_model,
                                       const CalibrationOptions& options, bool remeasure);
+
+// Whether a measurement taken under `load` may be cached: not when the machine was busy, unless
+// STRATA_CALIBRATION_LOAD_CHECK=off (a machine that is never quiet; tests that check the cache
+// while other tests share the cores). Says why when not.
+bool measurements_cacheable(bool under_load, const std::string& what, const std::string& load);
 
 // The quantized type a preset's uniform bits per weight stands for (nearest bits per weight among
 // Q2_K, Q3_K, IQ4_XS, Q4_K, Q5_K, Q6_K, Q8_0).
@@ -117,6 +129,8 @@ std::string build_identity();
 
 // Today as YYYY-MM-DD (local time), the date stamped on cached measurements.
 std::string today_date();
+// Whole days from a YYYY-MM-DD date to now (a large number for an unreadable one).
+int days_since(const std::string& date);
 
 // The calibration as JSON (the cache entry; also printed by `strata plan --json`).
 nlohmann::json calibration_json(const CpuCalibration& c);

@@ -17,6 +17,7 @@
 #include "util/error.h"
 #include "util/log.h"
 #include "util/memory_bandwidth.h"
+#include "util/system_load.h"
 #include "util/thread_pool.h"
 
 namespace strata::plan {
@@ -86,15 +87,22 @@ void fill_ram_bandwidth(HardwareProfile& hw, const ProbeOptions& probe) {
     }
   }
   ThreadPool pool(std::max(1, hw.physical_cores));
+  const CpuTimeSample before = sample_cpu_time();
   const BandwidthMeasurement m = measure_read_bandwidth(pool, probe.measure_bytes, 3);
+  const SystemLoad load = load_between(before, sample_cpu_time());
   hw.ram_bandwidth_gbps = m.read_gbps;
   hw.ram_bandwidth_source = "measured " + today_date();
+  if (!measurements_cacheable(load.busy(), "the RAM bandwidth measurement", load.describe())) {
+    hw.ram_bandwidth_source += " while " + load.describe() + " (not cached)";
+    return;
+  }
   update_hardware_cache(path, [&](nlohmann::json& j) {  // other entries stay
     j["cpu_model"] = hw.cpu_model;
     j["date"] = today_date();
     j["read_gbps"] = m.read_gbps;
     j["threads"] = m.threads;
     j["buffer_bytes"] = m.buffer_bytes;
+    j["load_others_cpus"] = load.others_cpus;
   });
 }
 

@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -21,6 +25,38 @@ namespace {
 bool positive_finite(double x) {
   return std::isfinite(x) && x > 0;
 }
+
+// Caching tests run while ctest runs other tests on the same cores: the load check would (rightly)
+// refuse to cache; these tests check the cache itself.
+struct LoadCheckOff {
+  LoadCheckOff() { ::setenv("STRATA_CALIBRATION_LOAD_CHECK", "off", 1); }
+  ~LoadCheckOff() { ::unsetenv("STRATA_CALIBRATION_LOAD_CHECK"); }
+};
+
+// Processes that keep every CPU busy until destroyed.
+class BusyProcesses {
+ public:
+  explicit BusyProcesses(long n) {
+    for (long i = 0; i < n; ++i) {
+      const pid_t pid = ::fork();
+      if (pid == 0) {
+        volatile uint64_t x = 0;
+        for (;;) {
+          x = x + 1;
+        }
+      }
+      if (pid > 0) pids_.push_back(pid);
+    }
+  }
+  ~BusyProcesses() {
+    for (pid_t pid : pids_) ::kill(pid, SIGKILL);
+    for (pid_t pid : pids_) ::waitpid(pid, nullptr, 0);
+  }
+  size_t size() const { return pids_.size(); }
+
+ private:
+  std::vector<pid_t> pids_;
+};
 
 // Small and quick: no assertion on speed, only on the shape of the results.
 CalibrationOptions quick(std::vector<GgmlType> types) {
@@ -67,6 +103,7 @@ TEST(Calibration, MeasuresPositiveFiniteRatesForEveryTypeAndF32) {
 }
 
 TEST(Calibration, IsCachedPerCpuModelAndThreadsAndExtendedWithMissingTypes) {
+  const LoadCheckOff load_check_off;
   const std::string path = (test::temp_dir() / "cache" / "hardware.json").string();
   const CpuCalibration first =
       cached_cpu_calibration(path, "Test CPU", quick({GgmlType::Q4_K}), false);
@@ -101,6 +138,7 @@ TEST(Calibration, IsCachedPerCpuModelAndThreadsAndExtendedWithMissingTypes) {
 }
 
 TEST(Calibration, ProbedMachineIsCalibratedInTheXdgCacheHypotheticalIsNot) {
+  const LoadCheckOff load_check_off;
   const auto dir = test::temp_dir() / "xdg";
   ::setenv("XDG_CACHE_HOME", dir.c_str(), 1);
   HardwareOverrides probed;
@@ -124,6 +162,47 @@ TEST(Calibration, ProbedMachineIsCalibratedInTheXdgCacheHypotheticalIsNot) {
   hypothetical.cores = 6;
   EXPECT_FALSE(make_hardware_profile(hypothetical, probe).cpu_calibration.has_value());
   ::unsetenv("XDG_CACHE_HOME");
+}
+
+// Issue 40: a calibration taken while other processes keep every CPU busy is used (this run) but
+// not cached, says so, and the next call measures again; its load and kernel level are recorded.
+TEST(Calibration, UnderLoadIsUsedButNotCached) {
+  ::unsetenv("STRATA_CALIBRATION_LOAD_CHECK");
+  const std::string path = (test::temp_dir() / "loaded" / "hardware.json").string();
+  CalibrationOptions options = quick({GgmlType::Q4_K});
+  options.threads = 1;
+  {
+    const BusyProcesses busy(std::max(2L, ::sysconf(_SC_NPROCESSORS_ONLN)));
+    ASSERT_GE(busy.size(), 2u);
+    const CpuCalibration loaded = cached_cpu_calibration(path, "Test CPU", options, false);
+    EXPECT_TRUE(loaded.under_load) << loaded.others_cpus;
+    EXPECT_GT(loaded.others_cpus, 1.0);
+    EXPECT_NE(loaded.source.find("while other programs used"), std::string::npos) << loaded.source;
+    EXPECT_NE(loaded.source.find("(not cached)"), std::string::npos) << loaded.source;
+    expect_valid(loaded);
+    const nlohmann::json cache = read_hardware_cache(path);
+    EXPECT_FALSE(cache.contains("cpu_calibrations")) << cache.dump();
+  }
+  // Quiet again (as far as this test can make it: the check is off for the rest of ctest's load),
+  // measured and cached with its provenance.
+  const LoadCheckOff load_check_off;
+  const CpuCalibration quiet = cached_cpu_calibration(path, "Test CPU", options, false);
+  EXPECT_EQ(quiet.source.rfind("measured", 0), 0u) << quiet.source;
+  const nlohmann::json cache = read_hardware_cache(path);
+  ASSERT_TRUE(cache.contains("cpu_calibrations")) << cache.dump();
+  const nlohmann::json& entry = cache["cpu_calibrations"][0];
+  EXPECT_FALSE(entry.at("isa").get<std::string>().empty());
+  EXPECT_TRUE(entry.at("load").contains("others_cpus"));
+  const CpuCalibration again = cached_cpu_calibration(path, "Test CPU", options, false);
+  EXPECT_NE(again.source.find("kernels, 1 threads, other programs at"), std::string::npos)
+      << again.source;
+  // An entry older than 30 days is measured again.
+  update_hardware_cache(path,
+                        [](nlohmann::json& j) { j["cpu_calibrations"][0]["date"] = "2020-01-01"; });
+  EXPECT_EQ(cached_cpu_calibration(path, "Test CPU", options, false).source.rfind("measured", 0),
+            0u);
+  EXPECT_EQ(days_since(today_date()), 0);
+  EXPECT_GT(days_since("2020-01-01"), 2000);
 }
 
 TEST(CalibratedCostModel, ExpectedActiveExperts) {
