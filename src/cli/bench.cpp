@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
@@ -17,6 +18,9 @@
 #include "cli/commands.h"
 #include "cli/expert_profile.h"
 #include "cli/model_options.h"
+#include "plan/calibration.h"
+#include "plan/hardware.h"
+#include "plan/run_records.h"
 #include "runtime/session.h"
 #include "util/cpu_features.h"
 #include "util/error.h"
@@ -24,6 +28,7 @@
 #include "util/log.h"
 #include "util/memory_bandwidth.h"
 #include "util/profiler.h"
+#include "util/system_load.h"
 
 #ifdef STRATA_HAVE_VULKAN
 #include "backend/vulkan/bandwidth_probe.h"
@@ -607,8 +612,35 @@ void print_bench_text(const BenchOptions& o, const Model& model, const BenchResu
   if (!r.timeline.is_null()) print_hybrid_timeline(r.timeline);
 }
 
+// A CPU run's workload and speeds go to this machine's records (plan/run_records.h), which
+// `strata plan` corrects its predictions with; not when other programs shared the cores.
+void record_run(const BenchOptions& o, const BenchResults& r, const SystemLoad& load) {
+  if (r.on_gpu() || (r.pp.empty() && r.tg.empty())) return;
+  if (!plan::measurements_cacheable(load.busy(), "this benchmark", load.describe())) return;
+  plan::RunRecord record;
+  record.cpu_model = plan::cpu_model_name();
+  record.threads = r.threads;
+  std::error_code ec;
+  record.model_path = std::filesystem::absolute(o.model.path, ec).string();
+  record.model_bytes = std::filesystem::file_size(o.model.path, ec);
+  record.kv_type = o.model.kv_type;
+  record.n_prompt = r.pp.empty() ? 0 : o.n_prompt;
+  record.n_gen = r.tg.empty() ? 0 : o.n_gen;
+  record.depth = o.depth;
+  record.pp_tok_s = stat_of(r.pp).mean;
+  record.tg_tok_s = stat_of(r.tg).mean;
+  record.date = plan::today_date();
+  const std::string path = plan::default_hardware_cache_path();
+  plan::append_run_record(path, record);
+  log::info(
+      "recorded this run in {}: `strata plan` corrects its predictions for this machine "
+      "with the runs recorded there",
+      path);
+}
+
 void run_bench(const CLI::App& cmd, BenchOptions& o) {
   check_bench_options(o);
+  const CpuTimeSample started = sample_cpu_time();
   apply_cpu_plan(cmd, o.model, o.context());
   o.model.kv_positions = o.context();  // the KV cache the bench allocates: what the plan counts
   auto model = load_model(o.model);
@@ -629,6 +661,7 @@ void run_bench(const CLI::App& cmd, BenchOptions& o) {
     results.edit_renamed = edit.renamed;
     results.edit = measure_edit_replay(*model, pool, edit, o.repetitions, o.model.kv_cache_type());
   }
+  record_run(o, results, load_between(started, sample_cpu_time()));
   measure_bandwidth(*model, o, pool, results);
   if (o.json) {
     print_bench_json(o, *model, results);

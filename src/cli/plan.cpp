@@ -16,6 +16,7 @@
 #include "plan/inventory.h"
 #include "plan/placement.h"
 #include "plan/report.h"
+#include "plan/run_records.h"
 #include "plan/step_buffers.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -211,6 +212,11 @@ void add_plan_command(CLI::App& app) {
                  "--device {}: this strata was built without the Vulkan GPU backend", o->device);
 #endif
     plan::HardwareProfile hw = plan::make_hardware_profile(overrides, probe);
+    // This machine's recorded runs correct its calibrated CPU (issue 40; --remeasure ignores them
+    // with the rest of the cache).
+    if (!o->remeasure) {
+      plan::apply_run_records(hw, plan::default_hardware_cache_path(), o->model_path);
+    }
     if (!o->vram_budget.empty()) {
       const uint64_t budget = plan::parse_size(o->vram_budget, 1024);
       STRATA_CHECK(budget > 0, "--vram-budget: expected a size such as 8G, found '{}'",

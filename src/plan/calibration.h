@@ -89,6 +89,13 @@ struct CpuCalibration {
   double gdn_conv_ns = 0;    // per recurrent conv channel per token
   std::vector<TypeCalibration> types;
   double seconds = 0;  // wall time the measurements took (this run)
+  // Learned from this machine's recorded runs (run_records.h), not cached with the calibration:
+  // the CPU's decode and prefill times are multiplied by these.
+  double decode_correction = 1;
+  double prefill_correction = 1;
+  int learned_runs = 0;             // recorded runs the corrections come from
+  double learned_decode_error = 0;  // median uncorrected predicted / measured - 1 over them
+  double learned_prefill_error = 0;
 
   // The rates of `type`; null when it was not measured.
   const TypeCalibration* find(GgmlType type) const;

@@ -274,6 +274,12 @@ DecodeEstimate estimate_decode(const ModelInventory& inv, const HardwareProfile&
   }
   if (placement.output_device == kCpuDevice)
     d.cpu_weight_bytes += static_cast<double>(inv.output_bytes);
+  if (cal && cal->decode_correction != 1) {  // learned from this machine's runs
+    d.weight_ms[kCpuDevice] *= cal->decode_correction;
+    d.kv_ms[kCpuDevice] *= cal->decode_correction;
+    d.cpu_expert_ms *= cal->decode_correction;
+    d.cpu_fixed_ms *= cal->decode_correction;
+  }
   const int threads = std::max(1, std::min(hw.threads, hw.physical_cores));
   d.cpu_fixed_ms += (d.cpu_ops * (c.cpu_op_us + c.cpu_op_thread_us * threads) +
                      d.cpu_expert_products * c.cpu_expert_decode_us) /
@@ -371,6 +377,10 @@ PrefillEstimate estimate_prefill(const ModelInventory& inv, const HardwareProfil
     }
     // Logits of the last token only: one product.
     p.serial_ms += calibrated_stream_ms(cal, inv.output_by_type) + cal.gemv_fixed_us / 1e3;
+    // Learned from this machine's runs.
+    p.compute_ms *= cal.prefill_correction;
+    p.attention_ms *= cal.prefill_correction;
+    p.serial_ms *= cal.prefill_correction;
     p.micro_batch_ms = p.compute_ms + p.attention_ms + p.serial_ms;
   } else {
     const double per_core = hw.simd.find("avx512") != std::string::npos

@@ -51,7 +51,7 @@ double parse_positive(std::string_view text, std::string_view what, std::string_
   return value;
 }
 
-std::string cpu_model_name() {
+std::string read_cpu_model_name() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
   while (std::getline(in, line)) {
@@ -136,6 +136,10 @@ void update_hardware_cache(const std::string& path,
 
 uint64_t available_ram_bytes() {
   return read_meminfo().second;
+}
+
+std::string cpu_model_name() {
+  return read_cpu_model_name();
 }
 
 std::string default_hardware_cache_path() {
@@ -259,7 +263,7 @@ std::pair<uint64_t, double> parse_ram_spec(std::string_view spec) {
 HardwareProfile make_hardware_profile(const HardwareOverrides& overrides,
                                       const ProbeOptions& probe) {
   HardwareProfile hw;
-  hw.cpu_model = cpu_model_name();
+  hw.cpu_model = read_cpu_model_name();
   hw.simd = cpu_features().describe();
   hw.physical_cores = overrides.cores ? *overrides.cores : physical_core_count();
   STRATA_CHECK(hw.physical_cores > 0 && hw.physical_cores <= 4096,

@@ -103,6 +103,8 @@ void update_hardware_cache(const std::string& path,
 
 // MemAvailable of /proc/meminfo (0 when unreadable): a cheap probe, no calibration.
 uint64_t available_ram_bytes();
+// /proc/cpuinfo's model name (the key of this machine's cached measurements).
+std::string cpu_model_name();
 
 std::string default_hardware_cache_path();
 

@@ -158,6 +158,12 @@ std::string plan_text(const ModelInventory& inv, const HardwareProfile& hw, cons
         "CPU calibrated with {} threads ({}): decode GB/s (matrix/expert gate+up/expert down) {}; "
         "{:.1f} us per product\n",
         c.threads, c.source, rates, c.gemv_fixed_us);
+    if (c.learned_runs > 0) {
+      out += fmt::format(
+          "  learned from {} recorded run(s) on this machine (`strata bench`): its predictions "
+          "were {:+.1f}% (decode) and {:+.1f}% (prefill) off them (median); corrected\n",
+          c.learned_runs, 100 * c.learned_decode_error, 100 * c.learned_prefill_error);
+    }
   }
   out += fmt::format("Goal: context {} tokens, KV cache {}\n\n", plan.context, plan.kv_type);
   if (!plan.fits) out += fmt::format("WARNING: {}\n\n", plan.fit_error);
@@ -287,6 +293,13 @@ nlohmann::json plan_json(const ModelInventory& inv, const HardwareProfile& hw, c
     nlohmann::json& out = j["hardware"]["cpu_calibration"] = calibration_json(c);
     out["source"] = c.source;
     out["seconds"] = c.seconds;
+    if (c.learned_runs > 0) {
+      out["learned"] = {{"runs", c.learned_runs},
+                        {"decode_error", c.learned_decode_error},
+                        {"prefill_error", c.learned_prefill_error},
+                        {"decode_correction", c.decode_correction},
+                        {"prefill_correction", c.prefill_correction}};
+    }
   }
   j["goal"] = {{"context", plan.context}, {"kv_type", plan.kv_type}};
   j["fits"] = plan.fits;

@@ -223,3 +223,35 @@ TEST(PlanCommand, HypotheticalMachinesByNameOrSizeAlone) {
 
 }  // namespace
 }  // namespace strata
+
+namespace strata {
+namespace {
+
+// Issue 40: `strata bench` records its run; `strata plan` for the same model and settings then
+// predicts what the bench measured (corrected by the record) and says what it learned.
+TEST(PlanCommand, PredictsWhatTheRecordedBenchMeasured) {
+  const std::string model = (test::oracle_dir() / "models" / "tiny-qwen3moe-Q8_0.gguf").string();
+  const auto cache = test::temp_dir() / "learned-cache";
+  std::filesystem::remove_all(cache);
+  // The check is off: ctest runs other tests on the same cores meanwhile.
+  const std::string env =
+      "XDG_CACHE_HOME=" + cache.string() + " STRATA_CALIBRATION_LOAD_CHECK=off ";
+  const auto bench = run_strata_env(
+      env, "bench -m " + model + " --device none -t 2 -p 64 -n 32 -r 2 --no-bandwidth --json",
+      false);
+  ASSERT_EQ(bench.exit_code, 0) << bench.output;
+  const double tg = nlohmann::json::parse(bench.output)["tg"]["tok_per_s"].get<double>();
+  const auto plan =
+      run_strata_env(env, "plan -m " + model + " --device none -t 2 --ctx 96 --json", false);
+  ASSERT_EQ(plan.exit_code, 0) << plan.output;
+  const auto j = nlohmann::json::parse(plan.output);
+  const auto& learned = j["hardware"]["cpu_calibration"]["learned"];
+  ASSERT_EQ(learned["runs"], 1) << plan.output;
+  EXPECT_NEAR(j["predicted"]["decode_tok_s"].get<double>() / tg, 1.0, 0.1) << plan.output;
+  const auto text = run_strata_env(env, "plan -m " + model + " --device none -t 2 --ctx 96");
+  EXPECT_TRUE(contains(text.output, "learned from 1 recorded run(s) on this machine"))
+      << text.output;
+}
+
+}  // namespace
+}  // namespace strata
