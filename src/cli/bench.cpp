@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
@@ -18,9 +17,7 @@
 #include "cli/commands.h"
 #include "cli/expert_profile.h"
 #include "cli/model_options.h"
-#include "plan/calibration.h"
-#include "plan/hardware.h"
-#include "plan/run_records.h"
+#include "cli/run_record.h"
 #include "runtime/session.h"
 #include "util/cpu_features.h"
 #include "util/error.h"
@@ -612,30 +609,17 @@ void print_bench_text(const BenchOptions& o, const Model& model, const BenchResu
   if (!r.timeline.is_null()) print_hybrid_timeline(r.timeline);
 }
 
-// A CPU run's workload and speeds go to this machine's records (plan/run_records.h), which
-// `strata plan` corrects its predictions with; not when other programs shared the cores.
+// A CPU run's workload and speeds go to this machine's records.
 void record_run(const BenchOptions& o, const BenchResults& r, const SystemLoad& load) {
-  if (r.on_gpu() || (r.pp.empty() && r.tg.empty())) return;
-  if (!plan::measurements_cacheable(load.busy(), "this benchmark", load.describe())) return;
-  plan::RunRecord record;
-  record.cpu_model = plan::cpu_model_name();
-  record.threads = r.threads;
-  std::error_code ec;
-  record.model_path = std::filesystem::absolute(o.model.path, ec).string();
-  record.model_bytes = std::filesystem::file_size(o.model.path, ec);
-  record.kv_type = o.model.kv_type;
-  record.n_prompt = r.pp.empty() ? 0 : o.n_prompt;
-  record.n_gen = r.tg.empty() ? 0 : o.n_gen;
-  record.depth = o.depth;
-  record.pp_tok_s = stat_of(r.pp).mean;
-  record.tg_tok_s = stat_of(r.tg).mean;
-  record.date = plan::today_date();
-  const std::string path = plan::default_hardware_cache_path();
-  plan::append_run_record(path, record);
-  log::info(
-      "recorded this run in {}: `strata plan` corrects its predictions for this machine "
-      "with the runs recorded there",
-      path);
+  if (r.on_gpu()) return;
+  MeasuredRun run;
+  run.threads = r.threads;
+  run.n_prompt = r.pp.empty() ? 0 : o.n_prompt;
+  run.n_gen = r.tg.empty() ? 0 : o.n_gen;
+  run.depth = o.depth;
+  run.pp_tok_s = stat_of(r.pp).mean;
+  run.tg_tok_s = stat_of(r.tg).mean;
+  record_cpu_run(o.model, run, load, "this benchmark");
 }
 
 void run_bench(const CLI::App& cmd, BenchOptions& o) {

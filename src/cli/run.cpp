@@ -11,6 +11,7 @@
 #include "cli/model_options.h"
 #include "cli/run_chat.h"
 #include "cli/run_drafted.h"
+#include "cli/run_record.h"
 #include "gguf/gguf_file.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
@@ -19,6 +20,12 @@
 #include "util/log.h"
 
 namespace strata::cli {
+namespace {
+
+constexpr int64_t kMinRecordedPrompt = 64;
+constexpr int64_t kMinRecordedGenerated = 32;
+
+}  // namespace
 
 void add_run_command(CLI::App& app) {
   struct Options {
@@ -161,6 +168,7 @@ void add_run_command(CLI::App& app) {
       }
       return;
     }
+    const CpuTimeSample started = sample_cpu_time();
     Session session(*model, ctx, o->model.kv_cache_type(), pool);
     Sampler sampler(o->sampling);
     for (int32_t t : prompt_tokens) sampler.accept(t, /*generated=*/false);  // for the penalties
@@ -196,6 +204,21 @@ void add_run_command(CLI::App& app) {
                "({:.1f} tok/s)\n",
                prompt_tokens.size(), prefill, prompt_tokens.size() / std::max(prefill, 1e-9),
                generated.size(), decode, generated.size() / std::max(decode, 1e-9));
+    // A CPU run long enough to say something (a prompt of one micro-batch, which is what the
+    // cost model prices, and a few dozen tokens) joins this machine's records.
+    const auto n_prompt = static_cast<int64_t>(prompt_tokens.size());
+    const auto n_gen = static_cast<int64_t>(generated.size());
+    if (model->device_memory().empty() && n_prompt >= kMinRecordedPrompt && n_prompt <= 512 &&
+        n_gen >= kMinRecordedGenerated) {
+      MeasuredRun run;
+      run.threads = o->model.thread_count();
+      run.n_prompt = n_prompt;
+      run.n_gen = n_gen;
+      run.depth = n_prompt;
+      run.pp_tok_s = static_cast<double>(n_prompt) / std::max(prefill, 1e-9);
+      run.tg_tok_s = static_cast<double>(n_gen) / std::max(decode, 1e-9);
+      record_cpu_run(o->model, run, load_between(started, sample_cpu_time()), "this run");
+    }
   });
 }
 

@@ -104,6 +104,35 @@ TEST(RunCommand, TextPromptOnAModelWithAVocabulary) {
   EXPECT_NE(r.output.find("has no vocabulary"), std::string::npos) << r.output;
 }
 
+// Issue 40: a CPU run with a prompt of one micro-batch (64+ tokens) and 32+ generated tokens joins
+// this machine's records (hardware.json), which `strata plan` learns from; a short one does not.
+TEST(RunCommand, ALongEnoughCpuRunIsRecorded) {
+  const std::string model = (test::oracle_dir() / "models" / "tiny-qwen3moe-Q8_0.gguf").string();
+  const auto cache = test::temp_dir() / "run-record-cache";
+  std::filesystem::remove_all(cache);
+  // The load check is off: ctest runs other tests on the same cores meanwhile.
+  const std::string env =
+      "XDG_CACHE_HOME=" + cache.string() + " STRATA_CALIBRATION_LOAD_CHECK=off ";
+  std::vector<int32_t> prompt(64);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(1 + i % 200);
+  const std::string run = "run -m " + model + " --device none -t 2 --tokens " + join(prompt);
+  auto r = run_strata_env(env, run + " -n 4");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(cache / "strata" / "hardware.json")) << r.output;
+  r = run_strata_env(env, run + " -n 32 --ignore-eos");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "recorded this run in")) << r.output;
+  std::ifstream in(cache / "strata" / "hardware.json");
+  const auto records = nlohmann::json::parse(in)["run_records"];
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0]["n_prompt"], 64);
+  EXPECT_EQ(records[0]["n_gen"], 32);
+  EXPECT_EQ(records[0]["depth"], 64);
+  EXPECT_EQ(records[0]["threads"], 2);
+  EXPECT_GT(records[0]["tg_tok_s"].get<double>(), 0);
+  EXPECT_GT(records[0]["pp_tok_s"].get<double>(), 0);
+}
+
 TEST(LogitsCommand, WritesOrclThatMatchesTheReference) {
   const std::string m = "tiny-qwen3moe-F16";
   const auto ref = LogitsFile::read((test::oracle_dir() / "logits" / (m + ".f16kv.orcl")).string());
