@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
@@ -18,6 +19,8 @@
 #include "cli/expert_profile.h"
 #include "cli/model_options.h"
 #include "cli/run_record.h"
+#include "plan/calibration.h"
+#include "plan/inventory.h"
 #include "runtime/session.h"
 #include "util/cpu_features.h"
 #include "util/error.h"
@@ -303,6 +306,10 @@ struct BenchResults {
   // the average position of the tg run.
   double experts_per_token = 0, kv_bytes = 0, state_bytes = 0, bytes_per_token = 0;
   BandwidthMeasurement bw;  // of the memory the weights are read from (the roofline)
+  // On the CPU: the compute roofs of the model's main weight type, and a prompt token's
+  // multiply-accumulates (the layers' active parameters).
+  std::optional<plan::ComputeRoofs> roofs;
+  double macs_per_token = 0;
   std::string device = "cpu";
   double upload_gbps = 0;
   // --verify: per step size B = 1..N, seconds per step and the distinct experts it ran (summed
@@ -489,7 +496,48 @@ void measure_bandwidth(Model& model, const BenchOptions& o, ThreadPool& pool, Be
   if (!o.skip_bandwidth && !r.on_gpu()) {
     log::info("measuring RAM read bandwidth with {} threads", r.threads);
     r.bw = measure_read_bandwidth(pool, int64_t{1} << 30, 3);
+    // The other roof: what the kernels of the model's main weight type do on cached weights.
+    const plan::ModelInventory inv = plan::inventory_from_gguf(model.file());
+    std::map<GgmlType, uint64_t> bytes;
+    for (const plan::InventoryTensor& t : inv.tensors)
+      if (t.matrix) bytes[t.type] += t.bytes;
+    if (!bytes.empty()) {
+      const GgmlType main_type =
+          std::max_element(bytes.begin(), bytes.end(), [](const auto& a, const auto& b) {
+            return a.second < b.second;
+          })->first;
+      log::info("measuring the {} kernels' compute roofs on cached weights",
+                ggml_type_name(main_type));
+      r.roofs = plan::measure_compute_roofs(main_type, r.threads);
+      // A prompt token's products: the layers' (the output head runs for the last token only).
+      r.macs_per_token = static_cast<double>(inv.active_params() - inv.output_params);
+    }
   }
+}
+
+// Generation's reads against both roofs: the RAM's bandwidth and the decode kernels' rate on
+// cached weights. The lower one binds.
+struct BindingRoof {
+  std::string name;     // "RAM" or "compute"
+  double fraction = 0;  // of the binding roof
+  double ram_fraction = 0, compute_fraction = 0;
+};
+std::optional<BindingRoof> tg_binding_roof(const BenchResults& r, const Stat& tg) {
+  if (!r.roofs || r.bw.read_gbps <= 0 || tg.mean <= 0) return std::nullopt;
+  const double reads_gbps = tg.mean * r.bytes_per_token / 1e9;
+  BindingRoof b;
+  b.ram_fraction = reads_gbps / r.bw.read_gbps;
+  b.compute_fraction = reads_gbps / r.roofs->gemv_gbps;
+  b.name = r.roofs->gemv_gbps < r.bw.read_gbps ? "compute" : "RAM";
+  b.fraction = std::max(b.ram_fraction, b.compute_fraction);
+  return b;
+}
+
+// Prompt processing's multiply-accumulates against the prefill kernels' rate on cached weights.
+double pp_compute_fraction(const BenchResults& r, const Stat& pp) {
+  return r.roofs && r.roofs->gemm_gmacs > 0
+             ? pp.mean * r.macs_per_token / (r.roofs->gemm_gmacs * 1e9)
+             : 0.0;
 }
 
 // The fraction of the memory bandwidth generation reaches (0: not measured).
@@ -528,6 +576,17 @@ void print_bench_json(const BenchOptions& o, const Model& model, const BenchResu
       {"roofline_fraction", roofline_fraction(r, tg)},
   };
   if (r.on_gpu()) j["gpu_upload_gbps"] = r.upload_gbps;
+  if (r.roofs) {
+    j["compute_roofs"] = {{"type", ggml_type_name(r.roofs->type)},
+                          {"decode_gbps", r.roofs->gemv_gbps},
+                          {"prefill_gmacs", r.roofs->gemm_gmacs}};
+    if (const auto b = tg_binding_roof(r, tg)) {
+      j["tg_binding_roof"] = b->name;
+      j["tg_binding_fraction"] = b->fraction;
+      j["tg_compute_fraction"] = b->compute_fraction;
+    }
+    j["pp_compute_fraction"] = pp_compute_fraction(r, pp);
+  }
   if (!r.pp_profile.ops.empty()) j["prefill_profile"] = profile_json(r.pp_profile);
   if (!r.tg_profile.ops.empty()) j["decode_profile"] = profile_json(r.tg_profile);
   if (!r.timeline.is_null()) j["hybrid_timeline"] = r.timeline;
@@ -588,6 +647,19 @@ void print_bench_text(const BenchOptions& o, const Model& model, const BenchResu
     fmt::print("roofline   {:.1f}% (tg x bytes/tok = {:.1f} GB/s of {:.1f} GB/s)\n", 100 * roofline,
                tg.mean * r.bytes_per_token / 1e9, r.bw.read_gbps);
   }
+  if (r.roofs) {
+    fmt::print(
+        "compute    {} kernels on cached weights: decode {:.1f} GB/s, prefill {:.1f} GMAC/s\n",
+        ggml_type_name(r.roofs->type), r.roofs->gemv_gbps, r.roofs->gemm_gmacs);
+    if (const auto b = tg_binding_roof(r, tg)) {
+      fmt::print("binds      tg{}: the {} roof, {:.1f}% of it (RAM {:.1f}%, compute {:.1f}%)\n",
+                 o.n_gen, b->name, 100 * b->fraction, 100 * b->ram_fraction,
+                 100 * b->compute_fraction);
+    }
+    if (const double f = pp_compute_fraction(r, pp); f > 0)
+      fmt::print("           pp{}: {:.1f}% of the prefill compute roof\n", o.n_prompt, 100 * f);
+  }
+
   if (!r.verify.empty()) {
     fmt::print("verify     tokens   ms/step   x one token   experts read\n");
     for (const auto& v : r.verify) {

@@ -520,6 +520,25 @@ CpuCalibration calibrate_cpu(const CalibrationOptions& options) {
   return c;
 }
 
+ComputeRoofs measure_compute_roofs(GgmlType type, int threads, double window_seconds) {
+  STRATA_CHECK(threads > 0 && threads <= 4096, "compute roofs: expected 1..4096 threads, found {}",
+               threads);
+  ThreadPool pool(threads);
+  ComputeRoofs r;
+  r.type = type;
+  const int64_t row_bytes = quant::row_bytes(type, kCols);
+  // Decode: a quarter MiB of rows per thread stays in each core's L2 call after call.
+  const int64_t gemv_rows = std::max<int64_t>(threads * (int64_t{256} << 10) / row_bytes, 64);
+  // Prefill: one 2048 x 2048 matrix multiplied again and again (the caches hold it; 256
+  // activation rows reuse every weight block 256 times anyway).
+  const int64_t bytes = std::max(gemv_rows, kCols) * row_bytes;
+  Buffer buffer = allocate(bytes);
+  fill_rows(buffer.get(), bytes, type);
+  r.gemv_gbps = measure_gemv(buffer.get(), gemv_rows, type, pool, false, window_seconds).gemv_gbps;
+  r.gemm_gmacs = measure_dense_gemm(buffer.get(), kCols * row_bytes, type, pool, window_seconds);
+  return r;
+}
+
 bool measurements_cacheable(bool under_load, const std::string& what, const std::string& load) {
   if (!under_load) return true;
   const char* check = std::getenv("STRATA_CALIBRATION_LOAD_CHECK");

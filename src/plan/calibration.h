@@ -126,6 +126,18 @@ CpuCalibration cached_cpu_calibration(const std::string& cache_path, const std::
 // while other tests share the cores). Says why when not.
 bool measurements_cacheable(bool under_load, const std::string& what, const std::string& load);
 
+// The compute roofs of strata's kernels for one weight type on `threads` threads, measured on
+// weights held in the caches so memory does not bound them: the decode GEMV rate (GB/s of weight
+// bytes; a token's weight reads cannot go faster whatever the RAM) and the prefill GEMM rate
+// (multiply-accumulates per second, 256 activation rows). `strata bench` sets the RAM bandwidth
+// next to them and names the roof that binds.
+struct ComputeRoofs {
+  GgmlType type = GgmlType::F32;
+  double gemv_gbps = 0;
+  double gemm_gmacs = 0;
+};
+ComputeRoofs measure_compute_roofs(GgmlType type, int threads, double window_seconds = 0.05);
+
 // The quantized type a preset's uniform bits per weight stands for (nearest bits per weight among
 // Q2_K, Q3_K, IQ4_XS, Q4_K, Q5_K, Q6_K, Q8_0).
 GgmlType type_for_bits_per_weight(double bits_per_weight);

@@ -187,6 +187,18 @@ TEST(BenchCommand, JsonReportsSpeedsBytesAndRoofline) {
   EXPECT_GE(j["experts_per_token"].get<double>(), 2.0);
   EXPECT_LE(j["experts_per_token"].get<double>(), 4.0);
   EXPECT_GT(j["bytes_per_token"].get<double>(), j["dense_bytes_per_token"].get<double>());
+  // Issue 36: the compute roofs of the main weight type (Q4_K here) next to the RAM's, and the
+  // one that binds generation: the lower of the two.
+  ASSERT_TRUE(j.contains("compute_roofs")) << r.output;
+  EXPECT_EQ(j["compute_roofs"]["type"], "Q4_K");
+  const double decode_roof = j["compute_roofs"]["decode_gbps"].get<double>();
+  EXPECT_GT(decode_roof, 0);
+  EXPECT_GT(j["compute_roofs"]["prefill_gmacs"].get<double>(), 0);
+  EXPECT_EQ(j["tg_binding_roof"],
+            decode_roof < j["ram_read_gbps"].get<double>() ? "compute" : "RAM");
+  EXPECT_GE(j["tg_binding_fraction"].get<double>(), j["roofline_fraction"].get<double>());
+  EXPECT_GT(j["tg_compute_fraction"].get<double>(), 0);
+  EXPECT_GT(j["pp_compute_fraction"].get<double>(), 0);
 }
 
 // --edit-replay: a rename in 160 answer tokens generated (forced) with and without n-gram drafts;
