@@ -77,11 +77,8 @@ std::optional<plan::Placement> choose_gpu_placement(const ModelOptions& options,
   plan::PlanGoals goals;
   goals.context = options.planned_positions();
   goals.kv_type = options.kv_type;
-  plan::StepShape shape;
-  shape.tokens = std::min<int64_t>(goals.context, 512);  // Session's largest batch
-  shape.logit_rows = options.logit_rows;
-  shape.context = goals.context;
-  const plan::MemoryConstants memory = plan::executor_memory(inv, shape, budget_bytes);
+  const plan::MemoryConstants memory = plan::executor_memory(
+      inv, plan::StepShape::for_context(goals.context, options.logit_rows), budget_bytes);
   const plan::Plan p = plan::plan_placement(inv, hw, goals, plan::default_cost_constants(), memory);
   STRATA_CHECK(p.fits, "{} does not fit this machine with {} GPU(s) of {}: {}", options.path,
                n_gpus, format_bytes(budget_bytes), p.fit_error);

@@ -259,9 +259,8 @@ void add_plan_command(CLI::App& app) {
     if (o->gpus.empty() && !hw.gpus.empty()) {
       uint64_t smallest = hw.gpus[0].vram_free_bytes;
       for (const plan::GpuInfo& g : hw.gpus) smallest = std::min(smallest, g.vram_free_bytes);
-      plan::StepShape shape;
-      shape.context = goals.max_context ? std::max<int64_t>(inv.n_ctx_train, 1) : goals.context;
-      shape.tokens = std::min<int64_t>(shape.context, 512);
+      const plan::StepShape shape = plan::StepShape::for_context(
+          goals.max_context ? std::max<int64_t>(inv.n_ctx_train, 1) : goals.context);
       memory = plan::executor_memory(inv, shape, smallest);
     }
     const plan::Plan p =

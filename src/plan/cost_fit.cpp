@@ -40,13 +40,6 @@ HardwareProfile run_hardware(const nlohmann::json& f) {
   return hw;
 }
 
-Placement all_on_cpu(const ModelInventory& inv) {
-  Placement p;
-  p.layers.resize(inv.layers.size());
-  for (auto& l : p.layers) l.expert_device.assign(static_cast<size_t>(inv.n_expert), kCpuDevice);
-  return p;
-}
-
 PublishedRun build_run(const nlohmann::json& item) {
   const nlohmann::json& f = item.at("fit");
   PublishedRun r;
@@ -69,7 +62,7 @@ PublishedRun build_run(const nlohmann::json& item) {
   const nlohmann::json& p = f.at("placement");
   if (p.value("cpu_only", false) || r.hardware.gpus.empty()) {
     r.hardware.gpus.clear();
-    r.placement = all_on_cpu(r.inventory);
+    r.placement = cpu_placement(r.inventory);
   } else {
     GivenFlags flags;
     flags.gpu_layers = p.value("gpu_layers", -1);
@@ -126,7 +119,7 @@ DecodeTerms decode_terms(const PublishedRun& r, double cpu_core_gbps) {
     t[1] += d.weight_ms[g];
     t[3] += d.kv_ms[g];
   }
-  const double threads = std::max(1, std::min(hw.threads, hw.physical_cores));
+  const double threads = cpu_threads(hw);
   t[4] = d.gpu_kernels / 1e3;
   t[5] = d.cpu_ops / 1e3;
   t[6] = d.cpu_ops * threads / 1e3;

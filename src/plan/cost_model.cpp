@@ -21,6 +21,17 @@ double kv_type_bytes(const std::string& kv_type) {
   fail("KV cache type '{}': expected f16, q8_0 or q4_0", kv_type);
 }
 
+Placement cpu_placement(const ModelInventory& inv) {
+  Placement p;
+  p.layers.resize(inv.layers.size());
+  for (auto& l : p.layers) l.expert_device.assign(static_cast<size_t>(inv.n_expert), kCpuDevice);
+  return p;
+}
+
+int cpu_threads(const HardwareProfile& hw) {
+  return std::max(1, std::min(hw.threads, hw.physical_cores));
+}
+
 namespace {
 
 // A bandwidth measured on this machine (by every core reading) is what its threads reach; a
@@ -32,8 +43,7 @@ bool measured_ram(const HardwareProfile& hw) {
 // What the CPU's threads can read: the RAM's bandwidth, or less when too few threads read.
 double cpu_read_gbps(const HardwareProfile& hw, const CostConstants& c) {
   if (measured_ram(hw)) return hw.ram_bandwidth_gbps;
-  const int threads = std::max(1, std::min(hw.threads, hw.physical_cores));
-  return std::min(hw.ram_bandwidth_gbps, threads * c.cpu_core_gbps);
+  return std::min(hw.ram_bandwidth_gbps, cpu_threads(hw) * c.cpu_core_gbps);
 }
 
 // Raw read bandwidth of a device (GB/s) before the efficiency of what reads it.
@@ -280,8 +290,7 @@ DecodeEstimate estimate_decode(const ModelInventory& inv, const HardwareProfile&
     d.cpu_expert_ms *= cal->decode_correction;
     d.cpu_fixed_ms *= cal->decode_correction;
   }
-  const int threads = std::max(1, std::min(hw.threads, hw.physical_cores));
-  d.cpu_fixed_ms += (d.cpu_ops * (c.cpu_op_us + c.cpu_op_thread_us * threads) +
+  d.cpu_fixed_ms += (d.cpu_ops * (c.cpu_op_us + c.cpu_op_thread_us * cpu_threads(hw)) +
                      d.cpu_expert_products * c.cpu_expert_decode_us) /
                     1e3;
   d.gpu_fixed_ms +=
@@ -386,8 +395,7 @@ PrefillEstimate estimate_prefill(const ModelInventory& inv, const HardwareProfil
     const double per_core = hw.simd.find("avx512") != std::string::npos
                                 ? c.cpu_gflops_per_core_avx512
                                 : c.cpu_gflops_per_core_avx2;
-    const int cores = std::max(1, std::min(hw.threads, hw.physical_cores));
-    p.compute_ms = flops / (per_core * 1e9 * cores) * 1e3;
+    p.compute_ms = flops / (per_core * 1e9 * cpu_threads(hw)) * 1e3;
     // Each micro-batch touches nearly every expert: all weights are read once, by the same
     // threads that compute (the two add up).
     const double bytes = static_cast<double>(inv.total_bytes() - inv.embeddings_bytes);

@@ -27,6 +27,12 @@ struct Placement {
   int embeddings_device = kCpuDevice;  // token_embd (llama.cpp keeps it in RAM)
 };
 
+// Every part of the model on the CPU.
+Placement cpu_placement(const ModelInventory& inv);
+
+// The threads that compute on the CPU: the plan's, at most one per physical core.
+int cpu_threads(const HardwareProfile& hw);
+
 // The cost model of engines run on hardware strata has not measured (a published GPU and RAM,
 // llama.cpp's flags): physical terms, bytes over each link's bandwidth, kernels and barriers,
 // CPU<->GPU hops, attention over the cache, arithmetic over a throughput. Every constant below

@@ -51,15 +51,6 @@ double parse_positive(std::string_view text, std::string_view what, std::string_
   return value;
 }
 
-std::string read_cpu_model_name() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) return trim(line.substr(line.find(':') + 1));
-  }
-  return "unknown CPU";
-}
-
 // /proc/meminfo values are in kB (KiB).
 std::pair<uint64_t, uint64_t> read_meminfo() {
   std::ifstream in("/proc/meminfo");
@@ -139,7 +130,12 @@ uint64_t available_ram_bytes() {
 }
 
 std::string cpu_model_name() {
-  return read_cpu_model_name();
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) return trim(line.substr(line.find(':') + 1));
+  }
+  return "unknown CPU";
 }
 
 std::string default_hardware_cache_path() {
@@ -263,7 +259,7 @@ std::pair<uint64_t, double> parse_ram_spec(std::string_view spec) {
 HardwareProfile make_hardware_profile(const HardwareOverrides& overrides,
                                       const ProbeOptions& probe) {
   HardwareProfile hw;
-  hw.cpu_model = read_cpu_model_name();
+  hw.cpu_model = cpu_model_name();
   hw.simd = cpu_features().describe();
   hw.physical_cores = overrides.cores ? *overrides.cores : physical_core_count();
   STRATA_CHECK(hw.physical_cores > 0 && hw.physical_cores <= 4096,

@@ -46,11 +46,7 @@ std::vector<int> gpus_by_speed(const HardwareProfile& hw) {
 Placement place_dense(const ModelInventory& inv, const HardwareProfile& hw,
                       const std::vector<uint64_t>& cap, std::vector<uint64_t>& used,
                       int64_t context, double kv_elem, bool ignore_capacity) {
-  Placement p;
-  p.layers.resize(inv.layers.size());
-  for (size_t l = 0; l < inv.layers.size(); ++l) {
-    p.layers[l].expert_device.assign(static_cast<size_t>(inv.n_expert), kCpuDevice);
-  }
+  Placement p = cpu_placement(inv);
   const std::vector<int> order = gpus_by_speed(hw);
   if (order.empty()) return p;
   double total_need = static_cast<double>(inv.output_bytes), total_cap = 0;

@@ -147,10 +147,7 @@ LearnedCorrection apply_run_records(HardwareProfile& hw, const std::string& cach
     } catch (const std::exception&) {
       return {};
     }
-    Placement cpu;
-    cpu.layers.resize(inv.layers.size());
-    for (auto& l : cpu.layers)
-      l.expert_device.assign(static_cast<size_t>(inv.n_expert), kCpuDevice);
+    const Placement cpu = cpu_placement(inv);
     CostConstants c = default_cost_constants();
     PredictedRun p;
     if (r.n_gen > 0) {

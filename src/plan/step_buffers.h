@@ -4,6 +4,7 @@
 // the recurrent layers' inputs, attention block states and the logits. The planner counts it on
 // every GPU that holds a layer, so a plan that fits its budget also runs in it.
 
+#include <algorithm>
 #include <cstdint>
 
 #include "plan/inventory.h"
@@ -15,6 +16,11 @@ struct StepShape {
   int64_t tokens = 512;     // the most tokens one step carries (a prompt micro-batch)
   int64_t logit_rows = 64;  // the most rows of logits one step returns (sequences x drafts)
   int64_t context = 4096;   // positions cached (flash-decoding's block states grow with them)
+
+  // Steps over `context` positions: prompt batches of Session's 512 tokens, at most the context.
+  static StepShape for_context(int64_t context, int64_t logit_rows = 64) {
+    return {std::min<int64_t>(context, 512), logit_rows, context};
+  }
 };
 
 // An upper bound: buffers grow by doubling, so they hold up to twice the largest step, and a

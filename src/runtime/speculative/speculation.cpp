@@ -44,18 +44,20 @@ std::shared_ptr<Drafter> make_drafter(SpecMode mode, const DraftSources& sources
     throw std::invalid_argument("the model has no multi-token-prediction block to draft with");
   if (mode == SpecMode::draft && !has_draft_model)
     throw std::invalid_argument("the server has no draft model (start it with --draft-model)");
+  // Every drafter drafts only while checking its drafts pays (CostAwareDrafter).
+  auto cost_aware = [&](std::unique_ptr<Drafter> inner) {
+    return std::make_unique<CostAwareDrafter>(std::move(inner), sources.cost);
+  };
   auto mtp = [&] {
-    return std::make_unique<CostAwareDrafter>(
-        std::make_unique<NextnDrafter>(*sources.nextn, sources.n_ctx, *sources.pool), sources.cost);
+    return cost_aware(std::make_unique<NextnDrafter>(*sources.nextn, sources.n_ctx, *sources.pool));
   };
   auto draft_model = [&] {
-    return std::make_unique<CostAwareDrafter>(
-        std::make_unique<DraftModelDrafter>(*sources.draft_model, sources.n_ctx, *sources.pool),
-        sources.cost);
+    return cost_aware(
+        std::make_unique<DraftModelDrafter>(*sources.draft_model, sources.n_ctx, *sources.pool));
   };
   if (mode == SpecMode::mtp) return mtp();
   if (mode == SpecMode::draft) return draft_model();
-  auto ngram = std::make_unique<CostAwareDrafter>(std::make_unique<NgramDrafter>(), sources.cost);
+  auto ngram = cost_aware(std::make_unique<NgramDrafter>());
   if (mode == SpecMode::ngram || !(has_mtp || has_draft_model)) return ngram;
   return std::make_shared<FallbackDrafter>(std::move(ngram),
                                            has_draft_model ? draft_model() : mtp());

@@ -257,13 +257,6 @@ HardwareProfile example_hardware() {
   return hw;
 }
 
-Placement all_on_cpu(const ModelInventory& inv) {
-  Placement cpu;
-  cpu.layers.resize(static_cast<size_t>(inv.n_layer));
-  for (auto& l : cpu.layers) l.expert_device.assign(static_cast<size_t>(inv.n_expert), kCpuDevice);
-  return cpu;
-}
-
 TEST(CalibratedCostModel, TinyOracleModelArithmetic) {
   const GgufFile file =
       GgufFile::open((test::oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string());
@@ -322,7 +315,7 @@ TEST(CalibratedCostModel, TinyOracleModelArithmetic) {
   ASSERT_DOUBLE_EQ(serial_ns, 4224);
   const double fixed_ms = 2 * (dispatch_ms + serial_ns / 1e6) + 5 / 1e3 + 256 * 1.5 / 1e6;
 
-  const Placement cpu = all_on_cpu(inv);
+  const Placement cpu = cpu_placement(inv);
   const CostConstants& c = default_cost_constants();
   const DecodeEstimate d0 = estimate_decode(inv, hw, cpu, 2.0, 0, c);
   EXPECT_NEAR(d0.fixed_ms, fixed_ms, 1e-9);
@@ -393,7 +386,7 @@ TEST(CalibratedCostModel, GatedDeltaNetLayersPriceTheirStateAndRecurrence) {
   const HardwareProfile hw = example_hardware();
   HardwareProfile no_recurrence = hw;
   no_recurrence.cpu_calibration->delta_rule_ns = 0;
-  const Placement cpu = all_on_cpu(inv);
+  const Placement cpu = cpu_placement(inv);
   const CostConstants& c = default_cost_constants();
 
   const DecodeEstimate d = estimate_decode(inv, hw, cpu, 2.0, 0, c);

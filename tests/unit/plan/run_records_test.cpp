@@ -77,9 +77,7 @@ TEST(RunRecords, ARecordedRunCorrectsAWrongCalibration) {
   hw.physical_cores = hw.threads = 2;
   hw.ram_bandwidth_gbps = 30;
   hw.cpu_calibration = cal;
-  Placement cpu;
-  cpu.layers.resize(inv.layers.size());
-  for (auto& l : cpu.layers) l.expert_device.assign(static_cast<size_t>(inv.n_expert), kCpuDevice);
+  const Placement cpu = cpu_placement(inv);
   const CostConstants& c = default_cost_constants();
   const double predicted_tg = estimate_decode(inv, hw, cpu, 2.0, 64, c).tokens_per_second();
 
