@@ -12,9 +12,11 @@
 #include <cstring>
 #include <type_traits>
 
+#include "quant/chains_avx512.h"
 #include "quant/kernel_table.h"
 #include "quant/kquants_common.h"
 #include "quant/multi_dot.h"
+#include "quant/super_codes_avx512.h"
 
 namespace strata::quant {
 namespace {
@@ -342,42 +344,45 @@ struct MultiK4Like {
   }
 };
 
+// Q6_K in the float order of its tile GEMM (gemm_super_avx512.cpp, chains_avx512.h): 128-bit lane
+// k of the integer sum collects groups k, 4 + k, 8 + k, 12 + k times their scales, starting from
+// their offset corrections -32 * scale * sum(a) (words permuted to the same lanes); its 4 dwords
+// are added and chain k takes acc = fma(isum_k, d_w * d_a, acc) in float lanes 4k..4k+3.
 struct MultiQ6K {
+  // Word 8k + i (i < 4) takes word k + 4i: the groups of lane k, paired in dwords.
+  static constexpr __mmask32 kGroupWords = 0x0f0f0f0fu;
+  static __m512i group_words() {
+    return _mm512_set_epi16(0, 0, 0, 0, 15, 11, 7, 3, 0, 0, 0, 0, 14, 10, 6, 2, 0, 0, 0, 0, 13, 9,
+                            5, 1, 0, 0, 0, 0, 12, 8, 4, 0);
+  }
+
   template <int N>
   static void run(int64_t n, const void* w, const uint8_t* act, int64_t stride, float* out) {
     const auto* x = static_cast<const BlockQ6_K*>(w);
     const Columns<BlockQ8_K, N> y(act, stride);
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
-    const __m512i m30 = _mm512_set1_epi8(0x30);
+    const __m512i words = group_words();
     __m512 acc[N];
     for (int j = 0; j < N; ++j) acc[j] = _mm512_setzero_ps();
     for (int64_t i = 0; i < n / kQKK; ++i) {
       const float xd = f16_to_f32(x[i].d);
       const __m256i sc16 = _mm256_cvtepi8_epi16(load128(x[i].scales));
-      const __m512i neg32 =
-          _mm512_zextsi256_si512(_mm256_mullo_epi16(sc16, _mm256_set1_epi16(-32)));
+      const __m512i neg32 = _mm512_maskz_permutexvar_epi16(
+          kGroupWords, words,
+          _mm512_zextsi256_si512(_mm256_mullo_epi16(sc16, _mm256_set1_epi16(-32))));
       Groups16 g;
       g.set_scales(sc16);
-      for (int h = 0; h < 2; ++h) {
-        const __m512i l = load512(x[i].ql + 64 * h);
-        const __m512i qh = load256_twice(x[i].qh + 32 * h);
-        const __m512i t = _mm512_slli_epi16(qh, 2);
-        const __m512i h01 = _mm512_mask_slli_epi16(t, kLower, t, 2);
-        const __m512i h23 = _mm512_mask_srli_epi16(qh, kUpper, qh, 2);
-        g.v[2 * h] = _mm512_ternarylogic_epi32(_mm512_and_si512(l, m4), h01, m30, 0xf8);
-        g.v[2 * h + 1] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
-                                                   h23, m30, 0xf8);
-      }
+      Q6KCodes::codes(x[i], g.v);
       for (int j = 0; j < N; ++j) {
         const BlockQ8_K& b = y[j][i];
         const float d = b.d * xd;
-        const __m512i init = _mm512_dpwssd_epi32(_mm512_setzero_si512(), neg32,
-                                                 _mm512_zextsi256_si512(load256(b.bsums)));
+        const __m512i bsums =
+            _mm512_permutexvar_epi16(words, _mm512_zextsi256_si512(load256(b.bsums)));
+        const __m512i init = _mm512_dpwssd_epi32(_mm512_setzero_si512(), neg32, bsums);
         const __m512i sum = g.template dot<N>(init, b.qs);
-        acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(sum), acc[j]);
+        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lane_totals(sum)), _mm512_set1_ps(d), acc[j]);
       }
     }
-    for (int j = 0; j < N; ++j) out[j] = _mm512_reduce_add_ps(acc[j]);
+    for (int j = 0; j < N; ++j) out[j] = finish_chains(acc[j]);
   }
 };
 

@@ -2,19 +2,19 @@
 //
 // Dot products run 4 blocks per step. vpdpbusd multiplies unsigned weight codes with the signed
 // activation bytes:
-//   Q4_0 / Q5_0: codes 0..15 / 0..31 still carry the offset 8 / 16, taken back out as
-//                offset * sum(activations) with a second vpdpbusd against a constant;
+//   Q5_0:        codes 0..31 still carry the offset 16, taken back out as 16 * sum(activations)
+//                with a second vpdpbusd against a constant;
 //   Q4_1 / Q5_1: codes times activations, plus m * s per block (s = d * sum(activations) is stored
-//                in the Q8_1 block);
-//   Q8_0:        |w| times (a with the sign of w).
-// Blocks are 18..36 bytes, so a step's fields are fetched with word permutes (vpermt2w) from
-// 64-byte loads of the step's bytes. Q4/Q5 keep the nibble order of the file: one register holds
-// the 4 blocks' low nibbles (128-bit lane k = elements 0..15 of block k), another the high nibbles
-// (elements 16..31), and the activations are gathered to match; Q8_0 holds 16 codes of block k in
-// lane k of two registers (see MultiQ8_0: its float order is the one of the tile GEMM). The 4
-// blocks' f16 scales are converted together, multiplied and spread over their blocks' lanes; the
-// int32 sums are scaled into float accumulators, summed horizontally once per row. A row's last
-// 1-3 blocks go through a zero-padded copy of 4 blocks (Q8_0: masked loads; scale 0 adds nothing).
+//                in the Q8_1 block).
+// Blocks are 20..24 bytes, so a step's fields are fetched with word permutes (vpermt2w) from
+// 64-byte loads of the step's bytes. The codes keep the nibble order of the file: one register
+// holds the 4 blocks' low nibbles (128-bit lane k = elements 0..15 of block k), another the high
+// nibbles (elements 16..31), and the activations are gathered to match. The 4 blocks' f16 scales
+// are converted together, multiplied and spread over their blocks' lanes; the int32 sums are
+// scaled into float accumulators, summed horizontally once per row. A row's last 1-3 blocks go
+// through a zero-padded copy of 4 blocks (scale 0 adds nothing).
+//
+// Q4_0 and Q8_0 run as quads (quad_avx512.h), in the float order of their tile GEMM.
 
 #include <immintrin.h>
 
@@ -26,6 +26,7 @@
 #include "quant/kernel_table.h"
 #include "quant/legacy_common.h"
 #include "quant/multi_dot.h"
+#include "quant/quad_avx512.h"
 
 namespace strata::quant {
 namespace {
@@ -37,24 +38,6 @@ constexpr int kStep = 4;  // blocks per step
 #define STRATA_STEP inline __attribute__((always_inline))
 
 // ---- fetching fields of 4 consecutive blocks ------------------------------------------------
-
-// A load of kBytes (16, 32 or 64) kept in a register: without the empty asm, GCC re-loads the
-// bytes for every permute that overwrites its copy, and these loads (most of them split across
-// cache lines) are what limits a step. Bytes past kBytes are undefined and never gathered.
-template <int kBytes = 64>
-STRATA_STEP __m512i load_window(const void* p) {
-  __m512i v;
-  if constexpr (kBytes == 16) {
-    v = _mm512_castsi128_si512(_mm_loadu_si128(static_cast<const __m128i*>(p)));
-  } else if constexpr (kBytes == 32) {
-    v = _mm512_castsi256_si512(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
-  } else {
-    static_assert(kBytes == 64);
-    v = _mm512_loadu_si512(p);
-  }
-  __asm__("" : "+v"(v));
-  return v;
-}
 
 // Two loads at byte offsets kFirst (64 bytes) and kSecond (kSecondBytes) of a step; gather()
 // picks 16-bit words of either by their byte offset in the step.
@@ -75,11 +58,6 @@ struct Windows {
     throw "byte outside both windows";  // a compile error: only used in constant expressions
   }
   __m512i gather(__m512i index) const { return _mm512_permutex2var_epi16(first, index, second); }
-};
-
-struct WordIndex {
-  alignas(64) uint16_t v[32];
-  __m512i load() const { return _mm512_load_si512(v); }
 };
 
 // Words 0..3: the f16 at `offset` of blocks 0..3. With kPairs, words 2k and 2k+1: the f16 pair at
@@ -206,7 +184,7 @@ STRATA_STEP __m512 spread4(__m512 scales) {
 // Q4_1 / Q5_1 also add [d products, m*s] pairs to `pairs`. vec_dot runs both once per step,
 // vec_dot_multi decodes once and runs column() for every activation row.
 
-// Q4_0 (offset 8) and Q5_0 (offset 16) against Q8_0.
+// Q5_0 (codes with the offset kOffset = 16) against Q8_0.
 template <typename WBlock, int kOffset>
 struct StepOffset {
   using W = WBlock;
@@ -262,154 +240,6 @@ struct StepMin {
     pairs = _mm256_add_ps(pairs, s);
     const __m512i sums = dot_nibbles(x.lo, act.lo, x.hi, act.hi);
     acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), spread4<2>(_mm512_castps256_ps512(s)), acc);
-  }
-};
-
-// Q8_0 against Q8_0, in the float order of the tile GEMM (gemm_q8_0_avx512.cpp), so that decode,
-// the multi-row dot products and prompt processing agree bit for bit: the 4 blocks of a step are
-// dotted exactly in int32, and float lane k takes acc = fma(S_k, d_w * d_a, acc), so it runs over
-// blocks k, k + 4, k + 8, ... in order; the row's result is (lane 0 + lane 2) + (lane 1 + lane 3).
-// The codes of a step sit in two registers with 16 bytes of block k in 128-bit lane k of each, so
-// that both vpdpbusd accumulate block k into the same lane; the activations (Q8_0 blocks too) are
-// gathered with the same indices. From loads of [0,64), [64,128) and [120,136) of the 136-byte
-// step (the same cache lines and splits as one pass over the step):
-//   x: block 0 bytes 2..17, block 1 52..67, block 2 70..85, block 3 104..119 ([0,64), [64,128));
-//   y: block 0 18..33, block 1 36..51, block 2 86..101, block 3 120..135 ([0,64) with its first
-//      16 bytes replaced by [120,136), and [64,128)).
-struct Q8_0Quad {
-  __m512i x, y;
-  __m512 d;  // d of block k in the four floats of 128-bit lane k
-};
-
-// Word indices of four runs of 16 bytes, at step bytes b0..b3, into the 128 bytes of two loads:
-// `pos(byte)` maps a step byte to its byte position there.
-template <typename Pos>
-constexpr WordIndex q8_0_quad_index(Pos pos, int b0, int b1, int b2, int b3) {
-  const int start[kStep] = {b0, b1, b2, b3};
-  WordIndex idx{};
-  for (int k = 0; k < kStep; ++k) {
-    for (int j = 0; j < 8; ++j) idx.v[8 * k + j] = static_cast<uint16_t>(pos(start[k] + 2 * j) / 2);
-  }
-  return idx;
-}
-
-// `u`, `v`: the step's bytes [0,64) and [64,128); `last`: [120,136) in the low 128 bits.
-STRATA_STEP Q8_0Quad q8_0_quad(__m512i u, __m512i v, __m128i last) {
-  constexpr int kBytes = sizeof(BlockQ8_0);
-  static constexpr WordIndex kX =
-      q8_0_quad_index([](int b) { return b; }, 2, kBytes + 18, 2 * kBytes + 2, 3 * kBytes + 2);
-  static constexpr WordIndex kY =
-      q8_0_quad_index([](int b) { return b >= 4 * kBytes - 16 ? b - (4 * kBytes - 16) : b; }, 18,
-                      kBytes + 2, 2 * kBytes + 18, 3 * kBytes + 18);
-  static constexpr WordIndex kD = [] {
-    WordIndex idx{};
-    for (int j = 0; j < 16; ++j) idx.v[j] = static_cast<uint16_t>((j / 4) * kBytes / 2);
-    return idx;
-  }();
-  Q8_0Quad q;
-  q.x = _mm512_permutex2var_epi16(u, kX.load(), v);
-  q.y = _mm512_permutex2var_epi16(_mm512_inserti32x4(u, last, 0), kY.load(), v);
-  q.d = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutex2var_epi16(u, kD.load(), v)));
-  return q;
-}
-
-STRATA_STEP Q8_0Quad q8_0_quad(const BlockQ8_0* b) {
-  const auto* p = reinterpret_cast<const uint8_t*>(b);
-  return q8_0_quad(load_window(p), load_window(p + 64),
-                   _mm512_castsi512_si128(load_window<16>(p + 4 * sizeof(BlockQ8_0) - 16)));
-}
-
-// The first `blocks` (< kStep) blocks at b and zero blocks after them (masked loads: nothing past
-// the row is read). A zero block has S = 0 and d = 0, which leaves its float lane unchanged (a
-// lane is never -0).
-STRATA_STEP Q8_0Quad q8_0_quad_partial(const BlockQ8_0* b, int64_t blocks) {
-  const auto* p = reinterpret_cast<const uint8_t*>(b);
-  const int64_t bytes = blocks * static_cast<int64_t>(sizeof(BlockQ8_0));
-  const auto mask = [&](int64_t offset) {
-    const int64_t n = std::max<int64_t>(0, bytes - offset);
-    return n >= 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1;
-  };
-  // At most 3 blocks (102 bytes): nothing at [120,136).
-  return q8_0_quad(_mm512_maskz_loadu_epi8(mask(0), p), _mm512_maskz_loadu_epi8(mask(64), p + 64),
-                   _mm_setzero_si128());
-}
-
-struct StepQ8_0 {
-  struct Decoded {
-    __m512i abs_x, abs_y;
-    __mmask64 neg_x, neg_y;
-    __m512 d;
-  };
-  static STRATA_STEP Decoded decode(const Q8_0Quad& q) {
-    return {_mm512_abs_epi8(q.x), _mm512_abs_epi8(q.y), _mm512_movepi8_mask(q.x),
-            _mm512_movepi8_mask(q.y), q.d};
-  }
-  // |w| times (a with the sign of w), exact int32: 4 partial sums of block k in 128-bit lane k.
-  // a is never -128 (activations are in -127..127).
-  static STRATA_STEP __m512i dot(const Decoded& w, const Q8_0Quad& a) {
-    const __m512i zero = _mm512_setzero_si512();
-    const __m512i ax = _mm512_mask_sub_epi8(a.x, w.neg_x, zero, a.x);
-    const __m512i ay = _mm512_mask_sub_epi8(a.y, w.neg_y, zero, a.y);
-    return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, w.abs_x, ax), w.abs_y, ay);
-  }
-  // One step into acc; float lane 4k carries the chain of block k (the other lanes of 128-bit
-  // lane k compute the same or are unused).
-  static STRATA_STEP void column(const Decoded& w, const Q8_0Quad& a, __m512& acc) {
-    const __m512i s = dot(w, a);
-    __m512i t = _mm512_add_epi32(s, _mm512_shuffle_epi32(s, _MM_PERM_BADC));
-    t = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, _MM_PERM_CDAB));
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(w.d, a.d), acc);
-  }
-  // Two consecutive steps, sharing the horizontal sums: the same integers and float operations as
-  // two calls of column().
-  static STRATA_STEP void column2(const Decoded& w0, const Q8_0Quad& a0, const Decoded& w1,
-                                  const Q8_0Quad& a1, __m512& acc) {
-    const __m512i s0 = dot(w0, a0), s1 = dot(w1, a1);
-    // Per 128-bit lane: [step 0 x2, step 1 x2] partial sums, then whole sums.
-    const __m512i u =
-        _mm512_add_epi32(_mm512_unpacklo_epi64(s0, s1), _mm512_unpackhi_epi64(s0, s1));
-    const __m512 f =
-        _mm512_cvtepi32_ps(_mm512_add_epi32(u, _mm512_shuffle_epi32(u, _MM_PERM_CDAB)));
-    acc = _mm512_fmadd_ps(f, _mm512_mul_ps(w0.d, a0.d), acc);
-    acc = _mm512_fmadd_ps(_mm512_shuffle_ps(f, f, _MM_SHUFFLE(3, 2, 3, 2)),
-                          _mm512_mul_ps(w1.d, a1.d), acc);
-  }
-  static STRATA_STEP float finish(__m512 acc) {
-    const __m128 c = _mm512_castps512_ps128(_mm512_permutexvar_ps(
-        _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), acc));
-    const __m128 pairs = _mm_add_ps(c, _mm_movehl_ps(c, c));
-    return _mm_cvtss_f32(_mm_add_ss(pairs, _mm_movehdup_ps(pairs)));
-  }
-};
-
-// vec_dot (one column) and vec_dot_multi of Q8_0: each step decoded once for all columns.
-struct MultiQ8_0 {
-  template <int N>
-  static void run(int64_t n, const void* weights, const uint8_t* act, int64_t stride, float* out) {
-    const auto* w = static_cast<const BlockQ8_0*>(weights);
-    const Columns<BlockQ8_0, N> a(act, stride);
-    const int64_t nb = n / kQK;
-    const int64_t full = nb - nb % kStep;
-    __m512 acc[N];
-    for (int j = 0; j < N; ++j) acc[j] = _mm512_setzero_ps();
-    int64_t i = 0;
-    for (; i + 2 * kStep <= full; i += 2 * kStep) {
-      const auto x0 = StepQ8_0::decode(q8_0_quad(w + i));
-      const auto x1 = StepQ8_0::decode(q8_0_quad(w + i + kStep));
-      for (int j = 0; j < N; ++j) {
-        StepQ8_0::column2(x0, q8_0_quad(a[j] + i), x1, q8_0_quad(a[j] + i + kStep), acc[j]);
-      }
-    }
-    if (i < full) {
-      const auto x = StepQ8_0::decode(q8_0_quad(w + i));
-      for (int j = 0; j < N; ++j) StepQ8_0::column(x, q8_0_quad(a[j] + i), acc[j]);
-    }
-    if (full < nb) {
-      const auto x = StepQ8_0::decode(q8_0_quad_partial(w + full, nb - full));
-      for (int j = 0; j < N; ++j)
-        StepQ8_0::column(x, q8_0_quad_partial(a[j] + full, nb - full), acc[j]);
-    }
-    for (int j = 0; j < N; ++j) out[j] = StepQ8_0::finish(acc[j]);
   }
 };
 
@@ -633,20 +463,20 @@ void dequantize_q8(const void* src, float* dst, int64_t n) {
 }  // namespace
 
 void fill_legacy_avx512(KernelTable& table) {
-  using Q4_0 = StepOffset<BlockQ4_0, 8>;
   using Q4_1 = StepMin<BlockQ4_1, false>;
   using Q5_0 = StepOffset<BlockQ5_0, 16>;
   using Q5_1 = StepMin<BlockQ5_1, true>;
-  table[GgmlType::Q4_0] = {dequantize_q4_0, nullptr, vec_dot<Q4_0>,
-                           vec_dot_multi_of<MultiDot<Q4_0>, 4>};
+  using Q4_0 = MultiQuad<NibbleQuads<Q4_0Values>>;
+  table[GgmlType::Q4_0] = {dequantize_q4_0, nullptr, vec_dot_of<Q4_0>, vec_dot_multi_of<Q4_0, 4>};
   table[GgmlType::Q4_1] = {dequantize_q4_1, nullptr, vec_dot<Q4_1>,
                            vec_dot_multi_of<MultiDot<Q4_1>, 4>};
   table[GgmlType::Q5_0] = {dequantize_q5_0, nullptr, vec_dot<Q5_0>,
                            vec_dot_multi_of<MultiDot<Q5_0>, 4>};
   table[GgmlType::Q5_1] = {dequantize_q5_1, nullptr, vec_dot<Q5_1>,
                            vec_dot_multi_of<MultiDot<Q5_1>, 4>};
-  table[GgmlType::Q8_0] = {dequantize_q8<BlockQ8_0>, quantize_q8_0, vec_dot_of<MultiQ8_0>,
-                           vec_dot_multi_of<MultiQ8_0, 4>};
+  using Q8_0 = MultiQuad<Q8_0Quads>;
+  table[GgmlType::Q8_0] = {dequantize_q8<BlockQ8_0>, quantize_q8_0, vec_dot_of<Q8_0>,
+                           vec_dot_multi_of<Q8_0, 4>};
   table[GgmlType::Q8_1] = {dequantize_q8<BlockQ8_1>, quantize_q8_1, nullptr};
 }
 

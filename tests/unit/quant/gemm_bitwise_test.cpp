@@ -108,7 +108,9 @@ TEST_P(GemmBitwise, VecDotMultiAndTileIdentical) {
 }
 
 INSTANTIATE_TEST_SUITE_P(TileFormats, GemmBitwise,
-                         testing::Values(GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q8_0),
+                         testing::Values(GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K,
+                                         GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::IQ4_NL,
+                                         GgmlType::IQ4_XS, GgmlType::MXFP4),
                          [](const testing::TestParamInfo<GgmlType>& info) {
                            return std::string(ggml_type_name(info.param));
                          });
