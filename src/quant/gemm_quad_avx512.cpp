@@ -21,16 +21,23 @@
 namespace strata::quant {
 namespace {
 
+// Two groups of 4 rows (halves) share each activation broadcast: one activation load per two
+// vpdpbusd.
 template <typename Weights>
 struct GemmQuad {
+  static constexpr int kHalves = 2;
   static constexpr int64_t kBlockElems = kQK;
-  static constexpr int kRows = 4;
+  static constexpr int kRows = 4 * kHalves;
   static constexpr int kGroupBlocks = kQuadBlocks;
-  static constexpr int kMaxColumns = 8;
+  // Two accumulators per column and half (int sum, float); 4 columns measured fastest.
+  static constexpr int kMaxColumns = 4;
 
-  struct alignas(64) TileBlock {
+  struct alignas(64) Half {
     uint8_t q[8][64];  // q[m]: lane r, dword k = values 4m..4m+3 of row r, block k, plus 128
     float d[16];       // lane 4r + k: scale of row r, block k
+  };
+  struct TileBlock {
+    Half half[kHalves];  // rows 4h .. 4h + 3
   };
   struct alignas(64) ColumnBlock {
     int8_t q[8][16];   // q[m]: dword k = values 4m..4m+3 of block k
@@ -38,38 +45,41 @@ struct GemmQuad {
     float d[4];
   };
 
-  // Lane j of the results: dword k = dword j of lane k of x (m = j) and of y (m = 4 + j).
   template <typename Loader>
   static Quad load(const uint8_t* p, int64_t count) {
     return count == kQuadBlocks ? Loader::quad(p) : Loader::partial(p, count);
   }
 
-  static void repack(const uint8_t* const* rows, int64_t nb, TileBlock* tile) {
+  static void repack_half(const uint8_t* const* rows, int64_t i, int64_t count, Half& t) {
     const __m512i transpose = dword_transpose();
     // Values plus 128: the codes plus 128 - kOffset (modulo 256: Q8_0's signed bytes plus 128).
     const __m512i offset = _mm512_set1_epi8(static_cast<char>(128 - Weights::kOffset));
     const __m512i first_floats = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    __m512i x[4], y[4];
+    __m512 d = _mm512_setzero_ps();
+    for (int r = 0; r < 4; ++r) {
+      const Quad q = load<Weights>(rows[r] + i * Weights::kBlockBytes, count);
+      x[r] = _mm512_permutexvar_epi32(transpose, q.x);
+      y[r] = _mm512_permutexvar_epi32(transpose, q.y);
+      // Row r's 4 block scales into lanes 4r .. 4r + 3.
+      const __m512 row_d = _mm512_permutexvar_ps(first_floats, q.d);
+      d = _mm512_castsi512_ps(_mm512_mask_broadcast_i32x4(
+          _mm512_castps_si512(d), static_cast<__mmask16>(0xfu << (4 * r)),
+          _mm512_castsi512_si128(_mm512_castps_si512(row_d))));
+    }
+    __m512i m[4];
+    transpose_lanes4(x, m);
+    for (int j = 0; j < 4; ++j) _mm512_store_si512(t.q[j], _mm512_add_epi8(m[j], offset));
+    transpose_lanes4(y, m);
+    for (int j = 0; j < 4; ++j) _mm512_store_si512(t.q[4 + j], _mm512_add_epi8(m[j], offset));
+    _mm512_store_ps(t.d, d);
+  }
+
+  static void repack(const uint8_t* const* rows, int64_t nb, TileBlock* tile) {
     for (int64_t i = 0; i < nb; i += kQuadBlocks) {
-      TileBlock& t = tile[i / kQuadBlocks];
       const int64_t count = std::min<int64_t>(kQuadBlocks, nb - i);
-      __m512i x[kRows], y[kRows];
-      __m512 d = _mm512_setzero_ps();
-      for (int r = 0; r < kRows; ++r) {
-        const Quad q = load<Weights>(rows[r] + i * Weights::kBlockBytes, count);
-        x[r] = _mm512_permutexvar_epi32(transpose, q.x);
-        y[r] = _mm512_permutexvar_epi32(transpose, q.y);
-        // Row r's 4 block scales into lanes 4r .. 4r + 3.
-        const __m512 row_d = _mm512_permutexvar_ps(first_floats, q.d);
-        d = _mm512_castsi512_ps(_mm512_mask_broadcast_i32x4(
-            _mm512_castps_si512(d), static_cast<__mmask16>(0xfu << (4 * r)),
-            _mm512_castsi512_si128(_mm512_castps_si512(row_d))));
-      }
-      __m512i m[4];
-      transpose_lanes4(x, m);
-      for (int j = 0; j < 4; ++j) _mm512_store_si512(t.q[j], _mm512_add_epi8(m[j], offset));
-      transpose_lanes4(y, m);
-      for (int j = 0; j < 4; ++j) _mm512_store_si512(t.q[4 + j], _mm512_add_epi8(m[j], offset));
-      _mm512_store_ps(t.d, d);
+      for (int h = 0; h < kHalves; ++h)
+        repack_half(rows + 4 * h, i, count, tile[i / kQuadBlocks].half[h]);
     }
   }
 
@@ -99,32 +109,37 @@ struct GemmQuad {
     const auto bcast = [](const void* p) {
       return _mm512_broadcast_i32x4(_mm_loadu_si128(static_cast<const __m128i*>(p)));
     };
-    __m512 acc[N];
-    for (int c = 0; c < N; ++c) acc[c] = _mm512_setzero_ps();
+    __m512 acc[kHalves][N];
+    for (int h = 0; h < kHalves; ++h)
+      for (int c = 0; c < N; ++c) acc[h][c] = _mm512_setzero_ps();
     for (int64_t g = 0; g < groups; ++g) {
       const TileBlock& t = tile[g];
-      // Two chains per column (positions 0..3 and 4..7), added exactly at the end.
-      __m512i sum[N], sum2[N];
+      __m512i sum[kHalves][N];
       for (int c = 0; c < N; ++c) {
-        sum[c] = bcast(column[c][g].start);
-        sum2[c] = _mm512_setzero_si512();
+        const __m512i start = bcast(column[c][g].start);
+        for (int h = 0; h < kHalves; ++h) sum[h][c] = start;
       }
-      for (int m = 0; m < 4; ++m) {
-        const __m512i w = _mm512_load_si512(t.q[m]);
-        const __m512i w2 = _mm512_load_si512(t.q[m + 4]);
+      for (int m = 0; m < 8; ++m) {
+        __m512i w[kHalves];
+        for (int h = 0; h < kHalves; ++h) w[h] = _mm512_load_si512(t.half[h].q[m]);
         for (int c = 0; c < N; ++c) {
-          sum[c] = _mm512_dpbusd_epi32(sum[c], w, bcast(column[c][g].q[m]));
-          sum2[c] = _mm512_dpbusd_epi32(sum2[c], w2, bcast(column[c][g].q[m + 4]));
+          const __m512i a = bcast(column[c][g].q[m]);
+          for (int h = 0; h < kHalves; ++h) sum[h][c] = _mm512_dpbusd_epi32(sum[h][c], w[h], a);
         }
       }
-      for (int c = 0; c < N; ++c) sum[c] = _mm512_add_epi32(sum[c], sum2[c]);
-      const __m512 d = _mm512_load_ps(t.d);
-      for (int c = 0; c < N; ++c) {
-        const __m512 da = _mm512_broadcast_f32x4(_mm_load_ps(column[c][g].d));
-        acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[c]), _mm512_mul_ps(d, da), acc[c]);
+      for (int h = 0; h < kHalves; ++h) {
+        const __m512 d = _mm512_load_ps(t.half[h].d);
+        for (int c = 0; c < N; ++c) {
+          const __m512 da = _mm512_broadcast_f32x4(_mm_load_ps(column[c][g].d));
+          acc[h][c] =
+              _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[h][c]), _mm512_mul_ps(d, da), acc[h][c]);
+        }
       }
     }
-    for (int c = 0; c < N; ++c) store_tile_rows4(acc[c], out + c * out_stride, n_rows);
+    for (int h = 0; h < kHalves && 4 * h < n_rows; ++h) {
+      for (int c = 0; c < N; ++c)
+        store_tile_rows4(acc[h][c], out + c * out_stride + 4 * h, std::min(4, n_rows - 4 * h));
+    }
   }
 };
 

@@ -25,21 +25,26 @@
 namespace strata::quant {
 namespace {
 
-template <typename Codes>
+// kHalves groups of 4 rows share each activation broadcast: 8 rows (two halves) load one
+// activation vector per two vpdpbusd.
+template <typename Codes, int kHalves>
 struct GemmSuper {
   using Block = typename Codes::Block;
   static constexpr int64_t kBlockElems = kQKK;
-  static constexpr int kRows = 4;
+  static constexpr int kRows = 4 * kHalves;
   static constexpr int kGroupBlocks = 1;
-  // Three accumulators per column (set sum, isum, float): 8 columns fill the 32 registers.
-  static constexpr int kMaxColumns = 8;
+  // Three accumulators per column and half (set sum, isum, float) in 32 registers.
+  static constexpr int kMaxColumns = kHalves == 1 ? 8 : 4;
   static constexpr int kSets = Codes::kSubBlocks / 4;
   static constexpr int kSetVectors = 16 / kSets;
 
-  struct alignas(64) TileBlock {
+  struct alignas(64) Half {
     uint8_t q[16][64];          // q[4z + j]: lane r, dword k = codes 4j..4j+3 of v[z] lane k, row r
     int32_t scales[kSets][16];  // lane 4r + k: scale of row r, sub-block 4 set + k
     float d[16];                // lane 4r + k: d of row r
+  };
+  struct TileBlock {
+    Half half[kHalves];  // rows 4h .. 4h + 3
   };
   struct alignas(64) ColumnBlock {
     int8_t q[16][16];         // q[4z + j]: dword k = activations 4j..4j+3 of a[z] lane k
@@ -47,31 +52,33 @@ struct GemmSuper {
     float d;
   };
 
-  static void repack(const uint8_t* const* rows, int64_t nb, TileBlock* tile) {
+  static void repack_half(const uint8_t* const* rows, int64_t i, Half& t) {
     const __m512i transpose = dword_transpose();
-    for (int64_t i = 0; i < nb; ++i) {
-      TileBlock& t = tile[i];
-      const Block* x[kRows];
-      for (int r = 0; r < kRows; ++r) x[r] = reinterpret_cast<const Block*>(rows[r]) + i;
-      __m512i v[kRows][4];
-      for (int r = 0; r < kRows; ++r) Codes::codes(*x[r], v[r]);
-      for (int z = 0; z < 4; ++z) {
-        __m512i by_row[kRows], out[4];
-        for (int r = 0; r < kRows; ++r) by_row[r] = _mm512_permutexvar_epi32(transpose, v[r][z]);
-        transpose_lanes4(by_row, out);
-        for (int j = 0; j < 4; ++j) _mm512_store_si512(t.q[4 * z + j], out[j]);
-      }
-      __m512i scales[kRows], by_set[4];
-      for (int r = 0; r < kRows; ++r) scales[r] = Codes::scales(*x[r]);
-      transpose_lanes4(scales, by_set);
-      for (int s = 0; s < kSets; ++s) _mm512_store_si512(t.scales[s], by_set[s]);
-      alignas(16) f16_bits d[8] = {x[0]->d, x[1]->d, x[2]->d, x[3]->d};
-      const __m512 df = _mm512_castps256_ps512(
-          _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d))));
-      _mm512_store_ps(t.d,
-                      _mm512_permutexvar_ps(
-                          _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3), df));
+    const Block* x[4];
+    for (int r = 0; r < 4; ++r) x[r] = reinterpret_cast<const Block*>(rows[r]) + i;
+    __m512i v[4][4];
+    for (int r = 0; r < 4; ++r) Codes::codes(*x[r], v[r]);
+    for (int z = 0; z < 4; ++z) {
+      __m512i by_row[4], out[4];
+      for (int r = 0; r < 4; ++r) by_row[r] = _mm512_permutexvar_epi32(transpose, v[r][z]);
+      transpose_lanes4(by_row, out);
+      for (int j = 0; j < 4; ++j) _mm512_store_si512(t.q[4 * z + j], out[j]);
     }
+    __m512i scales[4], by_set[4];
+    for (int r = 0; r < 4; ++r) scales[r] = Codes::scales(*x[r]);
+    transpose_lanes4(scales, by_set);
+    for (int s = 0; s < kSets; ++s) _mm512_store_si512(t.scales[s], by_set[s]);
+    alignas(16) f16_bits d[8] = {x[0]->d, x[1]->d, x[2]->d, x[3]->d};
+    const __m512 df = _mm512_castps256_ps512(
+        _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d))));
+    _mm512_store_ps(t.d,
+                    _mm512_permutexvar_ps(
+                        _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3), df));
+  }
+
+  static void repack(const uint8_t* const* rows, int64_t nb, TileBlock* tile) {
+    for (int64_t i = 0; i < nb; ++i)
+      for (int h = 0; h < kHalves; ++h) repack_half(rows + 4 * h, i, tile[i].half[h]);
   }
 
   static void prepare(const uint8_t* act, int64_t nb, ColumnBlock* column) {
@@ -95,46 +102,64 @@ struct GemmSuper {
     const auto bcast = [](const void* p) {
       return _mm512_broadcast_i32x4(_mm_loadu_si128(static_cast<const __m128i*>(p)));
     };
-    __m512 acc[N];
-    for (int c = 0; c < N; ++c) acc[c] = _mm512_setzero_ps();
+    __m512 acc[kHalves][N];
+    for (int h = 0; h < kHalves; ++h)
+      for (int c = 0; c < N; ++c) acc[h][c] = _mm512_setzero_ps();
     for (int64_t i = 0; i < nb; ++i) {
       const TileBlock& t = tile[i];
-      __m512i isum[N];
+      __m512i isum[kHalves][N];
       for (int s = 0; s < kSets; ++s) {
-        __m512i sum[N];
-        for (int c = 0; c < N; ++c) sum[c] = bcast(column[c][i].start[s]);
+        __m512i sum[kHalves][N];
+        for (int c = 0; c < N; ++c) {
+          const __m512i start = bcast(column[c][i].start[s]);
+          for (int h = 0; h < kHalves; ++h) sum[h][c] = start;
+        }
         for (int j = 0; j < kSetVectors; ++j) {
           const int m = s * kSetVectors + j;
-          const __m512i w = _mm512_load_si512(t.q[m]);
-          for (int c = 0; c < N; ++c)
-            sum[c] = _mm512_dpbusd_epi32(sum[c], w, bcast(column[c][i].q[m]));
+          __m512i w[kHalves];
+          for (int h = 0; h < kHalves; ++h) w[h] = _mm512_load_si512(t.half[h].q[m]);
+          for (int c = 0; c < N; ++c) {
+            const __m512i a = bcast(column[c][i].q[m]);
+            for (int h = 0; h < kHalves; ++h) sum[h][c] = _mm512_dpbusd_epi32(sum[h][c], w[h], a);
+          }
         }
-        const __m512i sc = _mm512_load_si512(t.scales[s]);
-        for (int c = 0; c < N; ++c) {
-          const __m512i scaled = _mm512_mullo_epi32(sum[c], sc);
-          isum[c] = s == 0 ? scaled : _mm512_add_epi32(isum[c], scaled);
+        for (int h = 0; h < kHalves; ++h) {
+          const __m512i sc = _mm512_load_si512(t.half[h].scales[s]);
+          for (int c = 0; c < N; ++c) {
+            const __m512i scaled = _mm512_mullo_epi32(sum[h][c], sc);
+            isum[h][c] = s == 0 ? scaled : _mm512_add_epi32(isum[h][c], scaled);
+          }
         }
       }
-      const __m512 d = _mm512_load_ps(t.d);
-      for (int c = 0; c < N; ++c) {
-        acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[c]),
-                                 _mm512_mul_ps(d, _mm512_set1_ps(column[c][i].d)), acc[c]);
+      for (int h = 0; h < kHalves; ++h) {
+        const __m512 d = _mm512_load_ps(t.half[h].d);
+        for (int c = 0; c < N; ++c) {
+          acc[h][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[h][c]),
+                                      _mm512_mul_ps(d, _mm512_set1_ps(column[c][i].d)), acc[h][c]);
+        }
       }
     }
-    for (int c = 0; c < N; ++c) store_tile_rows4(acc[c], out + c * out_stride, n_rows);
+    for (int h = 0; h < kHalves && 4 * h < n_rows; ++h) {
+      for (int c = 0; c < N; ++c)
+        store_tile_rows4(acc[h][c], out + c * out_stride + 4 * h, std::min(4, n_rows - 4 * h));
+    }
   }
 };
+
+constexpr int kSuperHalves = 2;
 
 }  // namespace
 
 void gemm_iq4xs_avx512(int64_t n, const void* weights, int64_t w_stride, int64_t n_rows,
                        const uint8_t* const* act, int64_t n_cols, float* out, int64_t out_stride) {
-  gemm_tiles<GemmSuper<Iq4xsCodes>>(n, weights, w_stride, n_rows, act, n_cols, out, out_stride);
+  gemm_tiles<GemmSuper<Iq4xsCodes, kSuperHalves>>(n, weights, w_stride, n_rows, act, n_cols, out,
+                                                  out_stride);
 }
 
 void gemm_q6k_avx512(int64_t n, const void* weights, int64_t w_stride, int64_t n_rows,
                      const uint8_t* const* act, int64_t n_cols, float* out, int64_t out_stride) {
-  gemm_tiles<GemmSuper<Q6KCodes>>(n, weights, w_stride, n_rows, act, n_cols, out, out_stride);
+  gemm_tiles<GemmSuper<Q6KCodes, kSuperHalves>>(n, weights, w_stride, n_rows, act, n_cols, out,
+                                                out_stride);
 }
 
 }  // namespace strata::quant
