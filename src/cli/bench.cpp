@@ -4,14 +4,13 @@
 
 #include <fmt/format.h>
 
-#include <optional>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 #include <random>
 
 #include "cli/bench_edit_replay.h"
@@ -37,6 +36,9 @@
 
 namespace strata::cli {
 namespace {
+
+// Tokens --agent decodes after the prompt unless -n says otherwise: an agent's typical answer.
+constexpr int kAgentGeneratedTokens = 128;
 
 struct Stat {
   double mean = 0, stddev = 0;
@@ -243,6 +245,7 @@ struct BenchOptions {
   bool json = false;
   bool skip_bandwidth = false;
   bool profile = false;
+  int agent = 0;        // an agent's turn: prompt of this many tokens, then tg from its state
   int verify = 0;       // largest verify step measured (0: none)
   int edit_replay = 0;  // answer tokens of the edit replay (0: none)
   std::string expert_profile;
@@ -263,6 +266,11 @@ void add_bench_options(CLI::App* cmd, BenchOptions& o) {
                   "Tokens already in the context when tg starts (decode speed at long context)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 24));
+  cmd->add_option("--agent", o.agent,
+                  "An agent's turn: a prompt of N tokens (timed as pp: the time to the first "
+                  "token), then -n tokens (default 128) decoded at depth N from the prompt's own "
+                  "state; sets -p N -d N")
+      ->check(CLI::Range(1, 1 << 24));
   cmd->add_option("-r,--repetitions", o.repetitions, "Repetitions of each test")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
@@ -285,6 +293,20 @@ void add_bench_options(CLI::App* cmd, BenchOptions& o) {
       ->check(CLI::Range(0, 1 << 16));
   cmd->add_flag("--profile", o.profile,
                 "After the timed runs, one more pp and tg run each with a per-op time profile");
+}
+
+// --agent N: -p N -d N, and -n 128 unless given; a different -p or -d is an error.
+void apply_agent_shape(const CLI::App& cmd, BenchOptions& o) {
+  if (o.agent <= 0) return;
+  const auto given = [&](const char* flag) { return cmd.count(flag) > 0; };
+  STRATA_CHECK(!given("-p") || o.n_prompt == o.agent,
+               "--agent {} is a prompt of {} tokens: drop -p {}", o.agent, o.agent, o.n_prompt);
+  STRATA_CHECK(!given("-d") || o.depth == o.agent, "--agent {} decodes at depth {}: drop -d {}",
+               o.agent, o.agent, o.depth);
+  o.n_prompt = o.agent;
+  o.depth = o.agent;
+  if (!given("-n")) o.n_gen = kAgentGeneratedTokens;
+  STRATA_CHECK(o.n_gen > 0, "--agent measures decoding after the prompt: -n must be > 0");
 }
 
 // What can be checked before the model loads.
@@ -346,6 +368,7 @@ class BenchRunner {
   }
 
   void measure_prompt(BenchResults& r) {
+    holds_prompt_ = false;
     for (int i = 0; i < o_.repetitions && o_.n_prompt > 0; ++i) {
       r.pp.push_back(o_.n_prompt / run_pp());
       log::info("pp{} run {}: {:.2f} tok/s", o_.n_prompt, i + 1, r.pp.back());
@@ -424,12 +447,22 @@ class BenchRunner {
     session_.reset();
     const auto start = std::chrono::steady_clock::now();
     session_.eval(prompt_, false, logits_, o_.batch);
-    return seconds_since(start);
+    const double seconds = seconds_since(start);
+    holds_prompt_ = true;
+    return seconds;
   }
 
   // tg: single-token steps starting at position `depth` (filled once, untimed). Each run
   // starts from a snapshot there (hybrid models cannot truncate their recurrent state).
   void start_at_depth() {
+    if (o_.n_gen > 0 && o_.depth > 0 && o_.depth == o_.n_prompt && holds_prompt_) {
+      // The last pp run left exactly the depth's tokens: an agent's turn goes on from there.
+      log::info("decoding from the prompt's own state (depth {})", o_.depth);
+      at_depth_ = session_.snapshot();
+      holds_prompt_ = false;
+      return;
+    }
+    holds_prompt_ = false;
     session_.reset();
     if (o_.n_gen > 0 && o_.depth > 0) {
       log::info("filling the context to depth {}", o_.depth);
@@ -476,6 +509,7 @@ class BenchRunner {
   std::vector<int32_t> prompt_;
   std::vector<float> logits_;
   SessionSnapshot at_depth_;
+  bool holds_prompt_ = false;  // the session holds exactly the prompt of the last pp run
 };
 
 // The roofline is the bandwidth of the memory the weights are read from: the GPU's, or RAM.
@@ -546,6 +580,16 @@ double roofline_fraction(const BenchResults& r, const Stat& tg) {
                                            : 0.0;
 }
 
+// An agent's turn (--agent) from the mean speeds: the prompt (the time to the first token), then
+// the answer decoded at the prompt's depth.
+struct AgentTurn {
+  double prompt_seconds = 0, decode_seconds = 0;
+};
+std::optional<AgentTurn> agent_turn(const BenchOptions& o, const Stat& pp, const Stat& tg) {
+  if (o.agent <= 0 || pp.mean <= 0 || tg.mean <= 0) return std::nullopt;
+  return AgentTurn{o.n_prompt / pp.mean, o.n_gen / tg.mean};
+}
+
 void print_bench_json(const BenchOptions& o, const Model& model, const BenchResults& r) {
   const ModelHParams& hp = model.hparams();
   const Stat pp = stat_of(r.pp), tg = stat_of(r.tg);
@@ -607,6 +651,13 @@ void print_bench_json(const BenchOptions& o, const Model& model, const BenchResu
                         {"drafted", r.edit->drafted},
                         {"kept", r.edit->kept}};
   }
+  if (const auto turn = agent_turn(o, pp, tg)) {
+    j["agent"] = {{"prompt_tokens", o.n_prompt},
+                  {"time_to_first_token_s", turn->prompt_seconds},
+                  {"decode_tokens", o.n_gen},
+                  {"decode_s", turn->decode_seconds},
+                  {"turn_s", turn->prompt_seconds + turn->decode_seconds}};
+  }
   fmt::print("{}\n", j.dump(2));
 }
 
@@ -637,6 +688,13 @@ void print_bench_text(const BenchOptions& o, const Model& model, const BenchResu
                r.state_bytes > 0 ? fmt::format(" + recurrent state {} read+written",
                                                format_bytes(static_cast<uint64_t>(r.state_bytes)))
                                  : "");
+  }
+  if (const auto turn = agent_turn(o, pp, tg)) {
+    fmt::print(
+        "agent      prompt of {} tokens in {:.2f} s (time to first token), {} tokens at depth {} "
+        "in {:.2f} s: {:.2f} s a turn\n",
+        o.n_prompt, turn->prompt_seconds, o.n_gen, o.depth, turn->decode_seconds,
+        turn->prompt_seconds + turn->decode_seconds);
   }
   if (r.bw.read_gbps > 0 && r.on_gpu()) {
     fmt::print("GPU read   {:.1f} GB/s (upload {:.1f} GB/s)\n", r.bw.read_gbps, r.upload_gbps);
@@ -695,6 +753,7 @@ void record_run(const BenchOptions& o, const BenchResults& r, const SystemLoad& 
 }
 
 void run_bench(const CLI::App& cmd, BenchOptions& o) {
+  apply_agent_shape(cmd, o);
   check_bench_options(o);
   const CpuTimeSample started = sample_cpu_time();
   apply_cpu_plan(cmd, o.model, o.context());

@@ -9,6 +9,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "cli_test_support.h"
 #include "runtime/logits_file.h"
@@ -199,6 +202,55 @@ TEST(BenchCommand, JsonReportsSpeedsBytesAndRoofline) {
   EXPECT_GE(j["tg_binding_fraction"].get<double>(), j["roofline_fraction"].get<double>());
   EXPECT_GT(j["tg_compute_fraction"].get<double>(), 0);
   EXPECT_GT(j["pp_compute_fraction"].get<double>(), 0);
+}
+
+// --agent N: an agent's turn, a prompt of N tokens (pp) and then -n tokens decoded at depth N from
+// the prompt's own state: no second fill of the context. The report adds up the turn.
+TEST(BenchCommand, AgentTurnDecodesFromThePromptsOwnState) {
+  const std::string model = (test::oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string();
+  const auto text = run_strata("bench -m " + model + " --agent 48 -n 4 -r 1 --no-bandwidth");
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_NE(text.output.find("decoding from the prompt's own state (depth 48)"), std::string::npos)
+      << text.output;
+  EXPECT_EQ(text.output.find("filling the context"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("agent      prompt of 48 tokens in "), std::string::npos)
+      << text.output;
+  EXPECT_NE(text.output.find("tg4 "), std::string::npos) << text.output;
+
+  const auto r =
+      run_strata("bench -m " + model + " --agent 48 -n 4 -r 1 --no-bandwidth --json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["pp"]["tokens"], 48);
+  EXPECT_EQ(j["tg"]["tokens"], 4);
+  EXPECT_EQ(j["tg"]["depth"], 48);
+  const auto& a = j["agent"];
+  EXPECT_EQ(a["prompt_tokens"], 48);
+  EXPECT_EQ(a["decode_tokens"], 4);
+  EXPECT_NEAR(a["time_to_first_token_s"].get<double>(), 48 / j["pp"]["tok_per_s"].get<double>(),
+              1e-9);
+  EXPECT_NEAR(a["decode_s"].get<double>(), 4 / j["tg"]["tok_per_s"].get<double>(), 1e-9);
+  EXPECT_NEAR(a["turn_s"].get<double>(),
+              a["time_to_first_token_s"].get<double>() + a["decode_s"].get<double>(), 1e-9);
+
+  // Without --agent, -p N -d N reuses the prompt's state too; without -n, 128 tokens.
+  const auto same = run_strata("bench -m " + model + " -p 32 -d 32 -n 2 -r 1 --no-bandwidth");
+  ASSERT_EQ(same.exit_code, 0) << same.output;
+  EXPECT_NE(same.output.find("decoding from the prompt's own state (depth 32)"), std::string::npos)
+      << same.output;
+  const auto default_n =
+      run_strata("bench -m " + model + " --agent 16 -r 1 --no-bandwidth --json", false);
+  ASSERT_EQ(default_n.exit_code, 0) << default_n.output;
+  EXPECT_EQ(nlohmann::json::parse(default_n.output)["tg"]["tokens"], 128);
+
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {"--agent 48 -p 32", "--agent 48 is a prompt of 48 tokens: drop -p 32"},
+           {"--agent 48 -d 16", "--agent 48 decodes at depth 48: drop -d 16"},
+           {"--agent 48 -n 0", "--agent measures decoding after the prompt: -n must be > 0"}}) {
+    const auto bad = run_strata("bench -m " + model + " " + args);
+    EXPECT_EQ(bad.exit_code, 1) << args;
+    EXPECT_NE(bad.output.find(message), std::string::npos) << args << ": " << bad.output;
+  }
 }
 
 // --edit-replay: a rename in 160 answer tokens generated (forced) with and without n-gram drafts;
