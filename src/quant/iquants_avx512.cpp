@@ -38,7 +38,11 @@ struct MultiIq4xs {
     for (int64_t i = 0; i < n / kQKK; ++i) {
       const float xd = _cvtsh_ss(x[i].d);
       const __m256i ls = Iq4xsCodes::scales8(x[i]);
+      // -128 * scale of sub-block s in both words of dword s (|value| <= 4096: an int16), so that
+      // one vpmaddwd with the 16 block sums gives the offset corrections of the 8 sub-blocks.
       const __m256i neg_ls = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(ls, 7));
+      const __m256i neg_ls_words = _mm256_or_si256(
+          _mm256_and_si256(neg_ls, _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(neg_ls, 16));
       __m512i v[4];
       Iq4xsCodes::codes(x[i], v);
       const __m512i ls512 = _mm512_zextsi256_si512(ls);
@@ -50,9 +54,8 @@ struct MultiIq4xs {
         __m512i a[4];
         Iq4xsCodes::activations(b, a);
         // Dword s of the corrections is sub-block s; the transpose moves it to lane s % 4.
-        const __m256i a_sums = _mm256_madd_epi16(load256(b.bsums), _mm256_set1_epi16(1));
         __m512i sum = _mm512_permutexvar_epi32(
-            transpose, _mm512_zextsi256_si512(_mm256_mullo_epi32(a_sums, neg_ls)));
+            transpose, _mm512_zextsi256_si512(_mm256_madd_epi16(load256(b.bsums), neg_ls_words)));
         for (int c = 0; c < 2; ++c) {
           const __m512i s =
               _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), v[2 * c], a[2 * c]),

@@ -1,0 +1,53 @@
+// Decode attention at depth on the shape of Qwen3-30B-A3B (head size 128, 8 query heads per KV
+// head, 4 KV heads interleaved in the cache): one KV head's group attending over N cached
+// positions, f16 and q8_0 caches, one core. "flops" counts the useful arithmetic, 2 x 2 x d per
+// (query head, position): the Q.K scores and the weighted sum of V.
+// Run: build/release/bench/bench_attention
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "ops/attention.h"
+#include "quant/quant.h"
+
+namespace {
+
+using strata::GgmlType;
+
+void BM_DecodeAttention(benchmark::State& state, GgmlType type) {
+  constexpr int64_t kHeads = 4, kGroup = 8, kDim = 128;
+  const int64_t n = state.range(0);
+  const int64_t row_bytes = strata::quant::row_bytes(type, kDim);
+  std::vector<uint8_t> k(static_cast<size_t>(n * kHeads * row_bytes)), v(k.size());
+  const strata::ops::KvLayerView kv{type, k.data(), v.data(), kHeads, kDim, row_bytes};
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal;
+  std::vector<float> keys(kHeads * kDim), values(keys.size());
+  for (int64_t pos = 0; pos < n; ++pos) {
+    for (auto& x : keys) x = normal(rng);
+    for (auto& x : values) x = normal(rng);
+    strata::ops::kv_store(kv, pos, keys.data(), values.data());
+  }
+  std::vector<float> q(kGroup * kDim), out(q.size());
+  for (auto& x : q) x = normal(rng);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(kDim));
+  for (auto _ : state) {
+    strata::ops::attend_group(kv, 1, q.data(), kGroup, n, scale, out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["flops"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * kGroup * static_cast<double>(n) * 4 * kDim,
+      benchmark::Counter::kIsRate);
+  state.counters["kv_bytes"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * static_cast<double>(n) * 2 * row_bytes,
+      benchmark::Counter::kIsRate);
+}
+
+BENCHMARK_CAPTURE(BM_DecodeAttention, f16, GgmlType::F16)->Arg(1024)->Arg(8192);
+BENCHMARK_CAPTURE(BM_DecodeAttention, q8_0, GgmlType::Q8_0)->Arg(1024)->Arg(8192);
+
+}  // namespace
+
+BENCHMARK_MAIN();
