@@ -9,6 +9,7 @@
 #include <new>
 #include <vector>
 
+#include "quant/blocks.h"
 #include "quant/quant.h"
 #include "util/cpu_features.h"
 #include "util/error.h"
@@ -364,6 +365,53 @@ __attribute__((target("avx512f"))) void f32_keys_t_avx512(const float* rows, int
   }
 }
 
+// keys_t as f32_keys_t makes it from Q8_0 rows dequantized row by row (code * d, one rounding),
+// without the f32 rows: two blocks of 16 keys are transposed as 16 x 16 dwords (4 codes each),
+// then each dword's 4 codes are sign-extended, converted and scaled per key. d a multiple of 32.
+__attribute__((target("avx512f"))) void q8_0_keys_t_avx512(const uint8_t* const* rows,
+                                                           int64_t count, int64_t d,
+                                                           float* keys_t) {
+  constexpr int64_t kBlock = sizeof(quant::BlockQ8_0);
+  const int64_t n_blocks = d / quant::kQK;
+  for (int64_t j0 = 0; j0 < count; j0 += kLanes) {
+    const int64_t n = std::min(kLanes, count - j0);
+    for (int64_t b0 = 0; b0 < n_blocks; b0 += 2) {
+      const int64_t pair = std::min<int64_t>(2, n_blocks - b0);
+      __m512 r[16];
+      alignas(32) uint16_t scales[2][16] = {};
+      for (int m = 0; m < 16; ++m) {
+        if (m >= n) {
+          r[m] = _mm512_setzero_ps();
+          continue;
+        }
+        const uint8_t* block = rows[j0 + m] + b0 * kBlock;
+        const __m256i first = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
+        const __m256i second =
+            pair == 2 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + kBlock + 2))
+                      : _mm256_setzero_si256();
+        r[m] = _mm512_castsi512_ps(_mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1));
+        std::memcpy(&scales[0][m], block, 2);
+        if (pair == 2) std::memcpy(&scales[1][m], block + kBlock, 2);
+      }
+      transpose16_avx512(r);  // r[8h + g]: dword g of block b0 + h, key m in lane m
+      for (int h = 0; h < pair; ++h) {
+        const __m512 scale =
+            _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales[h])));
+        float* dst = keys_t + (b0 + h) * quant::kQK * kChunk + j0;
+        for (int g = 0; g < 8; ++g) {
+          const __m512i codes = _mm512_castps_si512(r[8 * h + g]);
+          for (int t = 0; t < 4; ++t) {
+            const __m512i v =
+                _mm512_srai_epi32(_mm512_sllv_epi32(codes, _mm512_set1_epi32(24 - 8 * t)), 24);
+            _mm512_store_ps(dst + (4 * g + t) * kChunk,
+                            _mm512_mul_ps(_mm512_cvtepi32_ps(v), scale));
+          }
+        }
+      }
+    }
+  }
+}
+
 // An F16 row of d values (a multiple of the vector width) to f32.
 __attribute__((target("avx512f"))) void f16_row_avx512(const uint8_t* src, int64_t d, float* out) {
   for (int64_t i = 0; i < d; i += 16) {
@@ -388,6 +436,8 @@ struct ChunkKernels {
   void (*f16_keys_t)(const uint8_t* const*, int64_t, int64_t, float*);  // null: via f32 rows
   void (*f32_keys_t)(const float*, int64_t, int64_t, float*);
   void (*f16_row)(const uint8_t*, int64_t, float*);  // null: the type's dequantize_row
+  // null: Q8_0 keys are dequantized to f32 rows and transposed by f32_keys_t.
+  void (*q8_0_keys_t)(const uint8_t* const*, int64_t, int64_t, float*) = nullptr;
 };
 
 // The kernels for head size d: the register-blocked AVX-512 ones where d is a multiple of 16,
@@ -395,7 +445,8 @@ struct ChunkKernels {
 const ChunkKernels& chunk_kernels(int64_t d) {
   static const CpuFeatures& cpu = cpu_features();
   static const ChunkKernels avx512{scores_avx512,     values_avx512_blocks, softmax_avx512_row,
-                                   f16_keys_t_avx512, f32_keys_t_avx512,    f16_row_avx512};
+                                   f16_keys_t_avx512, f32_keys_t_avx512,    f16_row_avx512,
+                                   q8_0_keys_t_avx512};
   static const ChunkKernels avx512_loops{scores_loop_avx512,      values_loop_avx512,
                                          softmax_avx512,          nullptr,
                                          transpose_keys_portable, nullptr};
@@ -470,6 +521,10 @@ void decode_chunk(const KvLayerView& kv, int64_t kv_head, int64_t p0, int64_t co
   }
   if (kv.type == GgmlType::F16 && k.f16_keys_t) {
     k.f16_keys_t(k_rows, count, d, ws.keys_t.data());
+    return;
+  }
+  if (kv.type == GgmlType::Q8_0 && k.q8_0_keys_t && d % quant::kQK == 0) {
+    k.q8_0_keys_t(k_rows, count, d, ws.keys_t.data());
     return;
   }
   float* rows = ws.rows.data();
