@@ -12,6 +12,8 @@
 
 #include <immintrin.h>
 
+#include <cstdint>
+
 namespace strata::quant {
 namespace {
 
@@ -46,6 +48,11 @@ inline float finish_chains(__m512 acc) {
   return _mm_cvtss_f32(_mm_add_ss(pairs, _mm_movehdup_ps(pairs)));
 }
 
+// 16 bytes in every 128-bit lane (a tile GEMM's activations of one column).
+inline __m512i broadcast16(const void* p) {
+  return _mm512_broadcast_i32x4(_mm_loadu_si128(static_cast<const __m128i*>(p)));
+}
+
 // The results of the first n_rows (<= 4) rows of a tile, whose chains sit in lanes 4r + k, to
 // out[0 .. n_rows).
 inline void store_tile_rows4(__m512 acc, float* out, int n_rows) {
@@ -54,6 +61,19 @@ inline void store_tile_rows4(__m512 acc, float* out, int n_rows) {
   const __m512i rows = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
   const __mmask8 mask = static_cast<__mmask8>((1u << n_rows) - 1);
   _mm_mask_storeu_ps(out, mask, _mm512_castps512_ps128(_mm512_permutexvar_ps(rows, all)));
+}
+
+// The results of a tile of kHalves groups of 4 rows against N columns: column c's first n_rows
+// rows to out + c * out_stride.
+template <int kHalves, int N>
+inline void store_tile_halves(const __m512 (&acc)[kHalves][N], float* out, int64_t out_stride,
+                              int n_rows) {
+  for (int h = 0; h < kHalves && 4 * h < n_rows; ++h) {
+    for (int c = 0; c < N; ++c) {
+      const int rows = n_rows - 4 * h < 4 ? n_rows - 4 * h : 4;
+      store_tile_rows4(acc[h][c], out + c * out_stride + 4 * h, rows);
+    }
+  }
 }
 
 }  // namespace

@@ -106,9 +106,6 @@ struct GemmQuad {
   template <int N>
   static void run(const TileBlock* tile, int64_t groups, const uint8_t* const*,
                   const ColumnBlock* const* column, float* out, int64_t out_stride, int n_rows) {
-    const auto bcast = [](const void* p) {
-      return _mm512_broadcast_i32x4(_mm_loadu_si128(static_cast<const __m128i*>(p)));
-    };
     __m512 acc[kHalves][N];
     for (int h = 0; h < kHalves; ++h)
       for (int c = 0; c < N; ++c) acc[h][c] = _mm512_setzero_ps();
@@ -116,14 +113,14 @@ struct GemmQuad {
       const TileBlock& t = tile[g];
       __m512i sum[kHalves][N];
       for (int c = 0; c < N; ++c) {
-        const __m512i start = bcast(column[c][g].start);
+        const __m512i start = broadcast16(column[c][g].start);
         for (int h = 0; h < kHalves; ++h) sum[h][c] = start;
       }
       for (int m = 0; m < 8; ++m) {
         __m512i w[kHalves];
         for (int h = 0; h < kHalves; ++h) w[h] = _mm512_load_si512(t.half[h].q[m]);
         for (int c = 0; c < N; ++c) {
-          const __m512i a = bcast(column[c][g].q[m]);
+          const __m512i a = broadcast16(column[c][g].q[m]);
           for (int h = 0; h < kHalves; ++h) sum[h][c] = _mm512_dpbusd_epi32(sum[h][c], w[h], a);
         }
       }
@@ -136,10 +133,7 @@ struct GemmQuad {
         }
       }
     }
-    for (int h = 0; h < kHalves && 4 * h < n_rows; ++h) {
-      for (int c = 0; c < N; ++c)
-        store_tile_rows4(acc[h][c], out + c * out_stride + 4 * h, std::min(4, n_rows - 4 * h));
-    }
+    store_tile_halves(acc, out, out_stride, n_rows);
   }
 };
 

@@ -99,9 +99,6 @@ struct GemmSuper {
   template <int N>
   static void run(const TileBlock* tile, int64_t nb, const uint8_t* const*,
                   const ColumnBlock* const* column, float* out, int64_t out_stride, int n_rows) {
-    const auto bcast = [](const void* p) {
-      return _mm512_broadcast_i32x4(_mm_loadu_si128(static_cast<const __m128i*>(p)));
-    };
     __m512 acc[kHalves][N];
     for (int h = 0; h < kHalves; ++h)
       for (int c = 0; c < N; ++c) acc[h][c] = _mm512_setzero_ps();
@@ -111,7 +108,7 @@ struct GemmSuper {
       for (int s = 0; s < kSets; ++s) {
         __m512i sum[kHalves][N];
         for (int c = 0; c < N; ++c) {
-          const __m512i start = bcast(column[c][i].start[s]);
+          const __m512i start = broadcast16(column[c][i].start[s]);
           for (int h = 0; h < kHalves; ++h) sum[h][c] = start;
         }
         for (int j = 0; j < kSetVectors; ++j) {
@@ -119,7 +116,7 @@ struct GemmSuper {
           __m512i w[kHalves];
           for (int h = 0; h < kHalves; ++h) w[h] = _mm512_load_si512(t.half[h].q[m]);
           for (int c = 0; c < N; ++c) {
-            const __m512i a = bcast(column[c][i].q[m]);
+            const __m512i a = broadcast16(column[c][i].q[m]);
             for (int h = 0; h < kHalves; ++h) sum[h][c] = _mm512_dpbusd_epi32(sum[h][c], w[h], a);
           }
         }
@@ -139,10 +136,7 @@ struct GemmSuper {
         }
       }
     }
-    for (int h = 0; h < kHalves && 4 * h < n_rows; ++h) {
-      for (int c = 0; c < N; ++c)
-        store_tile_rows4(acc[h][c], out + c * out_stride + 4 * h, std::min(4, n_rows - 4 * h));
-    }
+    store_tile_halves(acc, out, out_stride, n_rows);
   }
 };
 

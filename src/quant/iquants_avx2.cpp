@@ -7,6 +7,7 @@
 #include <immintrin.h>
 
 #include "quant/avx2_common.h"
+#include "quant/iq4xs_scales.h"
 #include "quant/kernel_table.h"
 #include "quant/kquants_common.h"
 #include "quant/multi_dot.h"
@@ -41,22 +42,6 @@ constexpr PairMasks make_pair_masks() {
   return p;
 }
 constexpr PairMasks kPairMasks = make_pair_masks();
-
-// The eight IQ4_XS sub-block scales (-32..31) as int32.
-inline __m256i iq4xs_scales(const BlockIQ4_XS& b) {
-  uint32_t low;
-  std::memcpy(&low, b.scales_l, sizeof low);
-  const __m256i lows =
-      _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(low)),
-                                         _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
-                       _mm256_set1_epi32(15));
-  const __m256i highs =
-      _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(b.scales_h),
-                                         _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
-                       _mm256_set1_epi32(3));
-  return _mm256_sub_epi32(_mm256_or_si256(lows, _mm256_slli_epi32(highs, 4)),
-                          _mm256_set1_epi32(32));
-}
 
 // ---------------------------------------------------------------------------------------------
 // Dot products.

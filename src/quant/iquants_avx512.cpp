@@ -37,7 +37,7 @@ struct MultiIq4xs {
     for (int j = 0; j < N; ++j) acc[j] = _mm512_setzero_ps();
     for (int64_t i = 0; i < n / kQKK; ++i) {
       const float xd = _cvtsh_ss(x[i].d);
-      const __m256i ls = Iq4xsCodes::scales8(x[i]);
+      const __m256i ls = iq4xs_scales(x[i]);
       // -128 * scale of sub-block s in both words of dword s (|value| <= 4096: an int16), so that
       // one vpmaddwd with the 16 block sums gives the offset corrections of the 8 sub-blocks.
       const __m256i neg_ls = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(ls, 7));

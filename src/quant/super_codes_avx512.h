@@ -23,6 +23,7 @@
 #include <cstring>
 
 #include "quant/blocks.h"
+#include "quant/iq4xs_scales.h"
 
 namespace strata::quant {
 namespace {
@@ -52,22 +53,8 @@ struct Iq4xsCodes {
       a[2 * c + 1] = _mm512_shuffle_i64x2(a0, a1, _MM_SHUFFLE(3, 1, 3, 1));
     }
   }
-  // Scale of sub-block s in dword s (s < 8; dwords 8..15 are 0): 6 bits (4 in scales_l, 2 in
-  // scales_h) minus 32.
-  static __m256i scales8(const Block& b) {
-    uint32_t low;
-    std::memcpy(&low, b.scales_l, sizeof low);
-    const __m256i lo =
-        _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(low)),
-                                           _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
-                         _mm256_set1_epi32(15));
-    const __m256i hi =
-        _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(b.scales_h),
-                                           _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
-                         _mm256_set1_epi32(3));
-    return _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
-  }
-  static __m512i scales(const Block& b) { return _mm512_zextsi256_si512(scales8(b)); }
+  // Scale of sub-block s in dword s (s < 8; dwords 8..15 are 0).
+  static __m512i scales(const Block& b) { return _mm512_zextsi256_si512(iq4xs_scales(b)); }
   static int32_t sub_block_sum(const BlockQ8_K& y, int s) {
     return y.bsums[2 * s] + y.bsums[2 * s + 1];
   }
