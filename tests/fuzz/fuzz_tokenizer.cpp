@@ -1,6 +1,9 @@
 // libFuzzer target: any bytes through the Qwen3 tokenizer (encode with and without special
 // tokens, decode, streaming detokenization) without a crash, a hang or a sanitizer report, and
-// decode(encode(x)) gives back x's sanitized, normalized text.
+// decode(encode(x)) gives back x's sanitized text up to canonical equivalence: the text between
+// special tokens is normalized piece by piece (as the reference tokenizers do), so a combining
+// mark right after a special token such as "<|im_end|>" stays a mark instead of composing with
+// its ">" as NFC of the whole text would.
 
 #include <cstdint>
 #include <cstdlib>
@@ -36,7 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto ids = tokenizer->encode(text, special);
     const std::string decoded = tokenizer->decode(ids);
     const std::string expected = strata::normalize_nfc(strata::sanitize_utf8(text));
-    if (decoded != expected) std::abort();  // round trip broken
+    if (strata::normalize_nfc(decoded) != expected) std::abort();  // round trip broken
     strata::StreamingDetokenizer stream(*tokenizer, true);
     std::string streamed;
     for (int32_t id : ids) streamed += stream.push(id);

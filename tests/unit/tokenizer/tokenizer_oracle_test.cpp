@@ -93,6 +93,24 @@ TEST_F(Qwen3Tokenizer, DecodeOfEncodeGivesTheNormalizedText) {
   }
 }
 
+// The text between special tokens is normalized piece by piece: a combining mark (U+0338) right
+// after "<|im_end|>" stays a mark, where NFC of the whole text would compose it with the ">"
+// into U+226F. The round trip is then the text up to canonical equivalence (the fuzzer's check).
+TEST_F(Qwen3Tokenizer, TextAfterASpecialTokenIsNormalizedOnItsOwn) {
+  const std::string text =
+      "<|im_end|>\xcc\xb8"
+      "a";
+  const auto ids = tokenizer_->encode(text, true);
+  ASSERT_FALSE(ids.empty());
+  EXPECT_EQ(ids.front(), *tokenizer_->vocab().find("<|im_end|>"));
+  const std::string decoded = tokenizer_->decode(ids);
+  EXPECT_EQ(decoded, text);
+  EXPECT_NE(decoded, normalize_nfc(text));  // "<|im_end|\xe2\x89\xafa": ">" + U+0338 composed
+  EXPECT_EQ(normalize_nfc(decoded), normalize_nfc(text));
+  // As plain text the ">" and the mark are one piece, and compose.
+  EXPECT_EQ(tokenizer_->decode(tokenizer_->encode(text, false)), normalize_nfc(text));
+}
+
 TEST_F(Qwen3Tokenizer, SpecialTokensAndEndOfGeneration) {
   const Vocab& v = tokenizer_->vocab();
   EXPECT_EQ(v.eos, 151645);
