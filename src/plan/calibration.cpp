@@ -36,8 +36,6 @@
 namespace strata::plan {
 namespace {
 
-// Bumped when what is measured changes, so older cache entries are measured again.
-constexpr int kCalibrationVersion = 10;  // 10: kernel level and load recorded
 // A calibration older than this is measured again (a BIOS, kernel or memory change since).
 constexpr int kCalibrationMaxAgeDays = 30;
 constexpr int64_t kCols = 2048;     // row length of the GEMV and dense GEMM matrices

@@ -40,6 +40,11 @@
 
 namespace strata::plan {
 
+// Bumped when what is measured changes (or the kernels measured get faster), so older cache
+// entries and recorded runs are not taken for this build's. 10: kernel level and load recorded;
+// 11: tile GEMMs for IQ4_XS, Q6_K, Q4_0, IQ4_NL and MXFP4 (issue 36).
+inline constexpr int kCalibrationVersion = 11;
+
 struct TypeCalibration {
   GgmlType type = GgmlType::F32;
   double gemv_gbps = 0;

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "gguf/gguf_file.h"
+#include "plan/calibration.h"
 #include "plan/cost_model.h"
 #include "plan/inventory.h"
 #include "util/log.h"
@@ -23,7 +25,8 @@ nlohmann::json to_json(const RunRecord& r) {
           {"depth", r.depth},
           {"pp_tok_s", r.pp_tok_s},
           {"tg_tok_s", r.tg_tok_s},
-          {"date", r.date}};
+          {"date", r.date},
+          {"kernels", r.kernels}};
 }
 
 RunRecord from_json(const nlohmann::json& j) {
@@ -39,6 +42,7 @@ RunRecord from_json(const nlohmann::json& j) {
   r.pp_tok_s = j.at("pp_tok_s").get<double>();
   r.tg_tok_s = j.at("tg_tok_s").get<double>();
   r.date = j.at("date").get<std::string>();
+  r.kernels = j.value("kernels", 0);  // records from before the stamp: older kernels
   return r;
 }
 
@@ -58,7 +62,9 @@ void append_run_record(const std::string& cache_path, const RunRecord& record) {
   update_hardware_cache(cache_path, [&](nlohmann::json& j) {
     nlohmann::json& runs = j["run_records"];
     if (!runs.is_array()) runs = nlohmann::json::array();
-    runs.push_back(to_json(record));
+    RunRecord stamped = record;
+    stamped.kernels = kCalibrationVersion;
+    runs.push_back(to_json(stamped));
     // The newest kMaxRunRecords of this machine; other machines' records stay.
     int mine = 0;
     for (const auto& e : runs) mine += same_machine(e, record.cpu_model, record.threads);
@@ -82,7 +88,8 @@ std::vector<RunRecord> run_records(const std::string& cache_path, const std::str
   for (const auto& e : j["run_records"]) {
     if (!same_machine(e, cpu_model, threads)) continue;
     try {
-      out.push_back(from_json(e));
+      RunRecord r = from_json(e);
+      if (r.kernels == kCalibrationVersion) out.push_back(std::move(r));
     } catch (const std::exception& ex) {
       log::warn("ignoring an unreadable run record in {}: {}", cache_path, ex.what());
     }

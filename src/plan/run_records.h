@@ -24,12 +24,16 @@ struct RunRecord {
   int64_t n_prompt = 0, n_gen = 0, depth = 0;
   double pp_tok_s = 0, tg_tok_s = 0;  // measured; 0: not measured
   std::string date;
+  // The kernels that ran: kCalibrationVersion when recorded (set by append_run_record). A run of
+  // older kernels says nothing about this build's speed.
+  int kernels = 0;
 };
 
-// Appends a record (the newest kMaxRunRecords per CPU model and thread count are kept).
+// Appends a record stamped with this build's kernels (the newest kMaxRunRecords per CPU model and
+// thread count are kept).
 constexpr int kMaxRunRecords = 20;
 void append_run_record(const std::string& cache_path, const RunRecord& record);
-// The records of this CPU model and thread count, oldest first.
+// The records of this CPU model and thread count made by this build's kernels, oldest first.
 std::vector<RunRecord> run_records(const std::string& cache_path, const std::string& cpu_model,
                                    int threads);
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "gguf/gguf_file.h"
+#include "plan/calibration.h"
 #include "plan/cost_model.h"
 #include "plan/inventory.h"
 #include "support/test_support.h"
@@ -39,6 +40,26 @@ TEST(RunRecords, KeptPerMachineNewestFirstCapped) {
   EXPECT_EQ(mine.back().tg_tok_s, kMaxRunRecords + 4);
   EXPECT_EQ(run_records(path, "Other CPU", 2).size(), 1u);  // other machines' stay
   EXPECT_TRUE(run_records(path, "This CPU", 4).empty());    // another thread count is another
+}
+
+// A record carries the kernels that ran; runs of older kernels (another calibration version, or
+// no stamp: before there was one) are not this build's speed and are left out.
+TEST(RunRecords, OnlyRunsOfThisBuildsKernelsCount) {
+  const std::string path = (test::temp_dir() / "records-kernels" / "hardware.json").string();
+  append_run_record(path, record("This CPU", 2, 50));
+  update_hardware_cache(path, [](nlohmann::json& j) {
+    nlohmann::json old = j["run_records"][0];
+    old["tg_tok_s"] = 10;
+    old["kernels"] = kCalibrationVersion - 1;
+    j["run_records"].push_back(old);
+    old.erase("kernels");
+    old["tg_tok_s"] = 20;
+    j["run_records"].push_back(old);
+  });
+  const auto mine = run_records(path, "This CPU", 2);
+  ASSERT_EQ(mine.size(), 1u);
+  EXPECT_EQ(mine[0].tg_tok_s, 50);
+  EXPECT_EQ(mine[0].kernels, kCalibrationVersion);
 }
 
 TEST(RunRecords, TheMedianCorrectsAndOneOddRunMovesNothing) {
