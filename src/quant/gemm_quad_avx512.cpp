@@ -1,11 +1,11 @@
 // Tile GEMMs of the quad formats (quad_avx512.h: Q8_0, Q4_0, IQ4_NL, MXFP4) with Q8_0 activations
-// (AVX-512 VNNI). A tile covers 4 rows and a quad of 4 consecutive blocks; tile vector m holds
-// values 4m..4m+3 of every (row, block): 128-bit lane r is row r, its dword k block k (a 4 x 4
-// dword transpose of the row's quad, then a 4 x 4 transpose of 128-bit lanes across the rows).
-// Against the 16 activation bytes of the same positions, broadcast to every lane, one
-// _mm512_dpbusd_epi32 does 64 useful multiplies, and int32 lane 4r + k ends up with the whole
-// integer dot product of row r, block k: no horizontal sums. _mm512_dpbusd_epi32 needs one unsigned
-// side, so the tile stores the values plus 128 and each lane starts at -128 * (sum of the
+// (AVX-512 VNNI). A tile covers 8 rows (two halves of 4) and a quad of 4 consecutive blocks; in a
+// half, tile vector m holds values 4m..4m+3 of every (row, block): 128-bit lane r is row r, its
+// dword k block k (a 4 x 4 dword transpose of the row's quad, then a 4 x 4 transpose of 128-bit
+// lanes across the rows). Against the 16 activation bytes of the same positions, broadcast to every
+// lane, one _mm512_dpbusd_epi32 does 64 useful multiplies, and int32 lane 4r + k ends up with the
+// whole integer dot product of row r, block k: no horizontal sums. _mm512_dpbusd_epi32 needs one
+// unsigned side, so the tile stores the values plus 128 and each lane starts at -128 * (sum of the
 // activation block), which prepare computes once per column. Then float chain k per row, in the
 // order of chains_avx512.h, which the single-row kernels (MultiQuad) follow too.
 

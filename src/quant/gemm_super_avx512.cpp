@@ -1,19 +1,20 @@
 // Tile GEMMs of IQ4_XS and Q6_K weights with Q8_K activations (AVX-512 VNNI): super-blocks of 256
-// with a signed integer scale per sub-block (see super_codes_avx512.h). A tile covers 4 rows and
-// one super-block. Tile vector m = 4z + j holds, in 128-bit lane r and dword k, the 4 codes j of
-// lane k of the row's code vector v[z] (a 4 x 4 dword transpose of v[z], then a 4 x 4 transpose of
-// 128-bit lanes across the rows); the activations are transposed the same way once per column.
-// Against the 16 activation bytes broadcast to every lane, one _mm512_dpbusd_epi32 does 64 useful
-// multiplies, and int32 lane 4r + k sums sub-block s (s % 4 == k) of row r without horizontal
-// sums. The vectors of one set (4 consecutive sub-blocks: 8 vectors of IQ4_XS, 4 of Q6_K) start
-// each lane at -offset * (activation sum of its sub-block), so the lane ends with the signed dot
-// product of the sub-block; one _mm512_mullo_epi32 by the scales of the 4 rows x 4 sub-blocks and
-// an add give isum_k. Then float chain k per row, in the order of chains_avx512.h, which the
-// single-row kernels follow too: decode and prompt processing agree bit for bit.
+// with a signed integer scale per sub-block (see super_codes_avx512.h). A tile covers 8 rows (two
+// halves of 4) and one super-block. In a half, tile vector m = 4z + j holds, in 128-bit lane r and
+// dword k, the 4 codes j of lane k of the row's code vector v[z] (a 4 x 4 dword transpose of v[z],
+// then a 4 x 4 transpose of 128-bit lanes across the rows); the activations are transposed the same
+// way once per column. Against the 16 activation bytes broadcast to every lane, one
+// _mm512_dpbusd_epi32 does 64 useful multiplies, and int32 lane 4r + k sums sub-block s (s % 4 ==
+// k) of row r without horizontal sums. The vectors of one set (4 consecutive sub-blocks: 8 vectors
+// of IQ4_XS, 4 of Q6_K) start each lane at -offset * (activation sum of its sub-block), so the lane
+// ends with the signed dot product of the sub-block; one _mm512_mullo_epi32 by the scales of the 4
+// rows x 4 sub-blocks and an add give isum_k. Then float chain k per row, in the order of
+// chains_avx512.h, which the single-row kernels follow too: decode and prompt processing agree bit
+// for bit.
 //
-// int32 bounds: a sub-block's lane is at most 32 * 241 * 127 (IQ4_XS, codes) before its start
-// and 32 * 127 * 127 after; times a scale (|s| <= 32; Q6_K: 16 * 32 * 127 times |s| <= 128) and
-// summed over 2 (4) sets it stays below 2^26.
+// int32 bounds: a sub-block's lane is at most 32 * 241 * 127 (IQ4_XS, codes) before its start and
+// 32 * 127 * 127 after; times a scale (|s| <= 32; Q6_K: 16 * 32 * 127 times |s| <= 128) and summed
+// over 2 (4) sets it stays below 2^26.
 
 #include <immintrin.h>
 
