@@ -243,15 +243,19 @@ struct NibbleQuads {
         _mm_cvtph_ps(_mm512_castsi512_si128(_mm512_permutex2var_epi16(u, kScales.load(), v)));
     return lookup(q, d, kQuadBlocks);
   }
-  // The first `blocks` (< 4) blocks at p and zero blocks after them; nothing past them is read.
+  // The first `blocks` (1..3) blocks at p and zero blocks after them; nothing past them is read.
   static STRATA_QUAD Quad partial(const uint8_t* p, int64_t blocks) {
-    alignas(64) uint8_t q[64] = {};
-    alignas(16) float d[kQuadBlocks] = {};
-    for (int64_t k = 0; k < blocks; ++k) {
-      std::memcpy(q + 16 * k, p + k * kBlockBytes + Values::kQsOffset, 16);
-      d[k] = scale(p + k * kBlockBytes);
+    alignas(16) float d[kQuadBlocks] = {scale(p), 0.0f, 0.0f, 0.0f};
+    __m512i q = _mm512_zextsi128_si512(codes(p));
+    if (blocks > 1) {
+      q = _mm512_inserti32x4(q, codes(p + kBlockBytes), 1);
+      d[1] = scale(p + kBlockBytes);
     }
-    return lookup(_mm512_load_si512(q), _mm_load_ps(d), static_cast<int>(blocks));
+    if (blocks > 2) {
+      q = _mm512_inserti32x4(q, codes(p + 2 * kBlockBytes), 2);
+      d[2] = scale(p + 2 * kBlockBytes);
+    }
+    return lookup(q, _mm_load_ps(d), static_cast<int>(blocks));
   }
 };
 
