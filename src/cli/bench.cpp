@@ -368,7 +368,6 @@ class BenchRunner {
   }
 
   void measure_prompt(BenchResults& r) {
-    holds_prompt_ = false;
     for (int i = 0; i < o_.repetitions && o_.n_prompt > 0; ++i) {
       r.pp.push_back(o_.n_prompt / run_pp());
       log::info("pp{} run {}: {:.2f} tok/s", o_.n_prompt, i + 1, r.pp.back());
@@ -455,14 +454,15 @@ class BenchRunner {
   // tg: single-token steps starting at position `depth` (filled once, untimed). Each run
   // starts from a snapshot there (hybrid models cannot truncate their recurrent state).
   void start_at_depth() {
-    if (o_.n_gen > 0 && o_.depth > 0 && o_.depth == o_.n_prompt && holds_prompt_) {
+    const bool from_prompt =
+        holds_prompt_ && o_.n_gen > 0 && o_.depth > 0 && o_.depth == o_.n_prompt;
+    holds_prompt_ = false;
+    if (from_prompt) {
       // The last pp run left exactly the depth's tokens: an agent's turn goes on from there.
       log::info("decoding from the prompt's own state (depth {})", o_.depth);
       at_depth_ = session_.snapshot();
-      holds_prompt_ = false;
       return;
     }
-    holds_prompt_ = false;
     session_.reset();
     if (o_.n_gen > 0 && o_.depth > 0) {
       log::info("filling the context to depth {}", o_.depth);
@@ -584,6 +584,7 @@ double roofline_fraction(const BenchResults& r, const Stat& tg) {
 // the answer decoded at the prompt's depth.
 struct AgentTurn {
   double prompt_seconds = 0, decode_seconds = 0;
+  double seconds() const { return prompt_seconds + decode_seconds; }
 };
 std::optional<AgentTurn> agent_turn(const BenchOptions& o, const Stat& pp, const Stat& tg) {
   if (o.agent <= 0 || pp.mean <= 0 || tg.mean <= 0) return std::nullopt;
@@ -656,7 +657,7 @@ void print_bench_json(const BenchOptions& o, const Model& model, const BenchResu
                   {"time_to_first_token_s", turn->prompt_seconds},
                   {"decode_tokens", o.n_gen},
                   {"decode_s", turn->decode_seconds},
-                  {"turn_s", turn->prompt_seconds + turn->decode_seconds}};
+                  {"turn_s", turn->seconds()}};
   }
   fmt::print("{}\n", j.dump(2));
 }
@@ -693,8 +694,7 @@ void print_bench_text(const BenchOptions& o, const Model& model, const BenchResu
     fmt::print(
         "agent      prompt of {} tokens in {:.2f} s (time to first token), {} tokens at depth {} "
         "in {:.2f} s: {:.2f} s a turn\n",
-        o.n_prompt, turn->prompt_seconds, o.n_gen, o.depth, turn->decode_seconds,
-        turn->prompt_seconds + turn->decode_seconds);
+        o.n_prompt, turn->prompt_seconds, o.n_gen, o.depth, turn->decode_seconds, turn->seconds());
   }
   if (r.bw.read_gbps > 0 && r.on_gpu()) {
     fmt::print("GPU read   {:.1f} GB/s (upload {:.1f} GB/s)\n", r.bw.read_gbps, r.upload_gbps);

@@ -22,7 +22,9 @@
 namespace strata::cli {
 namespace {
 
+// A recorded run's prompt: at least one micro-batch, at most the batch the cost model prices.
 constexpr int64_t kMinRecordedPrompt = 64;
+constexpr int64_t kMaxRecordedPrompt = 512;
 constexpr int64_t kMinRecordedGenerated = 32;
 
 }  // namespace
@@ -208,8 +210,8 @@ void add_run_command(CLI::App& app) {
     // cost model prices, and a few dozen tokens) joins this machine's records.
     const auto n_prompt = static_cast<int64_t>(prompt_tokens.size());
     const auto n_gen = static_cast<int64_t>(generated.size());
-    if (model->device_memory().empty() && n_prompt >= kMinRecordedPrompt && n_prompt <= 512 &&
-        n_gen >= kMinRecordedGenerated) {
+    if (model->device_memory().empty() && n_prompt >= kMinRecordedPrompt &&
+        n_prompt <= kMaxRecordedPrompt && n_gen >= kMinRecordedGenerated) {
       MeasuredRun run;
       run.threads = o->model.thread_count();
       run.n_prompt = n_prompt;

@@ -32,6 +32,13 @@ inline RunResult run_strata_env(const std::string& env, const std::string& args,
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
+// The environment of a command that keeps its measurements and run records in a fresh cache at
+// `cache` (emptied here), with the load check off: ctest runs other tests on the same cores.
+inline std::string fresh_cache_env(const std::filesystem::path& cache) {
+  std::filesystem::remove_all(cache);
+  return "XDG_CACHE_HOME=" + cache.string() + " STRATA_CALIBRATION_LOAD_CHECK=off ";
+}
+
 inline RunResult run_strata(const std::string& args, bool include_stderr = true) {
   return run_strata_env("", args, include_stderr);
 }

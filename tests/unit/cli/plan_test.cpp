@@ -232,10 +232,7 @@ namespace {
 TEST(PlanCommand, PredictsWhatTheRecordedBenchMeasured) {
   const std::string model = (test::oracle_dir() / "models" / "tiny-qwen3moe-Q8_0.gguf").string();
   const auto cache = test::temp_dir() / "learned-cache";
-  std::filesystem::remove_all(cache);
-  // The check is off: ctest runs other tests on the same cores meanwhile.
-  const std::string env =
-      "XDG_CACHE_HOME=" + cache.string() + " STRATA_CALIBRATION_LOAD_CHECK=off ";
+  const std::string env = fresh_cache_env(cache);
   const auto bench = run_strata_env(
       env, "bench -m " + model + " --device none -t 2 -p 64 -n 32 -r 2 --no-bandwidth --json",
       false);

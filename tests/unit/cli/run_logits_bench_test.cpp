@@ -112,10 +112,7 @@ TEST(RunCommand, TextPromptOnAModelWithAVocabulary) {
 TEST(RunCommand, ALongEnoughCpuRunIsRecorded) {
   const std::string model = (test::oracle_dir() / "models" / "tiny-qwen3moe-Q8_0.gguf").string();
   const auto cache = test::temp_dir() / "run-record-cache";
-  std::filesystem::remove_all(cache);
-  // The load check is off: ctest runs other tests on the same cores meanwhile.
-  const std::string env =
-      "XDG_CACHE_HOME=" + cache.string() + " STRATA_CALIBRATION_LOAD_CHECK=off ";
+  const std::string env = fresh_cache_env(cache);
   std::vector<int32_t> prompt(64);
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(1 + i % 200);
   const std::string run = "run -m " + model + " --device none -t 2 --tokens " + join(prompt);
