@@ -57,6 +57,14 @@ Server::Server(Model& model, const Tokenizer& tokenizer, Scheduler& scheduler,
       model_defaults_(model_sampling_defaults(model.file())),
       scripted_(options_.scripted_outputs),
       http_(std::make_unique<httplib::Server>()) {
+  // httplib's default on Linux is SO_REUSEPORT alone: then a second server could share the port,
+  // and the connections a stopped server leaves in TIME_WAIT make check_can_listen (and any
+  // listener without SO_REUSEPORT) refuse the port for a minute. SO_REUSEADDR allows a restart
+  // at once and still refuses a port another process listens on.
+  http_->set_socket_options([](int sock) {
+    const int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   model_ids_ = {options_.model_id};
   for (const std::string& a : options_.aliases)
     if (std::find(model_ids_.begin(), model_ids_.end(), a) == model_ids_.end())

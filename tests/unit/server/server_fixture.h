@@ -52,12 +52,12 @@ inline std::string chat_model_path() {
 
 struct ServerStack {
   explicit ServerStack(SchedulerOptions so = {}, ServerOptions opts = {},
-                       const std::string& model_path = chat_model_path())
+                       const std::string& model_path = chat_model_path(), int port = 0)
       : model(Model::load(model_path)),
         tokenizer(Tokenizer::from_gguf(model->file())),
         pool(2),
         scheduler(*model, pool, so) {
-    opts.port = 0;
+    opts.port = port;  // 0: any free port
     if (opts.model_id.empty()) opts.model_id = "test-model";
     server = std::make_unique<Server>(*model, *tokenizer, scheduler, opts);
     server->bind();

@@ -11,7 +11,9 @@
 #include <atomic>
 #include <mutex>
 
+#include "server/listen_check.h"
 #include "server_fixture.h"
+#include "util/error.h"
 
 namespace strata::server {
 namespace {
@@ -61,6 +63,30 @@ TEST(Server, InfoEndpoints) {
   ASSERT_TRUE(metrics);
   EXPECT_NE(metrics->body.find("strata_slots_total 2"), std::string::npos) << metrics->body;
   EXPECT_NE(metrics->body.find("# TYPE strata_generated_tokens_total counter"), std::string::npos);
+}
+
+// A stopped server leaves its closed connections in TIME_WAIT for a minute; a server started
+// again on the same port (a restart, a benchmark's next run) must get it at once, and a port
+// another server listens on must still be refused.
+TEST(Server, PortIsFreeAgainAsSoonAsTheServerStops) {
+  int port = 0;
+  {
+    ServerStack first({.n_slots = 1, .n_ctx = 256});
+    port = first.server->port();
+    auto c = first.client();
+    // "Connection: close": the server closes first, so the TIME_WAIT ends are on its port.
+    for (int i = 0; i < 3; ++i) {
+      auto r = c.Get("/health", {{"Connection", "close"}});
+      ASSERT_TRUE(r);
+    }
+    EXPECT_THROW(check_can_listen("127.0.0.1", port), Error) << "while the server listens";
+  }
+  EXPECT_NO_THROW(check_can_listen("127.0.0.1", port));
+  ServerStack again({.n_slots = 1, .n_ctx = 256}, {}, test_support::chat_model_path(), port);
+  EXPECT_EQ(again.server->port(), port);
+  auto r = again.client().Get("/health");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
 }
 
 TEST(Server, ChatCompletionWholeAndStreamedAgree) {
