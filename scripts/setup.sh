@@ -16,6 +16,7 @@ packages=(
   libvulkan-dev glslc           # GPU backend: Vulkan headers + loader, GLSL -> SPIR-V compiler
   mesa-vulkan-drivers           # lavapipe: a Vulkan driver on the CPU, so the GPU tests run anywhere
   curl                          # server tests that speak HTTP from the shell
+  chromium                      # the server's web page, tested in a real (headless) browser
   python3 python3-jsonschema    # an independent JSON-schema validator for constrained outputs
 )
 

@@ -157,7 +157,8 @@ void add_serve_command(CLI::App& app) {
     so.batch_tokens = std::max<int64_t>(o->batch, o->parallel);
     so.max_queue = o->max_queue;
     so.prefill_chunk = o->prefill_chunk;
-    so.record_experts = !o->expert_profile.empty() && model->hparams().n_expert > 0;
+    // Counted always: the status page's heat map; --expert-profile writes them at exit.
+    so.record_experts = model->hparams().n_expert > 0;
     Scheduler scheduler(*model, pool, so);
     std::unique_ptr<Model> draft_model;
     if (!o->draft_model.empty()) draft_model = load_draft_model(o->draft_model, *model);
@@ -214,7 +215,7 @@ void add_serve_command(CLI::App& app) {
                opts.api_key.empty() ? "" : " -H 'Authorization: Bearer $STRATA_API_KEY'");
     server.listen();
     scheduler.shutdown(std::chrono::seconds(0));
-    if (so.record_experts) {
+    if (so.record_experts && !o->expert_profile.empty()) {
       int64_t tokens = 0;
       const auto counts = scheduler.expert_counts(&tokens);
       if (tokens > 0) {

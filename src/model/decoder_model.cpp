@@ -42,6 +42,13 @@ bool DecoderModel::layer_has_kv(int64_t layer) const {
          !spec_.layers[static_cast<size_t>(layer)].recurrent();
 }
 
+std::vector<Model::LayerDevices> DecoderModel::layer_devices() const {
+  std::vector<LayerDevices> out = Model::layer_devices();
+  for (size_t il = 0; il < out.size() && il < layers_.size(); ++il)
+    if (!layers_[il].moe.router.data) out[il].experts.clear();
+  return out;
+}
+
 void DecoderModel::forward(const ForwardBatch& batch, std::span<const SequenceKv> kv, float* logits,
                            ThreadPool& pool, ForwardStats* stats) {
   const ModelHParams& hp = hparams_;

@@ -48,6 +48,7 @@ class DecoderModel : public Model {
   const NextnHead* nextn_head() const override { return nextn_.get(); }
   bool exports_hidden() const override { return true; }
   bool layer_has_kv(int64_t layer) const override;
+  std::vector<LayerDevices> layer_devices() const override;  // experts only in MoE layers
   void set_matmul_settings(const ops::MatmulSettings& settings) override {
     workspace_.matmul = settings;
   }

@@ -53,6 +53,15 @@ std::unique_ptr<Model> Model::from_file(GgufFile file) {
        fmt::join(supported_architectures(), ", "));
 }
 
+std::vector<Model::LayerDevices> Model::layer_devices() const {
+  std::vector<LayerDevices> out(static_cast<size_t>(hparams_.n_layer));
+  for (LayerDevices& l : out) {
+    l.attention = kCpuDeviceName;
+    if (hparams_.n_expert > 0) l.experts = {{kCpuDeviceName, hparams_.n_expert}};
+  }
+  return out;
+}
+
 std::vector<bool> Model::kv_layers() const {
   std::vector<bool> out;
   for (int64_t il = 0; il < hparams_.n_layer; ++il) out.push_back(layer_has_kv(il));

@@ -129,6 +129,15 @@ class Model {
   };
   virtual std::string placement_summary() const { return "every tensor on the CPU"; }
   virtual std::vector<DeviceMemory> device_memory() const { return {}; }
+  // Where each layer runs, for the server's status page: the device of its attention (or
+  // recurrent) part and how many of its routed experts each device holds.
+  struct LayerDevices {
+    std::string attention;
+    std::vector<std::pair<std::string, int64_t>> experts;  // (device, experts), in device order
+  };
+  virtual std::vector<LayerDevices> layer_devices() const;
+  virtual std::string output_head_device() const { return kCpuDeviceName; }
+  static constexpr const char* kCpuDeviceName = "CPU";
 
  protected:
   Model(GgufFile file, ModelHParams hparams)

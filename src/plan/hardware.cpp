@@ -18,6 +18,7 @@
 #include "util/log.h"
 #include "util/memory_bandwidth.h"
 #include "util/system_load.h"
+#include "util/system_memory.h"
 #include "util/thread_pool.h"
 
 namespace strata::plan {
@@ -49,20 +50,6 @@ double parse_positive(std::string_view text, std::string_view what, std::string_
       ec == std::errc() && end == text.data() + text.size() && value > 0 && std::isfinite(value),
       "{} in '{}': expected a positive number, found '{}'", what, spec, text);
   return value;
-}
-
-// /proc/meminfo values are in kB (KiB).
-std::pair<uint64_t, uint64_t> read_meminfo() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  uint64_t value = 0, total = 0, available = 0;
-  std::string unit;
-  while (in >> key >> value) {
-    std::getline(in, unit);
-    if (key == "MemTotal:") total = value * 1024;
-    if (key == "MemAvailable:") available = value * 1024;
-  }
-  return {total, available};
 }
 
 // Bandwidth: measured once per machine (CPU model) and cached with its date.
@@ -126,7 +113,7 @@ void update_hardware_cache(const std::string& path,
 }
 
 uint64_t available_ram_bytes() {
-  return read_meminfo().second;
+  return system_memory().available_bytes;
 }
 
 std::string cpu_model_name() {
@@ -273,9 +260,9 @@ HardwareProfile make_hardware_profile(const HardwareOverrides& overrides,
             ? "given"
             : "assumed: dual-channel DDR4-3200 read at 70%; give --ram SIZE:GB/s for yours";
   } else {
-    const auto [total, available] = read_meminfo();
-    hw.ram_total_bytes = total;
-    hw.ram_available_bytes = available ? available : total;
+    const SystemMemory memory = system_memory();
+    hw.ram_total_bytes = memory.total_bytes;
+    hw.ram_available_bytes = memory.available_bytes ? memory.available_bytes : memory.total_bytes;
     fill_ram_bandwidth(hw, probe);
   }
   if (overrides.gpus.empty()) {

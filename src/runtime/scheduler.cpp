@@ -120,6 +120,7 @@ SchedulerStats Scheduler::stats() const {
   SchedulerStats s = stats_;
   s.kv_pages_total = kv_.total_pages();
   s.kv_page_size = kv_.page_size();
+  s.kv_bytes_per_position = kv_.bytes_per_position();
   return s;
 }
 

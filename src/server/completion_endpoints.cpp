@@ -55,17 +55,19 @@ Json parse_body(const std::string& body) {
 
 // The run's events as SSE chunks, then "data: [DONE]". A client that leaves cancels the run.
 void stream_response(httplib::Response& res, std::shared_ptr<GenerationRun> run,
-                     StreamChunks chunks, const ServerOptions& options) {
+                     StreamChunks chunks, const ServerOptions& options,
+                     std::shared_ptr<RecentRequests> recent) {
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   // The request's log line is written when the stream is over (the provider is destroyed).
   current_request_log().written_later = true;
-  auto log_line = std::shared_ptr<RequestLogEntry>(
-      new RequestLogEntry(current_request_log()),
-      [format = options.log_format, sink = options.log_sink](RequestLogEntry* e) {
-        write_request_log(*e, format, sink);
-        delete e;
-      });
+  auto log_line =
+      std::shared_ptr<RequestLogEntry>(new RequestLogEntry(current_request_log()),
+                                       [format = options.log_format, sink = options.log_sink,
+                                        recent = std::move(recent)](RequestLogEntry* e) {
+                                         write_request_log(*e, format, sink, recent.get());
+                                         delete e;
+                                       });
   log_line->status = 200;
   res.set_chunked_content_provider(
       "text/event-stream", [run = std::move(run), chunks = std::move(chunks), log_line](
@@ -273,7 +275,7 @@ void Server::handle_generation(const httplib::Request& req, httplib::Response& r
         StreamChunks(std::move(identity),
                      {.chat = chat, .include_usage = r.include_usage, .logprobs = want_logprobs},
                      tokenizer_),
-        options_);
+        options_, recent_);
     return;
   }
   const WholeOutput output = collect_output(req, *run);

@@ -18,6 +18,10 @@ const char* endpoint_name(Endpoint e) {
       return "metrics";
     case Endpoint::props:
       return "props";
+    case Endpoint::status:
+      return "status";
+    case Endpoint::page:
+      return "page";
     default:
       return "other";
   }

@@ -10,7 +10,18 @@
 
 namespace strata::server {
 
-enum class Endpoint { chat, completions, models, health, metrics, props, other, count };
+enum class Endpoint {
+  chat,
+  completions,
+  models,
+  health,
+  metrics,
+  props,
+  status,
+  page,
+  other,
+  count
+};
 const char* endpoint_name(Endpoint e);
 
 class HttpMetrics {

@@ -25,27 +25,30 @@ double decode_rate(const JobResult& g) {
 
 }  // namespace
 
-std::string format_request_log(const RequestLogEntry& e, LogFormat format) {
-  if (format == LogFormat::json) {
-    nlohmann::ordered_json j = {{"time", utc_time(e.start)},
-                                {"method", e.method},
-                                {"path", e.path},
-                                {"status", e.status},
-                                {"seconds", e.seconds}};
-    if (e.generation) {
-      const JobResult& g = *e.generation;
-      j["prompt_tokens"] = g.prompt_tokens;
-      j["cached_tokens"] = g.cached_tokens;
-      j["generated_tokens"] = g.generated_tokens;
-      j["tokens_per_second"] = decode_rate(g);
-      if (g.drafted_tokens > 0) {
-        j["drafted_tokens"] = g.drafted_tokens;
-        j["accepted_tokens"] = g.accepted_tokens;
-      }
+nlohmann::ordered_json request_log_json(const RequestLogEntry& e) {
+  nlohmann::ordered_json j = {{"time", utc_time(e.start)},
+                              {"method", e.method},
+                              {"path", e.path},
+                              {"status", e.status},
+                              {"seconds", e.seconds}};
+  if (e.generation) {
+    const JobResult& g = *e.generation;
+    j["prompt_tokens"] = g.prompt_tokens;
+    j["cached_tokens"] = g.cached_tokens;
+    j["generated_tokens"] = g.generated_tokens;
+    j["tokens_per_second"] = decode_rate(g);
+    if (g.drafted_tokens > 0) {
+      j["drafted_tokens"] = g.drafted_tokens;
+      j["accepted_tokens"] = g.accepted_tokens;
     }
-    if (!e.error.empty()) j["error"] = e.error;
-    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
+  if (!e.error.empty()) j["error"] = e.error;
+  return j;
+}
+
+std::string format_request_log(const RequestLogEntry& e, LogFormat format) {
+  if (format == LogFormat::json)
+    return request_log_json(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::string line =
       fmt::format("{} {} {} {} {:.3f} s", utc_time(e.start), e.method, e.path, e.status, e.seconds);
   if (e.generation) {
@@ -80,9 +83,26 @@ void write_to_stderr(std::string_view line) {
   std::fputc('\n', stderr);
 }
 
-void write_request_log(RequestLogEntry& e, LogFormat format, const RequestLogSink& sink) {
-  if (format == LogFormat::off) return;
+void RecentRequests::add(const RequestLogEntry& e) {
+  if (e.method != "POST" && e.status < 400) return;
+  nlohmann::ordered_json j = request_log_json(e);
+  std::lock_guard lock(mutex_);
+  entries_.push_back(std::move(j));
+  while (entries_.size() > capacity_) entries_.pop_front();
+}
+
+nlohmann::ordered_json RecentRequests::list() const {
+  std::lock_guard lock(mutex_);
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& j : entries_) out.push_back(j);
+  return out;
+}
+
+void write_request_log(RequestLogEntry& e, LogFormat format, const RequestLogSink& sink,
+                       RecentRequests* recent) {
   e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - e.began).count();
+  if (recent) recent->add(e);
+  if (format == LogFormat::off) return;
   (sink ? sink : RequestLogSink(write_to_stderr))(format_request_log(e, format));
 }
 

@@ -4,7 +4,10 @@
 // the message returned. Text for people, or one JSON object per line (--log-format json).
 
 #include <chrono>
+#include <deque>
 #include <functional>
+#include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,12 +38,30 @@ RequestLogEntry& current_request_log();
 
 // The line, without its newline.
 std::string format_request_log(const RequestLogEntry& e, LogFormat format);
+// The entry as the JSON format's object.
+nlohmann::ordered_json request_log_json(const RequestLogEntry& e);
+
+// The last requests that did something (generations, and every failure), for the status page:
+// the page's own polling of /status and /metrics would push them out otherwise. Thread-safe.
+class RecentRequests {
+ public:
+  explicit RecentRequests(size_t capacity = 50) : capacity_(capacity) {}
+  void add(const RequestLogEntry& e);
+  nlohmann::ordered_json list() const;  // oldest first, as the JSON log's objects
+
+ private:
+  size_t capacity_;
+  mutable std::mutex mutex_;
+  std::deque<nlohmann::ordered_json> entries_;
+};
 
 // Where lines go (whole lines; called from any thread). Default: stderr.
 using RequestLogSink = std::function<void(std::string_view line)>;
 void write_to_stderr(std::string_view line);
 
-// Sets `seconds` and writes the entry's line to the sink (nothing when the format is off).
-void write_request_log(RequestLogEntry& e, LogFormat format, const RequestLogSink& sink);
+// Sets `seconds`, keeps the entry in `recent` (when given) and writes its line to the sink
+// (nothing when the format is off).
+void write_request_log(RequestLogEntry& e, LogFormat format, const RequestLogSink& sink,
+                       RecentRequests* recent = nullptr);
 
 }  // namespace strata::server

@@ -10,22 +10,13 @@
 #include "server/api_error.h"
 #include "server/chat_prompt_tokens.h"
 #include "server/openai_json.h"
+#include "server/status.h"
+#include "server/web_assets.h"
 #include "util/error.h"
 #include "util/log.h"
 
 namespace strata::server {
 namespace {
-
-nlohmann::json device_memory_json(const std::vector<Model::DeviceMemory>& devices) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& d : devices) {
-    out.push_back({{"device", d.device},
-                   {"allocated_bytes", d.allocated_bytes},
-                   {"budget_bytes", d.budget_bytes},
-                   {"pinned_host_bytes", d.pinned_bytes}});
-  }
-  return out;
-}
 
 void send_json(httplib::Response& res, int status, const nlohmann::ordered_json& body) {
   res.status = status;
@@ -124,6 +115,11 @@ std::span<const Server::Route> Server::route_table() {
       {get, "/health", Endpoint::health, false, &Server::handle_health},
       {get, "/metrics", Endpoint::metrics, true, &Server::handle_metrics},
       {get, "/props", Endpoint::props, true, &Server::handle_props},
+      {get, "/status", Endpoint::status, true, &Server::handle_status},
+      // The page asks for the key itself (its API calls need it), so the page needs none.
+      {get, "/", Endpoint::page, false, &Server::handle_page},
+      {get, "/app.js", Endpoint::page, false, &Server::handle_page},
+      {get, "/app.css", Endpoint::page, false, &Server::handle_page},
   };
   return kRoutes;
 }
@@ -185,7 +181,7 @@ void Server::set_request_hooks() {
     }
     if (!entry.written_later) {
       entry.status = res.status;
-      write_request_log(entry, options_.log_format, options_.log_sink);
+      write_request_log(entry, options_.log_format, options_.log_sink, recent_.get());
     }
     entry = {};  // the next request on this thread starts afresh
   });
@@ -328,6 +324,32 @@ void Server::handle_props(const httplib::Request&, httplib::Response& res) {
                {"model_defaults_source", model_defaults_.source}}},
              {"chat_template", chat_template_source_},
              {"chat_format", tool_call_style_name(tool_call_style_)}});
+}
+
+void Server::handle_status(const httplib::Request&, httplib::Response& res) {
+  const double uptime =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  send_json(res, 200,
+            status_json({.model = model_,
+                         .scheduler = scheduler_,
+                         .recent = *recent_,
+                         .model_id = options_.model_id,
+                         .uptime_seconds = uptime}));
+}
+
+void Server::handle_page(const httplib::Request& req, httplib::Response& res) {
+  for (const WebAsset& a : web_assets()) {
+    if (req.path != a.url) continue;
+    // Only the page's own files run: model output the page shows can never load a script.
+    res.set_header("Content-Security-Policy",
+                   "default-src 'self'; img-src 'self' data:; object-src 'none'; "
+                   "base-uri 'none'; frame-ancestors 'none'");
+    res.set_header("X-Content-Type-Options", "nosniff");
+    res.set_header("Cache-Control", "no-cache");
+    res.set_content(std::string(a.text()), a.content_type);
+    return;
+  }
+  send_error(res, ApiError(404, "invalid_request_error", "no such page: " + req.path));
 }
 
 }  // namespace strata::server

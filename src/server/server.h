@@ -1,10 +1,12 @@
 #pragma once
 // `strata serve`: the OpenAI-compatible HTTP API over one loaded model.
 //   POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health,
-//   GET /metrics (Prometheus), GET /props (effective settings).
+//   GET /metrics (Prometheus), GET /props (effective settings), GET /status (the model's
+//   placement, memory, expert selections, slots and recent requests), and the web page at /.
 // Handlers never throw: every failure becomes an OpenAI-style error object with a 4xx/5xx status.
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -83,6 +85,9 @@ class Server {
   void handle_health(const httplib::Request& req, httplib::Response& res);
   void handle_metrics(const httplib::Request& req, httplib::Response& res);
   void handle_props(const httplib::Request& req, httplib::Response& res);
+  // GET /status (the status page's figures) and the page's own files (/, /app.js, /app.css).
+  void handle_status(const httplib::Request& req, httplib::Response& res);
+  void handle_page(const httplib::Request& req, httplib::Response& res);
   // POST /v1/chat/completions (chat) and /v1/completions (defined in completion_endpoints.cpp).
   void handle_generation(const httplib::Request& req, httplib::Response& res, bool chat);
   // Its steps: the body read and checked, the prompt's tokens, the job submitted.
@@ -121,7 +126,10 @@ class Server {
   std::shared_ptr<const grammar::TokenTrie> trie_;
   std::unique_ptr<httplib::Server> http_;
   HttpMetrics metrics_;
+  // For the status page; shared with streamed responses, which log when their stream ends.
+  std::shared_ptr<RecentRequests> recent_ = std::make_shared<RecentRequests>();
   int64_t created_ = 0;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   int port_ = 0;
 };
 

@@ -61,6 +61,7 @@ GpuDecoder::GpuDecoder(std::unique_ptr<DecoderModel> cpu,
       cpu_(std::move(cpu)),
       placement_plan_(std::move(placement)) {
   STRATA_CHECK(!devices.empty(), "GpuDecoder: no device");
+  for (const auto& d : devices) device_labels_.push_back(d->label());
   const std::vector<bool> kv_layers = cpu_->kv_layers();
   for (int64_t il = 0; il < hparams_.n_layer && first_kv_layer_ < 0; ++il)
     if (kv_layers[static_cast<size_t>(il)]) first_kv_layer_ = il;
@@ -72,6 +73,28 @@ GpuDecoder::GpuDecoder(std::unique_ptr<DecoderModel> cpu,
 }
 
 GpuDecoder::~GpuDecoder() = default;
+
+std::vector<Model::LayerDevices> GpuDecoder::layer_devices() const {
+  std::vector<LayerDevices> out = cpu_->layer_devices();
+  const std::vector<int>& on = placement_plan_.layer_device;
+  for (size_t il = 0; il < out.size(); ++il) {
+    const int device = on.empty() ? 0 : on[il];
+    if (device < 0) continue;  // the CPU runs this layer from RAM
+    const std::string& label = device_labels_[static_cast<size_t>(device)];
+    out[il].attention = label;
+    if (out[il].experts.empty()) continue;
+    const ExpertsOnDevice& experts =
+        layer_experts(placement_plan_.experts, static_cast<int64_t>(il));
+    const auto n_gpu =
+        experts.empty() ? hparams_.n_expert : std::count(experts.begin(), experts.end(), true);
+    out[il].experts = {{label, n_gpu}, {kCpuDeviceName, hparams_.n_expert - n_gpu}};
+  }
+  return out;
+}
+
+std::string GpuDecoder::output_head_device() const {
+  return head_ ? stages_.back()->device().label() : std::string(kCpuDeviceName);
+}
 
 // ---- weights ----------------------------------------------------------------------------
 

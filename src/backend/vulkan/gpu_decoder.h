@@ -59,6 +59,8 @@ class GpuDecoder : public Model {
   std::string placement_summary() const override { return placement_summary_; }
   std::vector<DeviceMemory> device_memory() const override { return stages_memory(stages_); }
   void set_placement_summary(std::string s) { placement_summary_ = std::move(s); }
+  std::vector<LayerDevices> layer_devices() const override;
+  std::string output_head_device() const override;
   // What the CPU did in the last step (layers with experts in RAM).
   const HybridTimeline& hybrid_timeline() const { return timeline_; }
   int64_t step_encodings() const { return stages_encodings(stages_); }
@@ -99,6 +101,7 @@ class GpuDecoder : public Model {
   std::unique_ptr<DecoderModel> cpu_;
   GpuPlacement placement_plan_;
   std::string placement_summary_;
+  std::vector<std::string> device_labels_;  // [device index of the placement]
   StagePlan plan_;
   std::vector<std::unique_ptr<GpuStage>> stages_;  // the plan's GPU runs, in order
   std::vector<std::unique_ptr<GdnWork>> gdn_;      // [stage], null without recurrent layers

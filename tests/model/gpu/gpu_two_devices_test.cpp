@@ -70,6 +70,20 @@ TEST_P(GpuTwoDevicesLogits, MatchesReferenceEngine) {
   ASSERT_EQ(memory.size(), 2u);
   EXPECT_NE(memory[0].device, memory[1].device);
   for (const Model::DeviceMemory& m : memory) EXPECT_GT(m.allocated_bytes, 0u) << m.device;
+  // The status page's picture of the plan: each layer on its device, layer 0's experts in RAM.
+  const std::vector<Model::LayerDevices> layers = gpu->layer_devices();
+  ASSERT_EQ(static_cast<int64_t>(layers.size()), hp.n_layer);
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    const Model::LayerDevices& l = layers[static_cast<size_t>(il)];
+    const std::string& device = memory[il < hp.n_layer / 2 ? 0 : 1].device;
+    EXPECT_EQ(l.attention, device) << "layer " << il;
+    if (l.experts.empty()) continue;  // a dense layer
+    const int64_t on_gpu = il == 0 ? 0 : hp.n_expert;
+    using Count = std::pair<std::string, int64_t>;
+    EXPECT_EQ(l.experts, (std::vector<Count>{{device, on_gpu}, {"CPU", hp.n_expert - on_gpu}}))
+        << "layer " << il;
+  }
+  EXPECT_EQ(gpu->output_head_device(), memory[hp.n_layer > 1 ? 1 : 0].device);
   const auto* timeline = vk::hybrid_timeline(*gpu);
   ASSERT_NE(timeline, nullptr);
   // One hop: into the second device's layers.

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The web page at / in headless Chromium (web_page_e2e.mjs): `strata serve` runs the trained
+# model with an API key; its first chat is the model's own answer, the next three are scripted
+# (STRATA_TEST_SCRIPTED_OUTPUT: reasoning and markup with an HTML tag in it, a tool call, a long
+# answer to stop). Screenshots go to WORK_DIR/screenshots.
+#   run_web_page_e2e.sh STRATA MODEL NODE_PREFIX CHROMIUM WORK_DIR
+set -euo pipefail
+strata=$1 model=$2 prefix=$3 chromium=$4 work=$5
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/server/serve_helpers.sh
+source "$here/serve_helpers.sh"
+mkdir -p "$work"
+log=$work/serve-web-page.log
+script=$work/web-page-script.json
+python3 - "$script" <<'PY'
+import json, sys
+markup = ("<think>\nThe user wants markup.\n</think>\n\nHere is **bold** and `code` "
+          "<img src=x onerror=\"window.__pwned=1\">\n\n```python\nprint(1)\n```")
+call = '<tool_call>\n{"name": "read_file", "arguments": {"path": "a.py"}}\n</tool_call>'
+long = "".join("line %d\n" % i for i in range(1, 301))
+json.dump([None, markup, call, long], open(sys.argv[1], "w"))
+PY
+STRATA_TEST_SCRIPTED_OUTPUT=$script serve_start "$log" "$strata" -m "$model" --ctx 2048 -t 2 \
+  --api-key web-key
+status=0
+node "$here/web_page_e2e.mjs" "$prefix" "$chromium" "$serve_url" web-key "$work/screenshots" ||
+  status=$?
+serve_stop "$log"
+[[ $status -eq 0 ]] || { cat "$log"; exit "$status"; }
+echo "screenshots: $work/screenshots"
