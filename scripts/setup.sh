@@ -17,6 +17,7 @@ packages=(
   mesa-vulkan-drivers           # lavapipe: a Vulkan driver on the CPU, so the GPU tests run anywhere
   curl                          # server tests that speak HTTP from the shell
   chromium                      # the server's web page, tested in a real (headless) browser
+  systemd                       # systemd-analyze verify checks `strata service install`'s unit
   python3 python3-jsonschema    # an independent JSON-schema validator for constrained outputs
 )
 
