@@ -60,6 +60,7 @@ void add_serve_command(CLI::App& app) {
     std::string spec = "auto";
     std::string draft_model;
     server::SamplingOverrides sampling;
+    double max_gpu_temp = 0, max_cpu_temp = 0;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -116,6 +117,13 @@ void add_serve_command(CLI::App& app) {
                   "A smaller GGUF model with the same vocabulary to draft tokens with (run on the "
                   "CPU, greedily); --spec auto uses it where prompt lookup finds nothing")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--max-gpu-temp", o->max_gpu_temp,
+                  "Above this GPU temperature (°C, from NVIDIA's NVML) new requests wait in the "
+                  "queue, and start again 3 °C below it; running ones finish (0: no limit)")
+      ->check(CLI::Range(0.0, 150.0));
+  cmd->add_option("--max-cpu-temp", o->max_cpu_temp,
+                  "The same for the CPU's package temperature (hwmon) (0: no limit)")
+      ->check(CLI::Range(0.0, 150.0));
   add_sampling_flags(cmd, o->sampling);
   cmd->callback([o, cmd] {
     // Signals go to one waiting thread (blocked everywhere else, before any thread starts).
@@ -186,6 +194,8 @@ void add_serve_command(CLI::App& app) {
     opts.log_format = o->log_format_name == "json"  ? server::LogFormat::json
                       : o->log_format_name == "off" ? server::LogFormat::off
                                                     : server::LogFormat::text;
+    opts.telemetry.max_gpu_celsius = o->max_gpu_temp;
+    opts.telemetry.max_cpu_celsius = o->max_cpu_temp;
     opts.scripted_outputs = server::scripted_outputs_from_environment();  // TEST ONLY
     server::Server server(*model, *tokenizer, scheduler, opts);
     server.bind();

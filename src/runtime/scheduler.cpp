@@ -115,9 +115,23 @@ void Scheduler::shutdown(std::chrono::milliseconds grace) {
   worker_.join();
 }
 
+void Scheduler::hold_new_work(std::string reason) {
+  std::lock_guard lock(mutex_);
+  if (reason == hold_reason_) return;
+  // Said when the hold starts and ends, not at each new reading in between.
+  if (reason.empty()) {
+    log::info("new requests start again");
+  } else if (hold_reason_.empty()) {
+    log::warn("new requests wait: {}", reason);
+  }
+  hold_reason_ = std::move(reason);
+  wake_.notify_one();
+}
+
 SchedulerStats Scheduler::stats() const {
   std::lock_guard lock(mutex_);
   SchedulerStats s = stats_;
+  s.hold_reason = hold_reason_;
   s.kv_pages_total = kv_.total_pages();
   s.kv_page_size = kv_.page_size();
   s.kv_bytes_per_position = kv_.bytes_per_position();
@@ -146,8 +160,10 @@ void Scheduler::run() {
         return std::any_of(slots_.begin(), slots_.end(),
                            [](const auto& s) { return s->state != Slot::State::idle; });
       };
-      wake_.wait(lock,
-                 [&] { return stopping_ || !queue_.empty() || busy() || !cancelled_.empty(); });
+      wake_.wait(lock, [&] {
+        return stopping_ || (!queue_.empty() && hold_reason_.empty()) || busy() ||
+               !cancelled_.empty();
+      });
       cancelled.swap(cancelled_);
       if (stopping_) {
         // Queued work is dropped; running work may finish until the deadline.
@@ -168,7 +184,7 @@ void Scheduler::run() {
       }
       const auto idle = std::count_if(slots_.begin(), slots_.end(),
                                       [](const auto& s) { return s->state == Slot::State::idle; });
-      for (int64_t i = 0; i < idle && !queue_.empty(); ++i) {
+      for (int64_t i = 0; i < idle && !queue_.empty() && hold_reason_.empty(); ++i) {
         admitted.push_back(std::move(queue_.front()));
         queue_.pop_front();
       }

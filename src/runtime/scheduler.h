@@ -91,6 +91,7 @@ struct SchedulerStats {
   uint64_t jobs_started = 0, jobs_finished = 0, prompt_tokens = 0, cached_prompt_tokens = 0,
            generated_tokens = 0, steps = 0, drafted_tokens = 0, accepted_tokens = 0;
   double busy_seconds = 0;  // time spent in forward steps
+  std::string hold_reason;  // why queued requests wait (hold_new_work), empty when they do not
 };
 
 class Scheduler {
@@ -111,6 +112,9 @@ class Scheduler {
   void shutdown(std::chrono::milliseconds grace);
 
   SchedulerStats stats() const;
+  // Thread-safe. While `reason` is not empty, queued jobs wait (running ones go on), and the
+  // stats say why; an empty reason lets them start again. (The server's temperature watchdog.)
+  void hold_new_work(std::string reason);
   // Why the model can no longer run (its device was lost), or empty while it can.
   std::string device_lost() const;
   // Selections per (layer, expert), [n_layer * n_expert], when record_experts; and the tokens
@@ -183,6 +187,7 @@ class Scheduler {
   uint64_t next_id_ = 1;
   bool accepting_ = true, stopping_ = false;
   std::string device_lost_;  // set once, under mutex_
+  std::string hold_reason_;  // under mutex_ (hold_new_work)
   std::chrono::steady_clock::time_point deadline_;
   SchedulerStats stats_;        // counters (guarded by mutex_)
   ForwardStats forward_stats_;  // expert selections (worker thread; copied under mutex_)

@@ -56,6 +56,7 @@ Server::Server(Model& model, const Tokenizer& tokenizer, Scheduler& scheduler,
     const int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
+  telemetry_ = std::make_unique<TelemetryMonitor>(options_.telemetry, &scheduler_);
   model_ids_ = {options_.model_id};
   for (const std::string& a : options_.aliases)
     if (std::find(model_ids_.begin(), model_ids_.end(), a) == model_ids_.end())
@@ -268,7 +269,14 @@ void Server::handle_health(const httplib::Request&, httplib::Response& res) {
 }
 
 void Server::handle_metrics(const httplib::Request&, httplib::Response& res) {
-  std::string text = metrics_.render(scheduler_.stats());
+  const SchedulerStats stats = scheduler_.stats();
+  std::string text = metrics_.render(stats);
+  text += telemetry_->prometheus();
+  text += fmt::format(
+      "# HELP strata_requests_held Whether new requests wait for the machine to cool down "
+      "(--max-gpu-temp, --max-cpu-temp).\n# TYPE strata_requests_held gauge\n"
+      "strata_requests_held {}\n",
+      stats.hold_reason.empty() ? 0 : 1);
   const auto devices = model_.device_memory();
   const auto gauge = [&](const char* name, const char* help, uint64_t Model::DeviceMemory::*v) {
     text += fmt::format("# HELP {} {}\n# TYPE {} gauge\n", name, help, name);
@@ -308,6 +316,7 @@ void Server::handle_props(const httplib::Request&, httplib::Response& res) {
              {"api_key_required", !options_.api_key.empty()},
              {"placement", model_.placement_summary()},
              {"devices", device_memory_json(model_.device_memory())},
+             {"telemetry", telemetry_->json()},
              {"default_generation_settings",
               {{"temperature", s.temperature},
                {"top_k", s.top_k},
@@ -334,7 +343,8 @@ void Server::handle_status(const httplib::Request&, httplib::Response& res) {
                          .scheduler = scheduler_,
                          .recent = *recent_,
                          .model_id = options_.model_id,
-                         .uptime_seconds = uptime}));
+                         .uptime_seconds = uptime,
+                         .telemetry = telemetry_->json()}));
 }
 
 void Server::handle_page(const httplib::Request& req, httplib::Response& res) {

@@ -22,6 +22,7 @@
 #include "server/request_log.h"
 #include "server/sampling_config.h"
 #include "server/scripted_output.h"
+#include "server/telemetry.h"
 #include "template/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -50,6 +51,7 @@ struct ServerOptions {
   Model* draft_model = nullptr;         // --draft-model (same vocabulary; run on the CPU)
   LogFormat log_format = LogFormat::text;  // one line per request
   RequestLogSink log_sink{};               // where the lines go (empty: stderr)
+  TelemetryOptions telemetry{};            // temperature limits, sensors
   // TEST ONLY (STRATA_TEST_SCRIPTED_OUTPUT): requests write these texts instead of sampling.
   std::vector<std::optional<std::string>> scripted_outputs{};
 };
@@ -128,6 +130,7 @@ class Server {
   HttpMetrics metrics_;
   // For the status page; shared with streamed responses, which log when their stream ends.
   std::shared_ptr<RecentRequests> recent_ = std::make_shared<RecentRequests>();
+  std::unique_ptr<TelemetryMonitor> telemetry_;
   int64_t created_ = 0;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   int port_ = 0;

@@ -54,6 +54,7 @@ Json scheduler_json(const SchedulerStats& s) {
           {"draft_tokens", s.drafted_tokens},
           {"draft_tokens_accepted", s.accepted_tokens},
           {"busy_seconds", s.busy_seconds},
+          {"hold_reason", s.hold_reason},
           // as /metrics' strata_generated_tokens_per_second
           {"generated_tokens_per_second",
            s.busy_seconds > 0 ? static_cast<double>(s.generated_tokens) / s.busy_seconds : 0.0}};
@@ -106,6 +107,7 @@ Json status_json(const StatusSources& s) {
           {"memory", memory_json(s.model, st)},
           {"scheduler", scheduler_json(st)},
           {"experts", experts_json(s.model, s.scheduler)},
+          {"telemetry", s.telemetry},
           {"recent_requests", s.recent.list()}};
 }
 

@@ -19,6 +19,7 @@ struct StatusSources {
   const RecentRequests& recent;
   const std::string& model_id;
   double uptime_seconds = 0;
+  nlohmann::ordered_json telemetry = nullptr;  // TelemetryMonitor::json()
 };
 
 nlohmann::ordered_json status_json(const StatusSources& s);

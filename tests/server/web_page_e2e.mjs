@@ -3,13 +3,14 @@
 // answers check that reasoning is folded, markdown is rendered and model output cannot inject
 // HTML, that tool calls are shown as calls and that Stop ends a generation; the Status view
 // agrees with /metrics; screenshots of each view (desktop and phone) are saved.
-//   node web_page_e2e.mjs NODE_PREFIX CHROMIUM BASE_URL API_KEY SCREENSHOT_DIR
+// The server runs with the NVML stand-in (its state file NVML_STATE) and --max-gpu-temp 90.
+//   node web_page_e2e.mjs NODE_PREFIX CHROMIUM BASE_URL API_KEY SCREENSHOT_DIR NVML_STATE
 import { createRequire } from 'node:module';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { check, runChecks } from './e2e_checks.mjs';
 
-const [prefix, chromium, baseUrl, apiKey, shots] = process.argv.slice(2);
+const [prefix, chromium, baseUrl, apiKey, shots, nvmlState] = process.argv.slice(2);
 const require = createRequire(prefix + '/');
 const puppeteer = require('puppeteer-core');
 mkdirSync(shots, { recursive: true });
@@ -31,8 +32,8 @@ async function metrics() {
   assert.equal(res.status, 200);
   const values = {};
   for (const line of (await res.text()).split('\n')) {
-    const m = /^(strata_[a-z_]+) ([0-9.e+-]+)$/.exec(line);
-    if (m) values[m[1]] = Number(m[2]);
+    const m = /^(strata_[a-z_]+)(\{[^}]*\})? ([0-9.e+-]+)$/.exec(line);
+    if (m && !(m[1] in values)) values[m[1]] = Number(m[3]);  // a labelled gauge: its first
   }
   return values;
 }
@@ -183,6 +184,21 @@ check('the Status view shows the model\'s layers, experts and requests, as /metr
   const requests = await page.$$eval('#st-requests tr', (r) => r.map((x) => x.textContent));
   assert.ok(requests.filter((r) => r.includes('POST /v1/chat/completions')).length >= 4, requests.join('\n'));
   await page.screenshot({ path: shots + '/status.png', fullPage: true });
+});
+check('the machine\'s temperatures are shown, and a hot GPU holds new requests', async () => {
+  const m = await metrics();
+  const gpu = await page.$eval('#st-machine td[data-metric="strata_gpu_temperature_celsius"]',
+                               (c) => [c.textContent, Number(c.dataset.value)]);
+  assert.equal(gpu[1], m.strata_gpu_temperature_celsius);
+  assert.match(gpu[0], /55 °C/);
+  assert.match(await page.$eval('#st-limits', (l) => l.textContent), /above GPU 90 °C/);
+  assert.equal(await page.$eval('#hold-banner', (b) => b.hidden), true);
+  writeFileSync(nvmlState, 'temperature=95\n');
+  await page.waitForFunction(() => !document.getElementById('hold-banner').hidden, { timeout: 10000 });
+  assert.match(await page.$eval('#hold-banner', (b) => b.textContent), /--max-gpu-temp 90/);
+  await page.screenshot({ path: shots + '/status-held.png' });
+  writeFileSync(nvmlState, 'temperature=55\n');
+  await page.waitForFunction(() => document.getElementById('hold-banner').hidden, { timeout: 10000 });
 });
 check('both views fit a phone-sized screen', async () => {
   await page.setViewport({ width: 390, height: 844 });

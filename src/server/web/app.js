@@ -474,6 +474,33 @@ function drawRequests(list) {
   }
 }
 
+function drawMachine(t) {
+  const rows = [];
+  for (const g of t.gpus) {
+    const parts = [];
+    if (g.temperature_celsius !== undefined) parts.push(g.temperature_celsius.toFixed(0) + " °C");
+    if (g.power_watts !== undefined) parts.push(g.power_watts.toFixed(0) + " W");
+    if (g.sm_clock_mhz !== undefined) parts.push(g.sm_clock_mhz + " MHz");
+    if (g.memory_used_bytes !== undefined)
+      parts.push(bytes(g.memory_used_bytes) + " of " + bytes(g.memory_total_bytes) + " used");
+    rows.push(["GPU " + g.index + " " + g.name, parts.join(" · ") || "no figures",
+               "strata_gpu_temperature_celsius", g.temperature_celsius]);
+  }
+  if (t.cpu) {
+    rows.push(["CPU (" + t.cpu.sensor + ")", t.cpu.temperature_celsius.toFixed(1) + " °C",
+               "strata_cpu_temperature_celsius", t.cpu.temperature_celsius]);
+  } else {
+    rows.push(["CPU", "no temperature sensor"]);
+  }
+  if (!t.gpus.length) rows.push(["GPUs", "no NVML on this machine"]);
+  figures($("st-machine"), rows);
+  const limits = [];
+  if (t.limits.max_gpu_celsius) limits.push("GPU " + t.limits.max_gpu_celsius + " °C");
+  if (t.limits.max_cpu_celsius) limits.push("CPU " + t.limits.max_cpu_celsius + " °C");
+  $("st-limits").textContent = limits.length ? "new requests wait above " + limits.join(", ")
+                                             : "no temperature limits (--max-gpu-temp, --max-cpu-temp)";
+}
+
 function drawStatus() {
   const s = state.status;
   if (!s || $("view-status").hidden) return;
@@ -482,7 +509,7 @@ function drawStatus() {
   $("st-speed").dataset.value = sch.generated_tokens_per_second;
   plot($("speed-plot"), state.history.speed);
   $("st-slots").textContent = sch.slots_busy + " of " + sch.slots_total + " busy, " +
-      sch.queue_depth + " waiting";
+      sch.queue_depth + " waiting" + (sch.hold_reason ? " (held: too hot)" : "");
   plot($("queue-plot"), state.history.queue);
   const kvShare = sch.kv_pages_total ? sch.kv_pages_used / sch.kv_pages_total : 0;
   $("st-kv").textContent = (100 * kvShare).toFixed(1) + "% used";
@@ -514,6 +541,7 @@ function drawStatus() {
   $("st-placement").textContent = s.model.architecture + ", " + s.model.n_layer + " layers" +
       (s.model.n_expert ? ", " + s.model.n_expert + " experts (" + s.model.n_expert_used + " used)" : "") +
       ". " + s.placement.summary;
+  drawMachine(s.telemetry);
   drawLayers(s.placement);
   drawHeat(s.experts);
   drawRequests(s.recent_requests);
@@ -535,6 +563,9 @@ async function poll() {
     state.last = { at: now, generated: s.scheduler.generated_tokens };
     state.status = s;
     $("status-error").textContent = "";
+    const hold = s.scheduler.hold_reason;
+    $("hold-banner").hidden = !hold;
+    $("hold-banner").textContent = hold ? "New requests wait: " + hold : "";
     drawStatus();
   } catch (e) {
     if (e instanceof NeedsKey) return;  // the prompt is up; start() polls again
