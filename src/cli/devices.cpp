@@ -55,6 +55,7 @@ nlohmann::ordered_json device_json(const vk::DeviceInfo& d) {
   j["device_local_bytes"] = d.device_local_bytes;
   j["device_local_budget_bytes"] = d.device_local_budget;
   j["has_memory_budget"] = d.has_memory_budget;
+  j["uuid"] = d.uuid;
   j["budget_source"] = budget_source(d);
   j["subgroup_size"] = d.subgroup_size;
   j["fp16"] = d.fp16;
@@ -89,6 +90,7 @@ void print_device(const vk::DeviceInfo& d) {
   line("memory budget", fmt::format("{} ({})", format_bytes(d.device_local_budget),
                                     d.has_memory_budget ? "free now, from VK_EXT_memory_budget"
                                                         : "heap size: no VK_EXT_memory_budget"));
+  line("uuid", d.uuid);
   line("subgroup size", fmt::format("{}", d.subgroup_size));
   line("fp16", yes_no(d.fp16));
   line("int8", yes_no(d.int8));

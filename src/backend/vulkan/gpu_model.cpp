@@ -1,4 +1,5 @@
 #include "backend/vulkan/gpu_model.h"
+#include "backend/vulkan/memory_in_use_check.h"
 
 #include <algorithm>
 
@@ -119,6 +120,7 @@ std::vector<uint64_t> device_budgets(const std::vector<int>& devices, uint64_t m
   for (int d : devices) {
     const DeviceInfo& info = Instance::get().devices().at(static_cast<size_t>(d));
     const auto openings = static_cast<uint64_t>(std::count(devices.begin(), devices.end(), d));
+    if (!memory_limit) warn_memory_in_use(info);
     out.push_back(memory_limit ? memory_limit
                                : (info.is_cpu ? 0 : info.device_local_budget / openings));
   }

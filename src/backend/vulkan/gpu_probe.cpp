@@ -4,6 +4,7 @@
 
 #include "backend/vulkan/bandwidth_probe.h"
 #include "backend/vulkan/device.h"
+#include "backend/vulkan/memory_in_use_check.h"
 #include "plan/calibration.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -21,6 +22,7 @@ plan::GpuInfo probe_one(const DeviceInfo& d, const plan::ProbeOptions& options) 
   gpu.name = d.name;
   gpu.vram_total_bytes = d.device_local_bytes;
   gpu.vram_free_bytes = d.device_local_budget ? d.device_local_budget : d.device_local_bytes;
+  warn_memory_in_use(d);
   const std::string path =
       options.cache_path.empty() ? plan::default_hardware_cache_path() : options.cache_path;
   const std::string key = cache_key(d);

@@ -58,8 +58,11 @@ DeviceInfo describe(VkPhysicalDevice pd, int index) {
   std::vector<VkExtensionProperties> exts(n_ext);
   a.vkEnumerateDeviceExtensionProperties(pd, nullptr, &n_ext, exts.data());
 
+  VkPhysicalDeviceIDProperties id{};
+  id.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES;
   VkPhysicalDeviceDriverProperties driver{};
   driver.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES;
+  driver.pNext = &id;
   VkPhysicalDeviceSubgroupProperties subgroup{};
   subgroup.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES;
   subgroup.pNext = &driver;
@@ -80,6 +83,12 @@ DeviceInfo describe(VkPhysicalDevice pd, int index) {
                                   : "unknown";
   d.driver_version = driver_version_string(p.vendorID, p.driverVersion);
   d.api_version = version_string(p.apiVersion);
+  // NVIDIA's Vulkan deviceUUID is the GPU's UUID in NVML, which writes it 8-4-4-4-12.
+  d.uuid = "GPU-";
+  for (uint32_t i = 0; i < VK_UUID_SIZE; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) d.uuid += '-';
+    d.uuid += fmt::format("{:02x}", id.deviceUUID[i]);
+  }
   switch (p.deviceType) {
     case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
       d.type = "discrete";

@@ -18,6 +18,7 @@ struct DeviceInfo {
   std::string driver;  // driver name and info string
   std::string driver_version;
   std::string api_version;  // e.g. 1.3.230
+  std::string uuid;         // deviceUUID as NVML writes a GPU's: GPU-xxxxxxxx-xxxx-xxxx-xxxx-...
   std::string type;         // discrete, integrated, virtual, cpu, other
   bool is_cpu = false;      // a software device (lavapipe): only used when named
   uint64_t device_local_bytes = 0;

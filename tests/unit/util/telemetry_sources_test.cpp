@@ -8,6 +8,7 @@
 
 #include "support/test_support.h"
 #include "util/hwmon.h"
+#include "util/memory_in_use.h"
 #include "util/nvml.h"
 
 namespace strata {
@@ -127,6 +128,28 @@ TEST_F(FakeNvml, FailingCallsLeaveTheirFiguresOut) {
   // Read at every call: a device that comes back reads again.
   set_state("temperature=61");
   EXPECT_EQ(nvml->sample()[0].temperature_celsius, 61.0);
+}
+
+TEST_F(FakeNvml, MemoryOthersHoldIsSaidWithWhoHoldsIt) {
+  set_state("process=17:Xorg:314572800\nprocess=4242:python3:2147483648");
+  std::string why;
+  auto nvml = Nvml::open_library(STRATA_FAKE_NVML, &why);
+  ASSERT_TRUE(nvml) << why;
+  const uint64_t gib = uint64_t{1} << 30;
+  const std::string note = memory_in_use_note("vk0 (Fake GPU 0)", 8 * gib,
+                                              8 * gib - 2 * gib - (300u << 20), nvml->processes(0));
+  EXPECT_NE(note.find("vk0 (Fake GPU 0): 2.29 GiB of its 8.00 GiB is in use by other processes: "
+                      "python3 (pid 4242) 2.00 GiB, Xorg (pid 17) 300.00 MiB; strata plans for "
+                      "the 5.71 GiB free"),
+            std::string::npos)
+      << note;
+  EXPECT_NE(note.find("--vram-budget"), std::string::npos);
+  // Without NVML: the amount alone. A little in use (a desktop's few MiB): nothing.
+  EXPECT_NE(memory_in_use_note("vk1", 8 * gib, 6 * gib, {})
+                .find("2.00 GiB of its 8.00 GiB is in "
+                      "use by other processes; strata"),
+            std::string::npos);
+  EXPECT_EQ(memory_in_use_note("vk1", 8 * gib, 8 * gib - (100u << 20), {}), "");
 }
 
 }  // namespace
