@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/plan_report.h"
 #include "gguf/gguf_file.h"
 #include "model/model.h"
 #include "plan/given_placement.h"
@@ -20,10 +21,6 @@
 #include "plan/step_buffers.h"
 #include "util/error.h"
 #include "util/log.h"
-
-#ifdef STRATA_HAVE_VULKAN
-#include "backend/vulkan/gpu_probe.h"
-#endif
 
 namespace strata::cli {
 namespace {
@@ -190,44 +187,17 @@ void add_plan_command(CLI::App& app) {
     }
     if (!o->profile.empty()) plan::load_expert_popularity(inv, o->profile, o->model_path);
 
-    plan::HardwareOverrides overrides;
-    overrides.gpus = o->gpus;
-    if (!o->ram.empty()) overrides.ram = o->ram;
-    if (o->cores != 0) overrides.cores = o->cores;
-    if (o->hop_ms >= 0) overrides.hop_latency_ms = o->hop_ms;
-    plan::ProbeOptions probe;
-    probe.remeasure = o->remeasure;
-    probe.calibration.threads = o->threads;
-    auto& types = probe.calibration.types;
-    for (const auto& t : inv.tensors) {
-      if (t.matrix && std::find(types.begin(), types.end(), t.type) == types.end())
-        types.push_back(t.type);
-    }
-#ifdef STRATA_HAVE_VULKAN
-    probe.probe_gpus = [device = o->device](const plan::ProbeOptions& options) {
-      return vk::probe_vulkan_gpus(device, options);
-    };
-#else
-    STRATA_CHECK(o->device == "auto" || o->device == "none",
-                 "--device {}: this strata was built without the Vulkan GPU backend", o->device);
-#endif
-    plan::HardwareProfile hw = plan::make_hardware_profile(overrides, probe);
-    // This machine's recorded runs correct its calibrated CPU (issue 40; --remeasure ignores them
-    // with the rest of the cache).
-    if (!o->remeasure) {
-      plan::apply_run_records(hw, plan::default_hardware_cache_path(), o->model_path);
-    }
-    if (!o->vram_budget.empty()) {
-      const uint64_t budget = plan::parse_size(o->vram_budget, 1024);
-      STRATA_CHECK(budget > 0, "--vram-budget: expected a size such as 8G, found '{}'",
-                   o->vram_budget);
-      STRATA_CHECK(!hw.gpus.empty(), "--vram-budget {}: there is no GPU to plan for (--device {})",
-                   o->vram_budget, o->device);
-      for (plan::GpuInfo& g : hw.gpus) {
-        g.vram_total_bytes = std::min(g.vram_total_bytes, budget);
-        g.vram_free_bytes = std::min(g.vram_free_bytes, budget);
-      }
-    }
+    MachineInputs machine;
+    machine.model_path = o->model_path;
+    machine.device = o->device;
+    machine.threads = o->threads;
+    machine.remeasure = o->remeasure;
+    machine.vram_budget = o->vram_budget;
+    machine.overrides.gpus = o->gpus;
+    if (!o->ram.empty()) machine.overrides.ram = o->ram;
+    if (o->cores != 0) machine.overrides.cores = o->cores;
+    if (o->hop_ms >= 0) machine.overrides.hop_latency_ms = o->hop_ms;
+    const plan::HardwareProfile hw = machine_profile(inv, machine);
 
     plan::PlanGoals goals;
     goals.kv_type = o->kv_type;
@@ -255,14 +225,7 @@ void add_plan_command(CLI::App& app) {
     }
     // GPUs probed here run strata's own executor: its step buffers are counted as run counts
     // them. Hypothetical GPUs keep FIELD's runtime margin (fitted on llama.cpp's runs).
-    plan::MemoryConstants memory;
-    if (o->gpus.empty() && !hw.gpus.empty()) {
-      uint64_t smallest = hw.gpus[0].vram_free_bytes;
-      for (const plan::GpuInfo& g : hw.gpus) smallest = std::min(smallest, g.vram_free_bytes);
-      const plan::StepShape shape = plan::StepShape::for_context(
-          goals.max_context ? std::max<int64_t>(inv.n_ctx_train, 1) : goals.context);
-      memory = plan::executor_memory(inv, shape, smallest);
-    }
+    const plan::MemoryConstants memory = planning_memory(inv, hw, goals, !o->gpus.empty());
     const plan::Plan p =
         plan::plan_placement(inv, hw, goals, plan::default_cost_constants(), memory);
     const auto table = plan::context_table(inv, hw, goals, memory);

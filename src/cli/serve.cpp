@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/expert_profile.h"
 #include "cli/model_options.h"
+#include "cli/plan_report.h"
 #include "cli/run_drafted.h"
 #include "runtime/scheduler.h"
 #include "server/listen_check.h"
@@ -194,6 +195,19 @@ void add_serve_command(CLI::App& app) {
     opts.log_format = o->log_format_name == "json"  ? server::LogFormat::json
                       : o->log_format_name == "off" ? server::LogFormat::off
                                                     : server::LogFormat::text;
+    // The page's Plan view: the planner's report for this model, context and KV type on this
+    // machine (its GPUs as --device names them).
+    opts.plan_report = [m = o->model] {
+      MachineInputs machine;
+      machine.model_path = m.path;
+      machine.device = m.device;
+      machine.threads = m.threads;
+      machine.vram_budget = m.vram_budget;
+      plan::PlanGoals goals;
+      goals.context = m.ctx;
+      goals.kv_type = m.kv_type;
+      return plan_report_json(m.path, machine, goals);
+    };
     opts.telemetry.max_gpu_celsius = o->max_gpu_temp;
     opts.telemetry.max_cpu_celsius = o->max_cpu_temp;
     opts.scripted_outputs = server::scripted_outputs_from_environment();  // TEST ONLY

@@ -117,6 +117,7 @@ std::span<const Server::Route> Server::route_table() {
       {get, "/metrics", Endpoint::metrics, true, &Server::handle_metrics},
       {get, "/props", Endpoint::props, true, &Server::handle_props},
       {get, "/status", Endpoint::status, true, &Server::handle_status},
+      {get, "/plan", Endpoint::status, true, &Server::handle_plan},
       // The page asks for the key itself (its API calls need it), so the page needs none.
       {get, "/", Endpoint::page, false, &Server::handle_page},
       {get, "/app.js", Endpoint::page, false, &Server::handle_page},
@@ -345,6 +346,20 @@ void Server::handle_status(const httplib::Request&, httplib::Response& res) {
                          .model_id = options_.model_id,
                          .uptime_seconds = uptime,
                          .telemetry = telemetry_->json()}));
+}
+
+void Server::handle_plan(const httplib::Request&, httplib::Response& res) {
+  if (!options_.plan_report)
+    throw ApiError(404, "invalid_request_error", "this server was started without a planner");
+  std::lock_guard lock(plan_mutex_);
+  if (!plan_) {
+    try {
+      plan_ = options_.plan_report();
+    } catch (const std::exception& e) {
+      throw ApiError(500, "server_error", std::string("planning failed: ") + e.what());
+    }
+  }
+  send_json(res, 200, *plan_);
 }
 
 void Server::handle_page(const httplib::Request& req, httplib::Response& res) {

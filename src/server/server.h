@@ -7,8 +7,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -52,6 +54,9 @@ struct ServerOptions {
   LogFormat log_format = LogFormat::text;  // one line per request
   RequestLogSink log_sink{};               // where the lines go (empty: stderr)
   TelemetryOptions telemetry{};            // temperature limits, sensors
+  // GET /plan: the planner's report for the served model on this machine (null: none). Made at
+  // the first request (it may measure the machine once), then kept.
+  std::function<nlohmann::json()> plan_report{};
   // TEST ONLY (STRATA_TEST_SCRIPTED_OUTPUT): requests write these texts instead of sampling.
   std::vector<std::optional<std::string>> scripted_outputs{};
 };
@@ -90,6 +95,7 @@ class Server {
   // GET /status (the status page's figures) and the page's own files (/, /app.js, /app.css).
   void handle_status(const httplib::Request& req, httplib::Response& res);
   void handle_page(const httplib::Request& req, httplib::Response& res);
+  void handle_plan(const httplib::Request& req, httplib::Response& res);
   // POST /v1/chat/completions (chat) and /v1/completions (defined in completion_endpoints.cpp).
   void handle_generation(const httplib::Request& req, httplib::Response& res, bool chat);
   // Its steps: the body read and checked, the prompt's tokens, the job submitted.
@@ -131,6 +137,8 @@ class Server {
   // For the status page; shared with streamed responses, which log when their stream ends.
   std::shared_ptr<RecentRequests> recent_ = std::make_shared<RecentRequests>();
   std::unique_ptr<TelemetryMonitor> telemetry_;
+  std::mutex plan_mutex_;  // one plan is made at a time; the rest wait for it
+  std::optional<nlohmann::json> plan_;
   int64_t created_ = 0;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   int port_ = 0;

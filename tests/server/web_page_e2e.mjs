@@ -200,13 +200,26 @@ check('the machine\'s temperatures are shown, and a hot GPU holds new requests',
   writeFileSync(nvmlState, 'temperature=55\n');
   await page.waitForFunction(() => document.getElementById('hold-banner').hidden, { timeout: 10000 });
 });
-check('both views fit a phone-sized screen', async () => {
+check('the Plan view shows the planner\'s report and its curve for the served model', async () => {
+  await page.click('#tab-plan');
+  await page.waitForFunction(() => document.getElementById('plan-text').textContent.length > 0 ||
+                                   document.getElementById('plan-state').textContent.startsWith('no plan'),
+                             { timeout: 120000 });
+  assert.equal(await page.$eval('#plan-state', (s) => s.textContent), '');
+  const text = await page.$eval('#plan-text', (t) => t.textContent);
+  assert.match(text, /Predicted/);
+  assert.match(text, /Context vs speed/);
+  await page.waitForFunction(() => document.getElementById('plan-curve').complete, { timeout: 10000 });
+  assert.ok(await page.$eval('#plan-curve', (i) => i.naturalWidth) > 0, 'the curve did not render');
+  await page.screenshot({ path: shots + '/plan.png', fullPage: true });
+});
+check('every view fits a phone-sized screen', async () => {
   await page.setViewport({ width: 390, height: 844 });
-  for (const view of ['status', 'chat']) {
+  for (const view of ['status', 'plan', 'chat']) {
     await page.click('#tab-' + view);
     const width = await page.evaluate(() => document.documentElement.scrollWidth);
     assert.ok(width <= 390, `${view}: ${width} px wide on a 390 px screen`);
-    await page.screenshot({ path: `${shots}/phone-${view}.png`, fullPage: view === 'status' });
+    await page.screenshot({ path: `${shots}/phone-${view}.png`, fullPage: view !== 'chat' });
   }
 });
 check('no script errors on the page', async () => {

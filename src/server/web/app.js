@@ -57,7 +57,9 @@ function showView(name) {
     b.classList.toggle("active", b.dataset.view === name);
   $("view-chat").hidden = name !== "chat";
   $("view-status").hidden = name !== "status";
+  $("view-plan").hidden = name !== "plan";
   if (name === "status") drawStatus();
+  if (name === "plan") loadPlan();
 }
 for (const b of document.querySelectorAll("button.tab"))
   b.addEventListener("click", () => showView(b.dataset.view));
@@ -572,6 +574,29 @@ async function poll() {
     $("status-error").textContent = "status: " + e.message;
   }
   setTimeout(poll, 1000);
+}
+
+// ---- plan -------------------------------------------------------------------------------
+
+let planLoading = false;
+async function loadPlan() {
+  if (planLoading || $("plan-text").textContent) return;
+  planLoading = true;
+  $("plan-state").textContent = "planning…";
+  try {
+    const res = await api("/plan");
+    const body = await res.json();
+    if (!res.ok) throw new Error((body.error && body.error.message) || "HTTP " + res.status);
+    // The curve is an SVG drawn by the server: shown as an image, it runs nothing.
+    $("plan-curve").src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(body.svg);
+    $("plan-curve").hidden = false;
+    $("plan-text").textContent = body.text;
+    $("plan-state").textContent = "";
+  } catch (e) {
+    if (!(e instanceof NeedsKey)) $("plan-state").textContent = "no plan: " + e.message;
+  } finally {
+    planLoading = false;
+  }
 }
 
 // ---- start ------------------------------------------------------------------------------

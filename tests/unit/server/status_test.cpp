@@ -7,6 +7,7 @@
 
 #include "server/web_assets.h"
 #include "server_fixture.h"
+#include "util/error.h"
 
 namespace strata::server {
 namespace {
@@ -146,6 +147,33 @@ TEST(Status, PageIsServedWithoutTheKeyAndItsCallsNeedIt) {
   EXPECT_EQ(c.Get("/status", {{"Authorization", "Bearer sekret"}})->status, 200);
   EXPECT_EQ(c.Get("/app.jsx", {{"Authorization", "Bearer sekret"}})->status, 404);
   EXPECT_FALSE(web_assets().empty());
+}
+
+TEST(Status, PlanIsMadeOnceAndFailuresAreSaid) {
+  auto calls = std::make_shared<int>(0);
+  ServerOptions opts;
+  opts.plan_report = [calls] {
+    ++*calls;
+    return Json{{"text", "the plan"}, {"svg", "<svg/>"}};
+  };
+  {
+    ServerStack s({.n_slots = 1, .n_ctx = 128}, opts);
+    for (int i = 0; i < 2; ++i) {
+      auto r = s.client().Get("/plan");
+      ASSERT_EQ(r->status, 200);
+      EXPECT_EQ(Json::parse(r->body)["text"], "the plan");
+    }
+    EXPECT_EQ(*calls, 1);
+  }
+  opts.plan_report = []() -> Json { throw Error("no GPU answers"); };
+  {
+    ServerStack s({.n_slots = 1, .n_ctx = 128}, opts);
+    auto r = s.client().Get("/plan");
+    EXPECT_EQ(r->status, 500);
+    EXPECT_NE(r->body.find("planning failed: no GPU answers"), std::string::npos) << r->body;
+  }
+  ServerStack none({.n_slots = 1, .n_ctx = 128});
+  EXPECT_EQ(none.client().Get("/plan")->status, 404);
 }
 
 }  // namespace
