@@ -16,12 +16,8 @@ struct RunResult {
   std::string output;  // stdout and stderr together
 };
 
-// stdout, plus stderr when include_stderr (else stderr is dropped); `env` ("NAME=value ...",
-// each followed by a space) is set for the command only.
-inline RunResult run_strata_env(const std::string& env, const std::string& args,
-                                bool include_stderr = true) {
-  const std::string command =
-      env + std::string(STRATA_EXE) + " " + args + (include_stderr ? " 2>&1" : " 2>/dev/null");
+// A shell command line's exit status and stdout (with its own redirections).
+inline RunResult run_shell(const std::string& command) {
   FILE* pipe = ::popen(command.c_str(), "r");
   if (!pipe) return {-1, "popen failed"};
   std::string out;
@@ -30,6 +26,14 @@ inline RunResult run_strata_env(const std::string& env, const std::string& args,
   while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
   const int status = ::pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// stdout, plus stderr when include_stderr (else stderr is dropped); `env` ("NAME=value ...",
+// each followed by a space) is set for the command only.
+inline RunResult run_strata_env(const std::string& env, const std::string& args,
+                                bool include_stderr = true) {
+  return run_shell(env + std::string(STRATA_EXE) + " " + args +
+                   (include_stderr ? " 2>&1" : " 2>/dev/null"));
 }
 
 // The environment of a command that keeps its measurements and run records in a fresh cache at

@@ -23,16 +23,8 @@ std::string read(const fs::path& p) {
   return s.str();
 }
 
-// Output and exit status of a shell command.
-RunResult shell(const std::string& command) {
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  std::string out;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+// Output (stdout and stderr) and exit status of a shell command.
+RunResult shell(const std::string& command) { return run_shell(command + " 2>&1"); }
 
 TEST(SystemdUnit, ArgumentsReachServeAsGiven) {
   EXPECT_EQ(cli::systemd_quote("plain"), "\"plain\"");
