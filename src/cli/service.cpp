@@ -106,15 +106,25 @@ ServeArgs check_serve_args(const std::string& model, const std::vector<std::stri
   CLI::App check;
   add_serve_command(check);
   CLI::App* serve = check.get_subcommand("serve");
-  serve->callback(std::function<void()>());  // parse only
+  // Stop once serve's flags are parsed and checked, before its callback would start a server
+  // (the callback must stay set: it owns what the flags are parsed into).
+  struct Parsed {};
+  serve->parse_complete_callback([] { throw Parsed{}; });
   std::vector<std::string> argv = out.args;
   argv.insert(argv.begin(), "serve");
   std::reverse(argv.begin(), argv.end());  // CLI11 takes a reversed vector
   try {
     check.parse(argv);
+    fail("the serve flags were not checked");  // unreachable: Parsed is thrown
+  } catch (const Parsed&) {
   } catch (const CLI::ParseError& e) {
     fail("the serve flags do not parse: {}", e.what());
   }
+  // Arguments serve does not know are left over (the top-level check that refuses them is not
+  // reached).
+  const std::vector<std::string> unknown = serve->remaining();
+  if (!unknown.empty())
+    fail("the serve flags do not parse: not serve's: {}", fmt::join(unknown, " "));
   out.host = serve->get_option("--host")->as<std::string>();
   out.shutdown_grace = serve->get_option("--shutdown-grace")->as<int>();
   if (out.api_key.empty()) {

@@ -24,7 +24,9 @@ std::string read(const fs::path& p) {
 }
 
 // Output (stdout and stderr) and exit status of a shell command.
-RunResult shell(const std::string& command) { return run_shell(command + " 2>&1"); }
+RunResult shell(const std::string& command) {
+  return run_shell(command + " 2>&1");
+}
 
 TEST(SystemdUnit, ArgumentsReachServeAsGiven) {
   EXPECT_EQ(cli::systemd_quote("plain"), "\"plain\"");
@@ -116,6 +118,11 @@ TEST_F(Service, InstallRefusesWhatWouldNotServeSafely) {
   r = run_strata(install("--ctx 2048 --no-such-flag"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "--no-such-flag")) << r.output;
+  EXPECT_FALSE(fs::exists(unit()));
+
+  r = run_strata(install("--ctx many"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "--ctx")) << r.output;
   EXPECT_FALSE(fs::exists(unit()));
 
   r = run_strata("service install --root " + root_.string() + " --model /no/such.gguf");
