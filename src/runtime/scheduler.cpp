@@ -135,6 +135,8 @@ SchedulerStats Scheduler::stats() const {
   s.kv_pages_total = kv_.total_pages();
   s.kv_page_size = kv_.page_size();
   s.kv_bytes_per_position = kv_.bytes_per_position();
+  s.recurrent_state_bytes =
+      static_cast<int64_t>(slots_.size()) * recurrent_floats_ * static_cast<int64_t>(sizeof(float));
   return s;
 }
 

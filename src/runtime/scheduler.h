@@ -86,6 +86,7 @@ struct SchedulerStats {
   int64_t slots_total = 0, slots_busy = 0, queue_depth = 0;
   int64_t kv_pages_total = 0, kv_page_size = 0;
   int64_t kv_bytes_per_position = 0;  // every KV layer's keys and values of one position
+  int64_t recurrent_state_bytes = 0;  // the slots' recurrent states (hybrid models; 0 else)
   int64_t kv_pages_used = 0;          // held by any sequence
   int64_t kv_pages_active = 0;        // held by running generations (the rest is cached prefixes)
   uint64_t jobs_started = 0, jobs_finished = 0, prompt_tokens = 0, cached_prompt_tokens = 0,

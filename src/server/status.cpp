@@ -27,6 +27,7 @@ Json memory_json(const Model& model, const SchedulerStats& st) {
   const int64_t kv_positions = st.kv_pages_total * st.kv_page_size;
   return {{"weights_bytes", weights},
           {"devices", device_memory_json(model.device_memory())},
+          {"recurrent_state_bytes", st.recurrent_state_bytes},
           {"ram",
            {{"total_bytes", ram.total_bytes},
             {"available_bytes", ram.available_bytes},

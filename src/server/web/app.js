@@ -524,6 +524,7 @@ function drawStatus() {
   const mem = s.memory;
   const rows = [["weights (file)", bytes(mem.weights_bytes)],
                 ["KV cache", bytes(mem.kv.bytes_used) + " of " + bytes(mem.kv.bytes)],
+                ...(mem.recurrent_state_bytes ? [["recurrent state", bytes(mem.recurrent_state_bytes)]] : []),
                 ["this process (RAM)", bytes(mem.ram.process_resident_bytes)],
                 ["RAM available", bytes(mem.ram.available_bytes) + " of " + bytes(mem.ram.total_bytes)]];
   for (const d of mem.devices) {

@@ -94,6 +94,7 @@ TEST(Status, DescribesTheModelAndAgreesWithMetrics) {
   EXPECT_GT(memory["ram"]["total_bytes"].get<int64_t>(), 0);
   EXPECT_GT(memory["ram"]["process_resident_bytes"].get<int64_t>(), 0);
   EXPECT_GT(memory["kv"]["bytes"].get<int64_t>(), 0);
+  EXPECT_EQ(memory["recurrent_state_bytes"], 0) << "no recurrent layers";
   EXPECT_EQ(memory["kv"]["positions"].get<int64_t>(),
             sch["kv_pages_total"].get<int64_t>() * sch["kv_page_size"].get<int64_t>());
 
