@@ -16,5 +16,6 @@ void add_profile_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
 void add_devices_command(CLI::App& app);
 void add_service_command(CLI::App& app);
+void add_perplexity_command(CLI::App& app);
 
 }  // namespace strata::cli

@@ -27,6 +27,19 @@ const char* endpoint_name(Endpoint e) {
   }
 }
 
+std::string prometheus_label(std::string_view value) {
+  std::string out;
+  for (const char c : value) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 void HttpMetrics::count_status(int status) {
   if (status == 503) status_503_.fetch_add(1);
   if (status >= 500) {

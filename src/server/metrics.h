@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "runtime/scheduler.h"
 
@@ -23,6 +24,9 @@ enum class Endpoint {
   count
 };
 const char* endpoint_name(Endpoint e);
+
+// A Prometheus label value: \\, \" and newlines escaped.
+std::string prometheus_label(std::string_view value);
 
 class HttpMetrics {
  public:

@@ -281,14 +281,8 @@ void Server::handle_metrics(const httplib::Request&, httplib::Response& res) {
   const auto devices = model_.device_memory();
   const auto gauge = [&](const char* name, const char* help, uint64_t Model::DeviceMemory::*v) {
     text += fmt::format("# HELP {} {}\n# TYPE {} gauge\n", name, help, name);
-    for (const auto& d : devices) {
-      std::string label;  // Prometheus label value: \\, \" and \n escaped
-      for (char c : d.device) {
-        if (c == '\\' || c == '"') label += '\\';
-        label += c == '\n' ? std::string("\\n") : std::string(1, c);
-      }
-      text += fmt::format("{}{{device=\"{}\"}} {}\n", name, label, d.*v);
-    }
+    for (const auto& d : devices)
+      text += fmt::format("{}{{device=\"{}\"}} {}\n", name, prometheus_label(d.device), d.*v);
   };
   if (!devices.empty()) {
     gauge("strata_device_memory_bytes", "Device memory strata holds for the model",

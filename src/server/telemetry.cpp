@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "server/metrics.h"
 #include "util/log.h"
 
 namespace strata::server {
@@ -116,36 +117,27 @@ std::string TelemetryMonitor::prometheus() const {
   const auto header = [&](const char* name, const char* help) {
     out += fmt::format("# HELP strata_{} {}\n# TYPE strata_{} gauge\n", name, help, name);
   };
-  const auto label = [](const std::string& v) {
-    std::string e;
-    for (char c : v) {
-      if (c == '\\' || c == '"') e += '\\';
-      e += c == '\n' ? std::string("\\n") : std::string(1, c);
-    }
-    return e;
-  };
-  const auto per_gpu = [&](const char* name, const char* help, auto field, double scale) {
+  const auto per_gpu = [&](const char* name, const char* help, auto field) {
     bool any = false;
     for (const GpuTelemetry& g : s.gpus) any = any || (g.*field).has_value();
     if (!any) return;
     header(name, help);
     for (const GpuTelemetry& g : s.gpus) {
       if (!(g.*field)) continue;
-      out += fmt::format("strata_{}{{gpu=\"{}\",name=\"{}\"}} {}\n", name, g.index, label(g.name),
-                         static_cast<double>(*(g.*field)) * scale);
+      out += fmt::format("strata_{}{{gpu=\"{}\",name=\"{}\"}} {}\n", name, g.index,
+                         prometheus_label(g.name), *(g.*field));
     }
   };
-  per_gpu("gpu_temperature_celsius", "GPU temperature (NVML).", &GpuTelemetry::temperature_celsius,
-          1);
-  per_gpu("gpu_power_watts", "GPU power draw (NVML).", &GpuTelemetry::power_watts, 1);
-  per_gpu("gpu_sm_clock_mhz", "GPU SM clock (NVML).", &GpuTelemetry::sm_clock_mhz, 1);
-  per_gpu("gpu_memory_clock_mhz", "GPU memory clock (NVML).", &GpuTelemetry::memory_clock_mhz, 1);
+  per_gpu("gpu_temperature_celsius", "GPU temperature (NVML).", &GpuTelemetry::temperature_celsius);
+  per_gpu("gpu_power_watts", "GPU power draw (NVML).", &GpuTelemetry::power_watts);
+  per_gpu("gpu_sm_clock_mhz", "GPU SM clock (NVML).", &GpuTelemetry::sm_clock_mhz);
+  per_gpu("gpu_memory_clock_mhz", "GPU memory clock (NVML).", &GpuTelemetry::memory_clock_mhz);
   per_gpu("gpu_memory_used_bytes", "GPU memory in use by every process (NVML).",
-          &GpuTelemetry::memory_used_bytes, 1);
+          &GpuTelemetry::memory_used_bytes);
   if (s.cpu) {
     header("cpu_temperature_celsius", "CPU package temperature (hwmon).");
-    out += fmt::format("strata_cpu_temperature_celsius{{sensor=\"{}\"}} {}\n", label(s.cpu->sensor),
-                       s.cpu->celsius);
+    out += fmt::format("strata_cpu_temperature_celsius{{sensor=\"{}\"}} {}\n",
+                       prometheus_label(s.cpu->sensor), s.cpu->celsius);
   }
   header("ram_available_bytes", "RAM available to new allocations (MemAvailable).");
   out += fmt::format("strata_ram_available_bytes {}\n", s.ram.available_bytes);
