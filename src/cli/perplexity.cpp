@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "gguf/gguf_file.h"
+#include "quality/kl_divergence.h"
 #include "quality/perplexity.h"
 #include "runtime/session.h"
 #include "tokenizer/tokenizer.h"
@@ -27,6 +29,8 @@ void add_perplexity_command(CLI::App& app) {
     int64_t chunks = 0;
     int64_t batch = 512;
     bool json = false;
+    std::string save_logits, kld;
+    int64_t save_top = 256;
   };
   auto o = std::make_shared<Options>();
   o->model.ctx = 512;  // llama-perplexity's default chunk
@@ -45,6 +49,19 @@ void add_perplexity_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_flag("--json", o->json, "Print the result as JSON (the chunks' running PPL with it)");
+  cmd->add_option("--save-logits", o->save_logits,
+                  "Keep this (base) model's predictions in FILE for a later --kld run: per scored "
+                  "token its --save-top most likely tokens");
+  cmd->add_option("--save-top", o->save_top,
+                  "Tokens kept per row by --save-logits (the vocabulary or more: all of them, and "
+                  "the divergence is exact; fewer: a lower bound)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  cmd->add_option("--kld", o->kld,
+                  "KL divergence of this model's predictions from the base run saved in FILE "
+                  "(same text, --ctx and --chunks), with top-token agreement and the change in "
+                  "the next token's probability")
+      ->check(CLI::ExistingFile);
   cmd->callback([o] {
     std::ifstream in(o->text_file, std::ios::binary);
     std::stringstream text;
@@ -70,14 +87,39 @@ void add_perplexity_command(CLI::App& app) {
     auto model = load_model(o->model);
     ThreadPool pool(o->model.thread_count());
     Session session(*model, ctx, o->model.kv_cache_type(), pool);
+    const auto n_vocab = static_cast<uint32_t>(model->hparams().n_vocab);
+    std::unique_ptr<quality::BaseLogitsWriter> base_out;
+    if (!o->save_logits.empty()) {
+      base_out = std::make_unique<quality::BaseLogitsWriter>(
+          o->save_logits, quality::BaseLogitsHeader{.n_vocab = n_vocab,
+                                                    .ctx = static_cast<uint32_t>(ctx),
+                                                    .top = static_cast<uint32_t>(o->save_top),
+                                                    .tokens = tokens});
+    }
+    std::unique_ptr<quality::KldAccumulator> kld;
+    if (!o->kld.empty()) {
+      kld = std::make_unique<quality::KldAccumulator>(o->kld);
+      const quality::BaseLogitsHeader& h = kld->header();
+      STRATA_CHECK(h.n_vocab == n_vocab, "--kld {}: the base has a vocabulary of {}, this model {}",
+                   o->kld, h.n_vocab, n_vocab);
+      STRATA_CHECK(h.ctx == static_cast<uint32_t>(ctx),
+                   "--kld {}: the base was scored at --ctx {}, this run at {}", o->kld, h.ctx, ctx);
+      STRATA_CHECK(h.tokens == tokens,
+                   "--kld {}: the base scored another text (or one tokenized otherwise)", o->kld);
+    }
+    const quality::RowScorer on_row = [&](std::span<const float> row, int32_t next) {
+      if (base_out) base_out->add(row, next);
+      if (kld) kld->add(row, next);
+    };
     const int64_t n_chunks =
         quality::perplexity_chunks(static_cast<int64_t>(tokens.size()), options);
     log::info("scoring {} chunks of {} tokens ({} tokens in the text), the second half of each",
               n_chunks, ctx, tokens.size());
     nlohmann::json running = nlohmann::json::array();
     const auto start = std::chrono::steady_clock::now();
-    const quality::PerplexityEstimate e =
-        quality::perplexity(session, tokens, options, [&](const quality::PerplexityEstimate& p) {
+    const quality::PerplexityEstimate e = quality::perplexity(
+        session, tokens, options,
+        [&](const quality::PerplexityEstimate& p) {
           running.push_back(p.ppl);
           if (o->json) return;
           const double seconds =
@@ -86,7 +128,47 @@ void add_perplexity_command(CLI::App& app) {
               stderr, "[{}/{}] PPL {:.4f} +/- {:.5f}  ({:.1f} s, {:.0f} s left)\n", p.chunks,
               n_chunks, p.ppl, p.ppl_error, seconds,
               seconds / static_cast<double>(p.chunks) * static_cast<double>(n_chunks - p.chunks));
-        });
+        },
+        on_row);
+    if (base_out) {
+      base_out->close();
+      log::info("base predictions of {} tokens written to {}", e.tokens, o->save_logits);
+    }
+    nlohmann::json kld_json;
+    if (kld) {
+      kld->check_finished();
+      const quality::KldSummary k = kld->summary();
+      kld_json = {{"tokens", k.tokens},
+                  {"mean", k.mean},
+                  {"mean_uncertainty", k.mean_uncertainty},
+                  {"median", k.median},
+                  {"p90", k.p90},
+                  {"p99", k.p99},
+                  {"maximum", k.maximum},
+                  {"same_top", k.same_top},
+                  {"mean_p_diff", k.mean_p_diff},
+                  {"mean_p_diff_uncertainty", k.mean_p_diff_uncertainty},
+                  {"rms_p_diff", k.rms_p_diff},
+                  {"ppl_base", k.ppl_base},
+                  // the base kept every token: exact; fewer: a lower bound
+                  {"exact", kld->header().top >= kld->header().n_vocab}};
+      if (!o->json) {
+        fmt::print(
+            "KL divergence from the base ({} tokens): mean {:.6f} +/- {:.6f}, median {:.6f}, "
+            "90% {:.6f}, 99% {:.6f}, max {:.6f}\n"
+            "same top token: {:.3f}%; next token's probability: mean change {:.3f} +/- {:.3f}%, "
+            "RMS {:.3f}%; base PPL {:.4f}\n",
+            k.tokens, k.mean, k.mean_uncertainty, k.median, k.p90, k.p99, k.maximum,
+            100 * k.same_top, 100 * k.mean_p_diff, 100 * k.mean_p_diff_uncertainty,
+            100 * k.rms_p_diff, k.ppl_base);
+        if (kld->header().top < kld->header().n_vocab) {
+          fmt::print(
+              "(the divergence is a lower bound: the base kept its {} most likely tokens of "
+              "{}; --save-top {} keeps them all)\n",
+              kld->header().top, kld->header().n_vocab, kld->header().n_vocab);
+        }
+      }
+    }
     if (o->json) {
       fmt::print("{}\n", nlohmann::json{{"model", o->model.path},
                                         {"file", o->text_file},
@@ -96,7 +178,8 @@ void add_perplexity_command(CLI::App& app) {
                                         {"ppl", e.ppl},
                                         {"ppl_error", e.ppl_error},
                                         {"mean_nll", e.mean_nll},
-                                        {"running_ppl", running}}
+                                        {"running_ppl", running},
+                                        {"kld", kld_json}}
                              .dump(2));
     } else {
       fmt::print("Final estimate: PPL = {:.4f} +/- {:.5f} ({} chunks of {}, {} tokens scored)\n",

@@ -37,7 +37,8 @@ int64_t perplexity_chunks(int64_t n_tokens, const PerplexityOptions& options) {
 
 PerplexityEstimate perplexity(Session& session, std::span<const int32_t> tokens,
                               const PerplexityOptions& options,
-                              const std::function<void(const PerplexityEstimate&)>& on_chunk) {
+                              const std::function<void(const PerplexityEstimate&)>& on_chunk,
+                              const RowScorer& on_row) {
   const int64_t ctx = options.ctx;
   STRATA_CHECK(ctx >= 4, "a perplexity chunk needs at least 4 tokens, not {}", ctx);
   STRATA_CHECK(static_cast<int64_t>(tokens.size()) >= 2 * ctx,
@@ -65,7 +66,9 @@ PerplexityEstimate perplexity(Session& session, std::span<const int32_t> tokens,
         // The logits after token r predict token r + 1 (the text's, not the BOS).
         const std::span<const float> row(logits.data() + (r - b0) * n_vocab,
                                          static_cast<size_t>(n_vocab));
-        nll.add(negative_log_likelihood(row, tokens[static_cast<size_t>(c * ctx + r + 1)]));
+        const int32_t next = tokens[static_cast<size_t>(c * ctx + r + 1)];
+        nll.add(negative_log_likelihood(row, next));
+        if (on_row) on_row(row, next);
       }
     }
     if (on_chunk) on_chunk(nll.estimate(c + 1));

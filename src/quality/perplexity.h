@@ -49,10 +49,15 @@ double negative_log_likelihood(std::span<const float> logits, int32_t target);
 // The chunks `tokens` holds at options.ctx (at most options.max_chunks).
 int64_t perplexity_chunks(int64_t n_tokens, const PerplexityOptions& options);
 
+// Every scored row, in order: the logits after a token and the token that follows it. The one
+// scoring loop perplexity, the base logits of a KL divergence and the divergence itself share.
+using RowScorer = std::function<void(std::span<const float> logits, int32_t next)>;
+
 // Scores `tokens` (at least two chunks' worth) on `session` (its capacity at least ctx); calls
-// `on_chunk` with the estimate after each chunk.
+// `on_row` with each scored row and `on_chunk` with the estimate after each chunk.
 PerplexityEstimate perplexity(Session& session, std::span<const int32_t> tokens,
                               const PerplexityOptions& options,
-                              const std::function<void(const PerplexityEstimate&)>& on_chunk = {});
+                              const std::function<void(const PerplexityEstimate&)>& on_chunk = {},
+                              const RowScorer& on_row = {});
 
 }  // namespace strata::quality

@@ -2,6 +2,8 @@
 // and text (tests/data/perplexity-llama.json), on the CPU and on the Vulkan test device.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -63,6 +65,63 @@ TEST(PerplexityCommand, TheGpuGivesTheCpusFigures) {
   EXPECT_NEAR(gpu_ppl, cpu_ppl, 0.005 * cpu_ppl);
   const double llama = reference(128)["running_ppl"][1];
   EXPECT_NEAR(gpu_ppl, llama, 0.005 * llama);
+}
+
+TEST(PerplexityCommand, KlDivergenceAgreesWithLlamaPerplexityOnAQ4_0OfTheTrainedModel) {
+  const auto base = test::temp_dir() / "trained.stkl";
+  const auto base_top = test::temp_dir() / "trained-top64.stkl";
+  const std::string q4 = (test::test_data_dir() / "strata-coder-tiny-Q4_0.gguf").string();
+  ours("--ctx 128 --device none --save-top 4096 --save-logits " + base.string());
+  ours("--ctx 128 --device none --save-top 64 --save-logits " + base_top.string());
+  // Against itself: nothing moves.
+  const nlohmann::json same = ours("--ctx 128 --device none --kld " + base.string())["kld"];
+  EXPECT_EQ(same["mean"].get<double>(), 0.0);
+  EXPECT_EQ(same["same_top"].get<double>(), 1.0);
+  EXPECT_EQ(same["rms_p_diff"].get<double>(), 0.0);
+
+  std::ifstream f(test::test_data_dir() / "perplexity-llama.json");
+  const nlohmann::json llama = nlohmann::json::parse(f)["kld"];
+  auto r = run_strata("perplexity -m " + q4 + " -f " + kText +
+                          " --json --ctx 128 --device none --kld " + base.string(),
+                      false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json got = nlohmann::json::parse(r.output);
+  const nlohmann::json& k = got["kld"];
+  EXPECT_EQ(k["tokens"], got["tokens_scored"]);
+  // Measured (Zen 5): mean 0.184198 against 0.183935, median 0.131879 against 0.131999, same top
+  // 72.87% against 72.34%, RMS dp 6.738% against 6.746%.
+  const auto near = [](double a, double b, double rel) {
+    return std::abs(a - b) <= rel * std::abs(b);
+  };
+  EXPECT_PRED3(near, k["mean"].get<double>(), llama["mean"].get<double>(), 0.02);
+  EXPECT_PRED3(near, k["median"].get<double>(), llama["median"].get<double>(), 0.03);
+  EXPECT_PRED3(near, k["p90"].get<double>(), llama["p90"].get<double>(), 0.05);
+  EXPECT_PRED3(near, k["p99"].get<double>(), llama["p99"].get<double>(), 0.05);
+  EXPECT_NEAR(100 * k["same_top"].get<double>(), llama["same_top_percent"].get<double>(), 2.0);
+  EXPECT_PRED3(near, 100 * k["rms_p_diff"].get<double>(), llama["rms_p_diff_percent"].get<double>(),
+               0.03);
+  EXPECT_PRED3(near, got["ppl"].get<double>(), llama["ppl_q"].get<double>(), 0.003);
+  // With the base's 64 most likely tokens only, the divergence is a lower bound.
+  const nlohmann::json bound = nlohmann::json::parse(
+      run_strata("perplexity -m " + q4 + " -f " + kText + " --json --ctx 128 --device none --kld " +
+                     base_top.string(),
+                 false)
+          .output)["kld"];
+  EXPECT_LT(bound["mean"].get<double>(), k["mean"].get<double>());
+  EXPECT_GT(bound["mean"].get<double>(), 0.5 * k["mean"].get<double>());
+  EXPECT_EQ(bound["same_top"], k["same_top"]);
+
+  // A base of another context or another text is refused.
+  r = run_strata("perplexity -m " + q4 + " -f " + kText + " --ctx 256 --device none --kld " +
+                 base.string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "scored at --ctx 128")) << r.output;
+  r = run_strata("perplexity -m " + q4 + " -f " + kText +
+                 " --ctx 128 --chunks 3 --device none --kld " + base.string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "more scored tokens")) << r.output;
+  std::filesystem::remove(base);
+  std::filesystem::remove(base_top);
 }
 
 TEST(PerplexityCommand, RefusesATextTooShortAndAModelWithoutAVocabulary) {
