@@ -17,5 +17,6 @@ void add_plan_command(CLI::App& app);
 void add_devices_command(CLI::App& app);
 void add_service_command(CLI::App& app);
 void add_perplexity_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
 
 }  // namespace strata::cli
