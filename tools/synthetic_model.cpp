@@ -1,10 +1,12 @@
 #include "synthetic_model.h"
+#include "quant/type_mix.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 
 #include "gguf/gguf_writer.h"
+#include "quant/type_mix.h"
 #include "synthetic_layers.h"
 #include "synthetic_vocabulary.h"
 #include "synthetic_weights.h"
@@ -61,18 +63,6 @@ void check_spec(const SyntheticModelSpec& s) {
   STRATA_CHECK(s.n_nextn >= 0 && (s.n_nextn == 0 || s.arch == "glm4moe" || s.arch == "qwen35moe"),
                "NextN/MTP blocks ({}) are made for glm4moe and qwen35moe only, not {}", s.n_nextn,
                s.arch);
-}
-
-// general.file_type as GGUF tools number it (so other engines label the file correctly).
-uint32_t file_type(const std::string& ftype) {
-  static const std::pair<const char*, uint32_t> kTypes[] = {
-      {"F32", 0},   {"F16", 1},     {"Q4_0", 2},    {"Q4_1", 3},  {"Q8_0", 7},      {"Q5_0", 8},
-      {"Q5_1", 9},  {"Q2_K", 10},   {"Q3_K", 11},   {"Q4_K", 14}, {"Q4_K_M", 15},   {"Q5_K", 16},
-      {"Q6_K", 18}, {"IQ4_NL", 25}, {"IQ4_XS", 30}, {"BF16", 32}, {"MXFP4_MOE", 38}};
-  for (const auto& [name, id] : kTypes) {
-    if (ftype == name) return id;
-  }
-  return 0;
 }
 
 // The hyper-parameter keys the loader of the spec's architecture reads.
@@ -146,7 +136,7 @@ void write_synthetic_model(const SyntheticModelSpec& s, const std::string& path)
   w.set_string("general.architecture", a);
   w.set_string("general.name", fmt::format("synthetic-{}-L{}-{}", s.arch, s.n_layer, s.ftype));
   w.set_string("general.description", "random weights made by strata's synthetic model generator");
-  w.set_u32("general.file_type", file_type(s.ftype));
+  w.set_u32("general.file_type", quant::gguf_file_type(s.ftype));
   w.set_u32("general.quantization_version", 2);
   write_hparams(s, a, w);
   if (s.byte_vocab) {

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "quant/quant.h"
+#include "quant/type_mix.h"
 #include "util/error.h"
 
 namespace strata::tools {
@@ -11,58 +12,6 @@ namespace {
 
 bool is_moe(const std::string& arch) {
   return arch != "qwen3" && arch != "llama";
-}
-
-// The type the file type asks for, before the block-size fallback.
-GgmlType wanted_type(const SyntheticModelSpec& s, const std::string& role, int64_t layer,
-                     bool routed_expert) {
-  if (s.ftype == "MXFP4_MOE") return routed_expert ? GgmlType::MXFP4 : GgmlType::Q8_0;
-  if (s.ftype != "Q4_K_M") {
-    const auto t = ggml_type_from_name(s.ftype);
-    if (!t || !quant::is_supported(*t) || !quant::traits(*t).kernels.vec_dot) {
-      fail(
-          "unknown or unsupported --ftype '{}' (Q4_K_M, MXFP4_MOE or a weight type such as Q8_0, "
-          "IQ4_XS)",
-          s.ftype);
-    }
-    if (role == "output" && (*t == GgmlType::Q2_K || *t == GgmlType::Q3_K)) return GgmlType::Q6_K;
-    return *t;
-  }
-  // The K-quant mix of a Q4_K_M file as GGUF quantizers make it: more bits where errors hurt
-  // most (output head, V projections, some down projections), 8 bits for the tiny K/V matrices
-  // of MoE models.
-  const bool moe = is_moe(s.arch);
-  const int64_t n = s.n_layer;
-  const bool more_bits = layer < n / 8 || layer >= 7 * n / 8 || (layer - n / 8) % 3 == 2;
-  if (role == "output") return GgmlType::Q6_K;
-  if (role == "attn_k") return moe ? GgmlType::Q8_0 : GgmlType::Q4_K;
-  if (role == "attn_v") return moe ? GgmlType::Q8_0 : (more_bits ? GgmlType::Q6_K : GgmlType::Q4_K);
-  if (role == "attn_output") return moe ? GgmlType::Q5_K : GgmlType::Q4_K;
-  if (role == "ffn_down") return more_bits ? GgmlType::Q6_K : GgmlType::Q4_K;
-  if (role == "attn_qkv") return GgmlType::Q8_0;  // as GGUF quantizers treat GDN's qkv
-  return GgmlType::Q4_K;
-}
-
-// Rows of 2880 (gpt-oss) or 1408 (GLM-4.5-Air expert down) values are no whole number of
-// 256-value blocks: GGUF quantizers then pick a type of 32-value blocks.
-GgmlType fit_rows(GgmlType t, int64_t cols) {
-  if (cols % ggml_type_info(t).block_elems == 0) return t;
-  switch (t) {
-    case GgmlType::Q4_K:
-      t = GgmlType::Q5_0;
-      break;
-    case GgmlType::Q5_K:
-      t = GgmlType::Q5_1;
-      break;
-    case GgmlType::Q6_K:
-    case GgmlType::Q8_K:
-      t = GgmlType::Q8_0;
-      break;
-    default:
-      t = GgmlType::IQ4_NL;
-      break;
-  }
-  return cols % ggml_type_info(t).block_elems == 0 ? t : GgmlType::F16;
 }
 
 std::vector<uint8_t> bytes_of(const std::vector<float>& v) {
@@ -75,7 +24,12 @@ std::vector<uint8_t> bytes_of(const std::vector<float>& v) {
 
 GgmlType tensor_type(const SyntheticModelSpec& s, const std::string& role, int64_t layer,
                      int64_t cols, bool routed_expert) {
-  return fit_rows(wanted_type(s, role, layer, routed_expert), cols);
+  return quant::matrix_type(s.ftype, {.role = role,
+                                      .layer = layer,
+                                      .n_layer = s.n_layer,
+                                      .cols = cols,
+                                      .routed_expert = routed_expert,
+                                      .moe = is_moe(s.arch)});
 }
 
 RandomWeights::RandomWeights(const SyntheticModelSpec& s) : s_(s), rng_(s.seed) {

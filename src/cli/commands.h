@@ -18,5 +18,6 @@ void add_devices_command(CLI::App& app);
 void add_service_command(CLI::App& app);
 void add_perplexity_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
+void add_quantize_command(CLI::App& app);
 
 }  // namespace strata::cli

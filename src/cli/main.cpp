@@ -85,6 +85,7 @@ int main(int argc, char** argv) {
   strata::cli::add_service_command(app);
   strata::cli::add_perplexity_command(app);
   strata::cli::add_eval_command(app);
+  strata::cli::add_quantize_command(app);
   strata::cli::add_profile_command(app);
 
   std::vector<std::string> args(argv + 1, argv + argc);

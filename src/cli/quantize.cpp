@@ -1,0 +1,221 @@
+// `strata quantize IN.gguf OUT.gguf TYPE`: a GGUF file's matrices in another weight type or a
+// GGUF tools' mix (Q4_K_M, MXFP4_MOE), the rest (norms, routers, convolution kernels) kept as
+// they are, with strata's reference quantizers (quant/). Everything is checked before the first
+// byte is written; progress is shown per tensor.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <regex>
+#include <vector>
+
+#include "cli/commands.h"
+#include "gguf/gguf_file.h"
+#include "gguf/gguf_writer.h"
+#include "quant/quant.h"
+#include "quant/type_mix.h"
+#include "util/cpu_features.h"
+#include "util/error.h"
+#include "util/format_bytes.h"
+#include "util/fp16.h"
+#include "util/log.h"
+#include "util/thread_pool.h"
+
+namespace strata::cli {
+namespace {
+
+// What a tensor is to the mix: its role and layer, from its GGUF name.
+quant::MatrixRole role_of(const std::string& name, int64_t n_layer, int64_t cols, bool moe) {
+  quant::MatrixRole m;
+  m.n_layer = n_layer;
+  m.cols = cols;
+  m.moe = moe;
+  std::string base = name.substr(0, name.rfind(".weight"));
+  if (base.rfind("blk.", 0) == 0) {
+    const size_t dot = base.find('.', 4);
+    m.layer = std::stoll(base.substr(4, dot - 4));
+    base = base.substr(dot + 1);
+  }
+  for (const std::string suffix : {"_exps", "_shexp"}) {
+    if (base.size() > suffix.size() && base.ends_with(suffix)) {
+      m.routed_expert = suffix == "_exps";
+      base.resize(base.size() - suffix.size());
+    }
+  }
+  m.role = base;
+  return m;
+}
+
+// Matrices a quantizer converts; vectors, routers and the small kernels GGUF tools keep in F32
+// stay as they are.
+bool quantizable(const GgufTensorInfo& t) {
+  if (t.shape.size() < 2 || !t.name.ends_with(".weight")) return false;
+  for (const char* kept : {"norm", "ffn_gate_inp", "ssm_conv1d", "ssm_a", "ssm_dt", "attn_sinks"})
+    if (t.name.find(kept) != std::string::npos) return false;
+  return true;
+}
+
+// One row of `type` to floats.
+void row_to_floats(GgmlType type, const uint8_t* row, int64_t n, float* out) {
+  switch (type) {
+    case GgmlType::F32:
+      std::copy_n(reinterpret_cast<const float*>(row), n, out);
+      return;
+    case GgmlType::BF16:
+      for (int64_t i = 0; i < n; ++i)
+        out[i] = bf16_to_f32(reinterpret_cast<const uint16_t*>(row)[i]);
+      return;
+    case GgmlType::F16:
+      for (int64_t i = 0; i < n; ++i)
+        out[i] = f16_to_f32(reinterpret_cast<const uint16_t*>(row)[i]);
+      return;
+    default:
+      quant::traits(type).kernels.dequantize_row(row, out, n);
+  }
+}
+
+// Floats to one row of `type`.
+void floats_to_row(GgmlType type, const float* in, int64_t n, uint8_t* row) {
+  switch (type) {
+    case GgmlType::F32:
+      std::copy_n(in, n, reinterpret_cast<float*>(row));
+      return;
+    case GgmlType::F16:
+      for (int64_t i = 0; i < n; ++i) reinterpret_cast<uint16_t*>(row)[i] = f32_to_f16(in[i]);
+      return;
+    default:
+      // The reference (scalar) quantizer: the same bytes on every CPU.
+      quant::kernels_exact(type, quant::Isa::scalar).quantize_row(in, row, n);
+  }
+}
+
+bool readable(GgmlType t) {
+  return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16 ||
+         (quant::is_supported(t) && quant::traits(t).kernels.dequantize_row);
+}
+
+struct Override {
+  std::regex pattern;
+  std::string text;
+  GgmlType type;
+};
+
+}  // namespace
+
+void add_quantize_command(CLI::App& app) {
+  struct Options {
+    std::string in, out, type;
+    std::vector<std::string> overrides;
+    bool allow_requantize = false;
+    int threads = 0;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(
+      "quantize", "Write a GGUF file's matrices in another weight type or a mix (Q4_K_M, ...)");
+  cmd->add_option("input", o->in, "GGUF file to read")->required()->check(CLI::ExistingFile);
+  cmd->add_option("output", o->out, "GGUF file to write")->required();
+  cmd->add_option("type", o->type, "File type: " + quant::file_type_names())->required();
+  cmd->add_option("--override-tensor,--tensor-type", o->overrides,
+                  "REGEX=TYPE (repeatable): matrices whose name the regex finds get TYPE (the "
+                  "first that matches wins), e.g. 'ffn_down_exps=Q6_K'");
+  cmd->add_flag("--allow-requantize", o->allow_requantize,
+                "Quantize matrices that are quantized already (each round loses precision)");
+  cmd->add_option("-t,--threads", o->threads, "Threads (default: every core)")
+      ->check(CLI::Range(1, 4096));
+  cmd->callback([o] {
+    const auto started = std::chrono::steady_clock::now();
+    STRATA_CHECK(
+        std::filesystem::weakly_canonical(o->in) != std::filesystem::weakly_canonical(o->out),
+        "the output would overwrite the input {}", o->in);
+    const GgufFile in = GgufFile::open(o->in);
+    const std::string arch = in.architecture();
+    const int64_t n_layer = in.find_int(arch + ".block_count").value_or(0);
+    const bool moe = in.find_int(arch + ".expert_count").value_or(0) > 0;
+    std::vector<Override> overrides;
+    for (const std::string& spec : o->overrides) {
+      const size_t eq = spec.rfind('=');
+      STRATA_CHECK(eq != std::string::npos && eq > 0, "--override-tensor '{}': expected REGEX=TYPE",
+                   spec);
+      const auto t = ggml_type_from_name(spec.substr(eq + 1));
+      STRATA_CHECK(t && (*t == GgmlType::F32 || *t == GgmlType::F16 || quant::is_supported(*t)),
+                   "--override-tensor '{}': '{}' is not a weight type strata writes", spec,
+                   spec.substr(eq + 1));
+      try {
+        overrides.push_back({std::regex(spec.substr(0, eq)), spec, *t});
+      } catch (const std::regex_error& e) {
+        fail("--override-tensor '{}': the regex does not compile ({})", spec, e.what());
+      }
+    }
+    // Every tensor's type, checked before anything is written.
+    std::vector<GgmlType> target;
+    int64_t requantized = 0;
+    for (const GgufTensorInfo& t : in.tensors()) {
+      GgmlType to = t.type;
+      if (quantizable(t)) {
+        to = quant::quantized_matrix_type(o->type, role_of(t.name, n_layer, t.row_length(), moe));
+        for (const Override& ov : overrides) {
+          if (!std::regex_search(t.name, ov.pattern)) continue;
+          to = ov.type;
+          STRATA_CHECK(t.row_length() % ggml_type_info(to).block_elems == 0,
+                       "{}: rows of {} values are no whole number of {} blocks ({} values)", t.name,
+                       t.row_length(), ggml_type_name(to), ggml_type_info(to).block_elems);
+          break;
+        }
+      }
+      if (to != t.type) {
+        STRATA_CHECK(readable(t.type), "{} is {}, which strata cannot read", t.name,
+                     ggml_type_name(t.type));
+        if (t.type != GgmlType::F32 && t.type != GgmlType::F16 && t.type != GgmlType::BF16)
+          ++requantized;
+      }
+      target.push_back(to);
+    }
+    STRATA_CHECK(requantized == 0 || o->allow_requantize,
+                 "{} matrices of {} are quantized already: quantizing them again loses "
+                 "precision twice; start from an F16/BF16/F32 file, or give --allow-requantize",
+                 requantized, o->in);
+
+    GgufWriter out(static_cast<uint32_t>(in.alignment()));
+    for (const GgufKeyValue& kv : in.metadata()) out.set(kv.key, kv.value);
+    out.set_u32("general.file_type", quant::gguf_file_type(o->type));
+    out.set_string("general.quantized_by", "strata quantize");
+    ThreadPool pool(o->threads > 0 ? o->threads : physical_core_count());
+    const size_t n_tensors = in.tensors().size();
+    uint64_t bytes_in = 0, bytes_out = 0;
+    for (size_t i = 0; i < n_tensors; ++i) {
+      const GgufTensorInfo& t = in.tensors()[i];
+      const GgmlType to = target[i];
+      bytes_in += t.bytes;
+      bytes_out += static_cast<uint64_t>(quant::row_bytes(to, t.row_length())) * t.rows();
+      const std::span<const uint8_t> src = t.data;
+      out.add_tensor(t.name, to, t.shape, [&, i, to, src](std::span<uint8_t> dst) {
+        const GgufTensorInfo& info = in.tensors()[i];
+        if (to == info.type) {
+          std::copy(src.begin(), src.end(), dst.begin());
+        } else {
+          const int64_t n = info.row_length(), rows = info.rows();
+          const int64_t in_row = quant::row_bytes(info.type, n), out_row = quant::row_bytes(to, n);
+          constexpr int64_t kRowsPerTask = 16;
+          pool.run((rows + kRowsPerTask - 1) / kRowsPerTask, [&](int64_t task, int) {
+            thread_local std::vector<float> values;
+            values.resize(static_cast<size_t>(n));
+            for (int64_t r = task * kRowsPerTask; r < std::min(rows, (task + 1) * kRowsPerTask);
+                 ++r) {
+              row_to_floats(info.type, src.data() + r * in_row, n, values.data());
+              floats_to_row(to, values.data(), n, dst.data() + r * out_row);
+            }
+          });
+        }
+        fmt::print(stderr, "[{}/{}] {:<32} {:>6} -> {:<6} {}\n", i + 1, n_tensors, info.name,
+                   ggml_type_name(info.type), ggml_type_name(to), format_bytes(dst.size()));
+      });
+    }
+    out.write(o->out);
+    log::info("wrote {} ({}; {} from {} in {:.1f} s)", o->out, o->type, format_bytes(bytes_out),
+              format_bytes(bytes_in),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  });
+}
+
+}  // namespace strata::cli
