@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/plan_quality.h"
 #include "cli/plan_report.h"
 #include "gguf/gguf_file.h"
 #include "model/model.h"
@@ -86,6 +87,7 @@ void add_plan_command(CLI::App& app) {
     std::string device = "auto";
     std::string vram_budget;  // caps each probed GPU's memory (an 8 GB card on a bigger GPU)
     plan::GivenFlags given;   // a placement to price next to the plan
+    std::vector<std::string> quality;  // measured quality of files to compare (plan_quality.h)
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -135,6 +137,10 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--vram-budget", o->vram_budget,
                   "Plan each probed GPU as if it had only SIZE of memory (its measured bandwidth "
                   "kept), as run/bench/serve --vram-budget executes it, e.g. 8G");
+  cmd->add_option("--quality", o->quality,
+                  "`strata perplexity --kld BASE --json` results of files of this model (repeat "
+                  "for each): their measured quality next to their predicted speed here")
+      ->check(CLI::ExistingFile);
   cmd->add_flag("--whole-layers", o->whole_layers,
                 "Place only whole layers of experts (what llama.cpp can express)");
   cmd->add_option("--n-cpu-moe", o->given.n_cpu_moe,
@@ -238,13 +244,17 @@ void add_plan_command(CLI::App& app) {
     }
     std::optional<plan::GivenEvaluation> given;
     if (o->given.any()) given = plan::evaluate_given(inv, hw, o->given, p.context, p.kv_type);
+    std::vector<QualityRow> quality;
+    if (!o->quality.empty()) quality = quality_rows(o->quality, hw, goals);
     if (o->json) {
       nlohmann::json j = plan::plan_json(inv, hw, p, table);
       if (given) j["given"] = given_json(*given, p);
+      if (!quality.empty()) j["quality"] = quality_json(quality);
       fmt::print("{}\n", j.dump(2));
     } else {
       fmt::print("{}", plan::plan_text(inv, hw, p, table));
       if (given) fmt::print("{}", given_text(*given, p));
+      if (!quality.empty()) fmt::print("{}", quality_text(quality));
     }
     STRATA_CHECK(p.fits, "{}", p.fit_error);
   });
