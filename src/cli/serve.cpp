@@ -230,13 +230,14 @@ void add_serve_command(CLI::App& app) {
                "strata serve: model '{}' ({} context, {} parallel, KV {} positions {})\n"
                "  sampling defaults: temperature {} top_k {} top_p {} min_p {} repetition {}\n"
                "  listening on {}  (OpenAI base URL{})\n"
+               "  web page: {}/  (chat, status, plan)\n"
                "  try: curl {}/chat/completions -H 'Content-Type: application/json'{} -d "
                "'{{\"messages\":[{{\"role\":\"user\",\"content\":\"Write a function that does "
                "this: Return the sum of a list of numbers.\"}}]}}'\n",
                opts.model_id, so.n_ctx, so.n_slots, so.kv_positions, o->model.kv_type,
                s.temperature, s.top_k, s.top_p, s.min_p, s.repetition_penalty, base,
-               opts.api_key.empty() ? "" : ", API key required", base,
-               opts.api_key.empty() ? "" : " -H 'Authorization: Bearer $STRATA_API_KEY'");
+               opts.api_key.empty() ? "" : ", API key required", base.substr(0, base.size() - 3),
+               base, opts.api_key.empty() ? "" : " -H 'Authorization: Bearer $STRATA_API_KEY'");
     server.listen();
     scheduler.shutdown(std::chrono::seconds(0));
     if (so.record_experts && !o->expert_profile.empty()) {
