@@ -8,12 +8,16 @@ tasks train.py writes (build/train/held_out_tasks.json: files never trained on):
 - "read" tasks as short answers: the conversation up to the file's contents (the client's tool
   result), and the one-line summary the model is to write ("`F` defines `a` (function), ...").
 
+The made-up project folders some tasks name under a `work` directory are renamed `srv`, so the
+committed file names no folder a developer's machine has.
+
     /usr/bin/python3 tools/train/eval_tasks.py --tasks build/train/held_out_tasks.json
 """
 
 import argparse
 import json
 import os
+import re
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -41,7 +45,7 @@ def main():
                       "answer": answer})
     with open(args.out, "w") as f:
         for line in lines:
-            f.write(json.dumps(line, ensure_ascii=False) + "\n")
+            f.write(re.sub(r"/work\b", "/srv", json.dumps(line, ensure_ascii=False)) + "\n")
     print("wrote %d tasks (%d multiple choice, %d short answer) to %s"
           % (len(lines), len(writes), len(reads), args.out))
 
