@@ -1,15 +1,11 @@
 # Writes OUTPUT: a C++ file embedding every SPIR-V module in BLOBS ("name=path;name=path...").
 # Run at build time by src/CMakeLists.txt after glslc has compiled the shaders.
+include(${CMAKE_CURRENT_LIST_DIR}/embedded_bytes.cmake)
 set(body "")
 set(table "")
 foreach(entry IN LISTS BLOBS)
-  string(REPLACE "=" ";" parts "${entry}")
-  list(GET parts 0 name)
-  list(GET parts 1 path)
-  file(READ "${path}" hex HEX)
-  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
-  string(LENGTH "${hex}" hex_len)
-  math(EXPR n_bytes "${hex_len} / 2")
+  embedded_entry("${entry}" name path)
+  embedded_bytes("${path}" bytes n_bytes)
   string(APPEND body "alignas(4) const unsigned char k_${name}[] = {${bytes}};\n")
   string(APPEND table "    {\"${name}\", k_${name}, ${n_bytes}},\n")
 endforeach()

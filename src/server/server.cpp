@@ -57,6 +57,7 @@ Server::Server(Model& model, const Tokenizer& tokenizer, Scheduler& scheduler,
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
   telemetry_ = std::make_unique<TelemetryMonitor>(options_.telemetry, &scheduler_);
+  weights_bytes_ = weights_bytes(model);
   model_ids_ = {options_.model_id};
   for (const std::string& a : options_.aliases)
     if (std::find(model_ids_.begin(), model_ids_.end(), a) == model_ids_.end())
@@ -339,7 +340,8 @@ void Server::handle_status(const httplib::Request&, httplib::Response& res) {
                          .recent = *recent_,
                          .model_id = options_.model_id,
                          .uptime_seconds = uptime,
-                         .telemetry = telemetry_->json()}));
+                         .telemetry = telemetry_->json(),
+                         .weights_bytes = weights_bytes_}));
 }
 
 void Server::handle_plan(const httplib::Request&, httplib::Response& res) {

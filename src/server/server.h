@@ -141,6 +141,7 @@ class Server {
   std::optional<nlohmann::json> plan_;
   int64_t created_ = 0;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  uint64_t weights_bytes_ = 0;  // for /status
   int port_ = 0;
 };
 

@@ -20,9 +20,7 @@ Json placement_json(const Model& model) {
           {"output", model.output_head_device()}};
 }
 
-Json memory_json(const Model& model, const SchedulerStats& st) {
-  uint64_t weights = 0;
-  for (const auto& t : model.file().tensors()) weights += t.bytes;
+Json memory_json(const Model& model, uint64_t weights, const SchedulerStats& st) {
   const SystemMemory ram = system_memory();
   const int64_t kv_positions = st.kv_pages_total * st.kv_page_size;
   return {{"weights_bytes", weights},
@@ -81,6 +79,12 @@ Json experts_json(const Model& model, const Scheduler& scheduler) {
 
 }  // namespace
 
+uint64_t weights_bytes(const Model& model) {
+  uint64_t total = 0;
+  for (const auto& t : model.file().tensors()) total += t.bytes;
+  return total;
+}
+
 Json device_memory_json(const std::vector<Model::DeviceMemory>& devices) {
   Json out = Json::array();
   for (const auto& d : devices) {
@@ -105,7 +109,7 @@ Json status_json(const StatusSources& s) {
             {"n_ctx", s.scheduler.options().n_ctx}}},
           {"uptime_seconds", s.uptime_seconds},
           {"placement", placement_json(s.model)},
-          {"memory", memory_json(s.model, st)},
+          {"memory", memory_json(s.model, s.weights_bytes, st)},
           {"scheduler", scheduler_json(st)},
           {"experts", experts_json(s.model, s.scheduler)},
           {"telemetry", s.telemetry},

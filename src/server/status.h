@@ -20,7 +20,11 @@ struct StatusSources {
   const std::string& model_id;
   double uptime_seconds = 0;
   nlohmann::ordered_json telemetry = nullptr;  // TelemetryMonitor::json()
+  uint64_t weights_bytes = 0;                  // the file's tensors (weights_bytes())
 };
+
+// The bytes of the model file's tensors: counted once by the server, not at every poll.
+uint64_t weights_bytes(const Model& model);
 
 nlohmann::ordered_json status_json(const StatusSources& s);
 
