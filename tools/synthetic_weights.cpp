@@ -1,4 +1,5 @@
 #include "synthetic_weights.h"
+#include <algorithm>
 
 #include <cmath>
 #include <cstring>
@@ -29,7 +30,8 @@ GgmlType tensor_type(const SyntheticModelSpec& s, const std::string& role, int64
                                       .n_layer = s.n_layer,
                                       .cols = cols,
                                       .routed_expert = routed_expert,
-                                      .moe = is_moe(s.arch)});
+                                      .n_expert = is_moe(s.arch) ? s.n_expert : 0,
+                                      .n_gqa = s.n_head / std::max<int64_t>(1, s.n_head_kv)});
 }
 
 RandomWeights::RandomWeights(const SyntheticModelSpec& s) : s_(s), rng_(s.seed) {

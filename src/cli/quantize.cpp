@@ -26,11 +26,9 @@ namespace strata::cli {
 namespace {
 
 // What a tensor is to the mix: its role and layer, from its GGUF name.
-quant::MatrixRole role_of(const std::string& name, int64_t n_layer, int64_t cols, bool moe) {
-  quant::MatrixRole m;
-  m.n_layer = n_layer;
+quant::MatrixRole role_of(const std::string& name, const quant::MatrixRole& model, int64_t cols) {
+  quant::MatrixRole m = model;
   m.cols = cols;
-  m.moe = moe;
   std::string base = name.substr(0, name.rfind(".weight"));
   if (base.rfind("blk.", 0) == 0) {
     const size_t dot = base.find('.', 4);
@@ -51,8 +49,10 @@ quant::MatrixRole role_of(const std::string& name, int64_t n_layer, int64_t cols
 // stay as they are.
 bool quantizable(const GgufTensorInfo& t) {
   if (t.shape.size() < 2 || !t.name.ends_with(".weight")) return false;
-  for (const char* kept : {"norm", "ffn_gate_inp", "ssm_conv1d", "ssm_a", "ssm_dt", "attn_sinks"})
-    if (t.name.find(kept) != std::string::npos) return false;
+  // Whole name parts ("ssm_a" is not "ssm_alpha", which is quantized).
+  for (const std::string kept :
+       {"norm", "ffn_gate_inp", "ssm_conv1d", "ssm_a", "ssm_dt", "attn_sinks"})
+    if (t.name.find(kept + ".") != std::string::npos || t.name.ends_with(kept)) return false;
   return true;
 }
 
@@ -95,6 +95,12 @@ bool readable(GgmlType t) {
          (quant::is_supported(t) && quant::traits(t).kernels.dequantize_row);
 }
 
+// One line of progress (or of a dry run): "[3/29] blk.0.attn_v.weight  F16 -> Q8_0  2.1 KiB".
+void print_tensor_line(size_t i, size_t n, const GgufTensorInfo& t, GgmlType to, uint64_t bytes) {
+  fmt::print(stderr, "[{}/{}] {:<32} {:>6} -> {:<6} {}\n", i + 1, n, t.name, ggml_type_name(t.type),
+             ggml_type_name(to), format_bytes(bytes));
+}
+
 struct Override {
   std::regex pattern;
   std::string text;
@@ -108,6 +114,8 @@ void add_quantize_command(CLI::App& app) {
     std::string in, out, type;
     std::vector<std::string> overrides;
     bool allow_requantize = false;
+    bool pure = false;
+    bool dry_run = false;
     int threads = 0;
   };
   auto o = std::make_shared<Options>();
@@ -119,6 +127,10 @@ void add_quantize_command(CLI::App& app) {
   cmd->add_option("--override-tensor,--tensor-type", o->overrides,
                   "REGEX=TYPE (repeatable): matrices whose name the regex finds get TYPE (the "
                   "first that matches wins), e.g. 'ffn_down_exps=Q6_K'");
+  cmd->add_flag("--pure", o->pure,
+                "No mix: every matrix in the file type's own weight type (Q4_K_M: Q4_K)");
+  cmd->add_flag("--dry-run", o->dry_run,
+                "List each matrix's type and the file's size; write nothing");
   cmd->add_flag("--allow-requantize", o->allow_requantize,
                 "Quantize matrices that are quantized already (each round loses precision)");
   cmd->add_option("-t,--threads", o->threads, "Threads (default: every core)")
@@ -130,8 +142,21 @@ void add_quantize_command(CLI::App& app) {
         "the output would overwrite the input {}", o->in);
     const GgufFile in = GgufFile::open(o->in);
     const std::string arch = in.architecture();
-    const int64_t n_layer = in.find_int(arch + ".block_count").value_or(0);
-    const bool moe = in.find_int(arch + ".expert_count").value_or(0) > 0;
+    // What the mix needs of the model; then each V-like matrix's place among them, layer by layer.
+    quant::MatrixRole model;
+    model.n_layer = in.find_int(arch + ".block_count").value_or(0);
+    model.n_expert = in.find_int(arch + ".expert_count").value_or(0);
+    const int64_t n_head = in.find_int(arch + ".attention.head_count").value_or(1);
+    model.n_gqa = n_head / std::max<int64_t>(
+                               1, in.find_int(arch + ".attention.head_count_kv").value_or(n_head));
+    model.tied_output = in.find_tensor("output.weight") == nullptr;
+    std::vector<std::pair<int64_t, std::string>> v_like;
+    for (const GgufTensorInfo& t : in.tensors()) {
+      const quant::MatrixRole r = role_of(t.name, model, t.row_length());
+      if (quantizable(t) && (r.role == "attn_v" || r.role == "attn_qkv"))
+        v_like.emplace_back(r.layer, t.name);
+    }
+    std::sort(v_like.begin(), v_like.end());
     std::vector<Override> overrides;
     for (const std::string& spec : o->overrides) {
       const size_t eq = spec.rfind('=');
@@ -153,7 +178,14 @@ void add_quantize_command(CLI::App& app) {
     for (const GgufTensorInfo& t : in.tensors()) {
       GgmlType to = t.type;
       if (quantizable(t)) {
-        to = quant::quantized_matrix_type(o->type, role_of(t.name, n_layer, t.row_length(), moe));
+        quant::MatrixRole r = role_of(t.name, model, t.row_length());
+        const auto v = std::find_if(v_like.begin(), v_like.end(),
+                                    [&](const auto& e) { return e.second == t.name; });
+        if (v != v_like.end()) {
+          r.v_index = v - v_like.begin();
+          r.n_v = static_cast<int64_t>(v_like.size());
+        }
+        to = quant::matrix_type(o->type, r, o->pure);
         for (const Override& ov : overrides) {
           if (!std::regex_search(t.name, ov.pattern)) continue;
           to = ov.type;
@@ -176,12 +208,25 @@ void add_quantize_command(CLI::App& app) {
                  "precision twice; start from an F16/BF16/F32 file, or give --allow-requantize",
                  requantized, o->in);
 
+    const size_t n_tensors = in.tensors().size();
+    if (o->dry_run) {
+      uint64_t bytes_out = 0;
+      for (size_t i = 0; i < n_tensors; ++i) {
+        const GgufTensorInfo& t = in.tensors()[i];
+        const uint64_t bytes = static_cast<uint64_t>(quant::row_bytes(target[i], t.row_length())) *
+                               static_cast<uint64_t>(t.rows());
+        bytes_out += bytes;
+        print_tensor_line(i, n_tensors, t, target[i], bytes);
+      }
+      fmt::print(stderr, "{}: general.file_type {}, {} of tensors (dry run: nothing written)\n",
+                 o->type, quant::gguf_file_type(o->type), format_bytes(bytes_out));
+      return;
+    }
     GgufWriter out(static_cast<uint32_t>(in.alignment()));
     for (const GgufKeyValue& kv : in.metadata()) out.set(kv.key, kv.value);
     out.set_u32("general.file_type", quant::gguf_file_type(o->type));
     out.set_string("general.quantized_by", "strata quantize");
     ThreadPool pool(o->threads > 0 ? o->threads : physical_core_count());
-    const size_t n_tensors = in.tensors().size();
     uint64_t bytes_in = 0, bytes_out = 0;
     for (size_t i = 0; i < n_tensors; ++i) {
       const GgufTensorInfo& t = in.tensors()[i];
@@ -207,8 +252,7 @@ void add_quantize_command(CLI::App& app) {
             }
           });
         }
-        fmt::print(stderr, "[{}/{}] {:<32} {:>6} -> {:<6} {}\n", i + 1, n_tensors, info.name,
-                   ggml_type_name(info.type), ggml_type_name(to), format_bytes(dst.size()));
+        print_tensor_line(i, n_tensors, info, to, dst.size());
       });
     }
     out.write(o->out);

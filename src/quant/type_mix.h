@@ -1,13 +1,13 @@
 #pragma once
 // The weight type each matrix gets in a file of a given type, named as GGUF tools name file types:
-// one weight type for every matrix (Q8_0, IQ4_XS, ...), or a mix (Q4_K_M: more bits where errors
-// hurt most; MXFP4_MOE: gpt-oss's routed experts in MXFP4, the rest Q8_0). Shared by
-// `strata quantize` and the synthetic-model generator, so both make the files GGUF tools make.
+// a mix (Q4_K_M: more bits where errors hurt most; MXFP4_MOE: routed experts in MXFP4, the rest
+// Q8_0) or one type for every matrix (F16, Q8_0, ...; `pure`). The mixes follow the rules of
+// llama.cpp's quantizer (llama-quant.cpp), checked against files it made (the oracle's); shared
+// by `strata quantize` and the synthetic-model generator, so both make the files GGUF tools make.
 
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "gguf/ggml_type.h"
 
@@ -19,17 +19,17 @@ struct MatrixRole {
   int64_t n_layer = 0;
   int64_t cols = 0;  // row length
   bool routed_expert = false;
-  bool moe = false;  // the model routes experts (the mix gives its small K/V matrices 8 bits)
+  int64_t n_expert = 0;      // the model's routed experts (8-expert models get more bits in K/V)
+  int64_t n_gqa = 1;         // query heads per KV head
+  bool tied_output = false;  // the file has no output head: token_embd is it
+  // Of V-like matrices (attn_v, attn_qkv) in layer order: this one's place and how many there are
+  // (-1: the layer and the layer count stand in).
+  int64_t v_index = -1, n_v = 0;
 };
 
-// Throws strata::Error naming the file types it knows for an unknown one.
-GgmlType matrix_type(std::string_view file_type, const MatrixRole& m);
-
-// What `strata quantize` writes: matrix_type, and for a file of one weight type below eight bits
-// what GGUF quantizers add to it (checked on the oracle's files): the output head in Q6_K, a MoE
-// model's small K and V projections in Q8_0 and, under K-quant and IQ4 types below Q5_K, its
-// attention output in Q5_K.
-GgmlType quantized_matrix_type(std::string_view file_type, const MatrixRole& m);
+// The mix's type for the matrix; `pure`: the file type's own weight type for every matrix (where
+// its blocks fit the rows). Throws strata::Error naming the file types it knows for an unknown one.
+GgmlType matrix_type(std::string_view file_type, const MatrixRole& m, bool pure = false);
 
 // general.file_type as GGUF tools number it (0 for a name it does not know).
 uint32_t gguf_file_type(std::string_view file_type);

@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Quality and speed of each quantization of one model, side by side (issue 38's table).
+
+Quantizes BASE (an F16/Q8_0 GGUF) to each type with `strata quantize` (--allow-requantize where
+BASE is quantized), then for every file: its size, `strata perplexity` on TEXT with the KL
+divergence from BASE (every token kept), and `strata bench` (median of runs). Prints a markdown
+table. The BASE row is the reference (KLD 0).
+
+    bench/quant_table.py --strata build/release/bin/strata --base tools/train/strata-coder-tiny.gguf \
+        --text tests/data/perplexity-text.txt --ctx 128 --out-dir models/quant-table
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+TYPES = ["Q6_K", "Q5_K_M", "Q5_K_S", "Q5_1", "Q5_0", "Q4_K_M", "Q4_K_S", "Q4_1", "IQ4_NL",
+         "Q4_0", "IQ4_XS", "Q3_K_L", "Q3_K_M", "Q3_K_S", "Q2_K"]
+
+
+def run(args, what):
+    r = subprocess.run(args, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"{what} failed ({r.returncode}):\n{r.stderr[-3000:]}")
+    return r.stdout
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--strata", required=True)
+    ap.add_argument("--base", required=True)
+    ap.add_argument("--text", required=True)
+    ap.add_argument("--ctx", type=int, default=128)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--bench-runs", type=int, default=5)
+    ap.add_argument("--out-dir", required=True)
+    ap.add_argument("--types", default=",".join(TYPES))
+    a = ap.parse_args()
+    os.makedirs(a.out_dir, exist_ok=True)
+    logits = os.path.join(a.out_dir, "base.stkl")
+    common = ["-f", a.text, "--ctx", str(a.ctx), "-t", str(a.threads), "--device", "none", "--json"]
+    base = json.loads(run([a.strata, "perplexity", "-m", a.base, *common, "--save-logits", logits],
+                          "perplexity of the base"))
+    rows = [("base", a.base, base, None)]
+    for t in a.types.split(","):
+        out = os.path.join(a.out_dir, f"{t}.gguf")
+        run([a.strata, "quantize", "--allow-requantize", "-t", str(a.threads), a.base, out, t],
+            f"quantize {t}")
+        print(f"quantized {t}", file=sys.stderr)
+        rows.append((t, out, json.loads(run([a.strata, "perplexity", "-m", out, *common, "--kld",
+                                             logits], f"perplexity of {t}")), None))
+    print("| type | size | PPL | KLD mean | KLD 99% | same top | tg tok/s | pp tok/s |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, path, ppl, _ in rows:
+        bench = json.loads(run([a.strata, "bench", "-m", path, "-p", str(a.ctx), "-n", str(a.ctx),
+                                "-r", str(a.bench_runs), "-t", str(a.threads), "--device", "none",
+                                "--json"], f"bench of {name}"))
+        tg = statistics.median(bench["tg"]["runs"])
+        pp = statistics.median(bench["pp"]["runs"])
+        k = ppl.get("kld") or {}
+        size = os.path.getsize(path) / 2**20
+        print(f"| {name} | {size:.2f} MiB | {ppl['ppl']:.3f} | {k.get('mean', 0):.4f} | "
+              f"{k.get('p99', 0):.3f} | {100 * k.get('same_top', 1):.1f}% | {tg:.0f} | {pp:.0f} |",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()
