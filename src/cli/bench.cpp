@@ -743,13 +743,16 @@ void print_bench_text(const BenchOptions& o, const Model& model, const BenchResu
 void record_run(const BenchOptions& o, const BenchResults& r, const SystemLoad& load) {
   if (r.on_gpu()) return;
   MeasuredRun run;
+  run.source = "bench";
+  run.model_path = o.model.path;
+  run.kv_type = o.model.kv_type;
   run.threads = r.threads;
   run.n_prompt = r.pp.empty() ? 0 : o.n_prompt;
   run.n_gen = r.tg.empty() ? 0 : o.n_gen;
   run.depth = o.depth;
   run.pp_tok_s = stat_of(r.pp).mean;
   run.tg_tok_s = stat_of(r.tg).mean;
-  record_cpu_run(o.model, run, load, "this benchmark");
+  record_cpu_run(run, load, "this benchmark");
 }
 
 void run_bench(const CLI::App& cmd, BenchOptions& o) {

@@ -20,14 +20,6 @@
 #include "util/log.h"
 
 namespace strata::cli {
-namespace {
-
-// A recorded run's prompt: at least one micro-batch, at most the batch the cost model prices.
-constexpr int64_t kMinRecordedPrompt = 64;
-constexpr int64_t kMaxRecordedPrompt = 512;
-constexpr int64_t kMinRecordedGenerated = 32;
-
-}  // namespace
 
 void add_run_command(CLI::App& app) {
   struct Options {
@@ -213,13 +205,16 @@ void add_run_command(CLI::App& app) {
     if (model->device_memory().empty() && n_prompt >= kMinRecordedPrompt &&
         n_prompt <= kMaxRecordedPrompt && n_gen >= kMinRecordedGenerated) {
       MeasuredRun run;
+      run.source = "run";
+      run.model_path = o->model.path;
+      run.kv_type = o->model.kv_type;
       run.threads = o->model.thread_count();
       run.n_prompt = n_prompt;
       run.n_gen = n_gen;
       run.depth = n_prompt;
       run.pp_tok_s = static_cast<double>(n_prompt) / std::max(prefill, 1e-9);
       run.tg_tok_s = static_cast<double>(n_gen) / std::max(decode, 1e-9);
-      record_cpu_run(o->model, run, load_between(started, sample_cpu_time()), "this run");
+      record_cpu_run(run, load_between(started, sample_cpu_time()), "this run");
     }
   });
 }

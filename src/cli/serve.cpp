@@ -14,6 +14,8 @@
 #include "cli/model_options.h"
 #include "cli/plan_report.h"
 #include "cli/run_drafted.h"
+#include "cli/run_record.h"
+#include "plan/calibration.h"
 #include "runtime/scheduler.h"
 #include "server/listen_check.h"
 #include "server/server.h"
@@ -168,6 +170,19 @@ void add_serve_command(CLI::App& app) {
     so.prefill_chunk = o->prefill_chunk;
     // Counted always: the status page's heat map; --expert-profile writes them at exit.
     so.record_experts = model->hparams().n_expert > 0;
+    // A lone generation on the CPU on a quiet machine joins this machine's records, as bench and
+    // run do (the planner learns from them); a busy moment is skipped without a word.
+    if (model->device_memory().empty()) {
+      MeasuredRun base;
+      base.model_path = o->model.path;
+      base.kv_type = o->model.kv_type;
+      base.threads = o->model.thread_count();
+      so.on_job_finished = [base](const JobResult& r, const SystemLoad& load) {
+        if (load.busy() && plan::load_check_enabled()) return;
+        if (const auto run = served_measurement(r, base))
+          record_cpu_run(*run, load, "served requests");
+      };
+    }
     Scheduler scheduler(*model, pool, so);
     std::unique_ptr<Model> draft_model;
     if (!o->draft_model.empty()) draft_model = load_draft_model(o->draft_model, *model);

@@ -110,17 +110,17 @@ struct StreamResult {
 // Decode: one activation row against the whole buffer, then (optionally) ~1 MiB matrices taken
 // one after another from the buffer, each read cold.
 StreamResult measure_gemv(uint8_t* buffer, int64_t rows, GgmlType type, ThreadPool& pool,
-                          bool small_matrices, double window) {
+                          bool small_matrices, double window, int repeats) {
   const int64_t row_bytes = quant::row_bytes(type, kCols);
   const ops::WeightMatrix w{type, buffer, kCols, rows, row_bytes};
   const ops::QuantizedRows a = activations(type, 1, kCols);
   std::vector<float> out(static_cast<size_t>(rows));
   ops::matmul(w, a, out.data(), rows, pool, {});  // warm-up
   StreamResult r;
-  r.gemv_gbps =
-      static_cast<double>(w.bytes()) /
-      median_seconds_per_call([&] { ops::matmul(w, a, out.data(), rows, pool, {}); }, window, 3) /
-      1e9;
+  r.gemv_gbps = static_cast<double>(w.bytes()) /
+                median_seconds_per_call([&] { ops::matmul(w, a, out.data(), rows, pool, {}); },
+                                        window, 3, repeats) /
+                1e9;
   if (!small_matrices) return r;
   const int64_t small_rows = std::max<int64_t>(1, kSmallGemvBytes / row_bytes);
   const int64_t n_small = std::max<int64_t>(1, rows / small_rows);
@@ -131,7 +131,7 @@ StreamResult measure_gemv(uint8_t* buffer, int64_t rows, GgmlType type, ThreadPo
                     small_rows, pool, {});
         next = (next + 1) % n_small;
       },
-      window, 20);
+      window, 20, repeats);
   const double stream_s = static_cast<double>(small_rows * row_bytes) / (r.gemv_gbps * 1e9);
   r.gemv_fixed_us = std::max(0.0, (per_call - stream_s) * 1e6);
   return r;
@@ -328,6 +328,7 @@ CpuCalibration from_json(const nlohmann::json& j) {
   c.isa = j.at("isa").get<std::string>();
   c.others_cpus = j.at("load").at("others_cpus").get<double>();
   c.steal_fraction = j.at("load").at("steal_fraction").get<double>();
+  c.round_spread = j.at("load").value("round_spread", 0.0);  // not recorded before version 12
   c.dispatch_us = j.at("dispatch_us").get<double>();
   c.gemv_fixed_us = j.at("gemv_fixed_us").get<double>();
   const auto& serial = j.at("serial_ns");
@@ -352,6 +353,58 @@ CpuCalibration from_json(const nlohmann::json& j) {
          v.at("expert_gemm_gbps").get<double>(), v.at("expert_down_gemm_gbps").get<double>()});
   }
   return c;
+}
+
+// One round of one weight type's rates (and the per-dispatch cost when `fixed_us` is given). Over
+// `rounds` rounds a decode rate gets 3 windows a round of 2/rounds of the window (about 6 windows
+// in all), prefill one window a round.
+TypeCalibration measure_type(uint8_t* buffer, int64_t bytes, GgmlType type,
+                             const SerialCosts& serial, ThreadPool& pool, double window, int rounds,
+                             double* fixed_us) {
+  constexpr int kDecodeRepeats = 3;
+  const double decode_window = window * 2 / rounds;
+  const int64_t rows = fill_rows(buffer, bytes, type);
+  const StreamResult s =
+      measure_gemv(buffer, rows, type, pool, fixed_us != nullptr, decode_window, kDecodeRepeats);
+  if (fixed_us) *fixed_us = s.gemv_fixed_us;
+  TypeCalibration t;
+  t.type = type;
+  t.gemv_gbps = s.gemv_gbps;
+  const int64_t used = rows * quant::row_bytes(type, kCols);
+  // Experts in the same bytes (blocks are self-contained, so they also read as rows of 768).
+  const ExpertBuffer experts{buffer, used, type, kCols, kExpertRows};
+  const ExpertPhaseRates decode = measure_expert_decode_rates(experts, kExpertsUsed, serial, pool,
+                                                              decode_window, kDecodeRepeats);
+  t.expert_gemv_gbps = decode.gate_up;
+  t.expert_down_gemv_gbps = decode.down;
+  t.gemm_gmacs = measure_dense_gemm(buffer, used, type, pool, window);
+  const ExpertPrefillRates prefill =
+      measure_expert_prefill_rates(experts, kExpertsUsed, serial, pool, window, 1);
+  // Too few experts of this type fit the buffer (F32, or a small test buffer): the dense MAC
+  // rate, and no per-expert part.
+  t.expert_gemm_gmacs = prefill.gate_up.gmacs > 0 ? prefill.gate_up.gmacs : t.gemm_gmacs;
+  t.expert_down_gemm_gmacs = prefill.down.gmacs > 0 ? prefill.down.gmacs : t.gemm_gmacs;
+  t.expert_gemm_gbps = prefill.gate_up.gbps;
+  t.expert_down_gemm_gbps = prefill.down.gbps;
+  return t;
+}
+
+// Every rate of a weight type, for taking medians and comparing rounds.
+constexpr double TypeCalibration::*kRates[] = {
+    &TypeCalibration::gemv_gbps,         &TypeCalibration::gemm_gmacs,
+    &TypeCalibration::expert_gemm_gmacs, &TypeCalibration::expert_down_gemm_gmacs,
+    &TypeCalibration::expert_gemv_gbps,  &TypeCalibration::expert_down_gemv_gbps,
+    &TypeCalibration::expert_gemm_gbps,  &TypeCalibration::expert_down_gemm_gbps};
+
+// Each rate's median over the rounds of one type.
+TypeCalibration median_rates(const std::vector<TypeCalibration>& rounds) {
+  TypeCalibration t = rounds.front();
+  for (auto rate : kRates) {
+    std::vector<double> v;
+    for (const auto& r : rounds) v.push_back(r.*rate);
+    t.*rate = median(std::move(v));
+  }
+  return t;
 }
 
 std::vector<GgmlType> with_f32(std::vector<GgmlType> types) {
@@ -401,7 +454,10 @@ nlohmann::json calibration_json(const CpuCalibration& c) {
           {"date", c.date},
           {"build", c.build},
           {"isa", c.isa},
-          {"load", {{"others_cpus", c.others_cpus}, {"steal_fraction", c.steal_fraction}}},
+          {"load",
+           {{"others_cpus", c.others_cpus},
+            {"steal_fraction", c.steal_fraction},
+            {"round_spread", c.round_spread}}},
           {"dispatch_us", c.dispatch_us},
           {"gemv_fixed_us", c.gemv_fixed_us},
           {"serial_ns",
@@ -452,6 +508,45 @@ GgmlType type_for_bits_per_weight(double bpw) {
   return best;
 }
 
+double round_spread(const std::vector<std::vector<TypeCalibration>>& by_type) {
+  // Each round's speed: the geometric mean over every measured rate of its value relative to
+  // that rate's median over the rounds (noise in single rates averages out; a round the whole
+  // machine ran slow in stands out).
+  std::vector<double> log_sum, count;
+  for (const auto& rounds : by_type) {
+    if (rounds.size() > log_sum.size())
+      log_sum.resize(rounds.size(), 0), count.resize(rounds.size(), 0);
+    for (auto rate : kRates) {
+      std::vector<double> v;
+      for (const auto& r : rounds) v.push_back(r.*rate);
+      const double mid = median(v);
+      if (!(mid > 0)) continue;
+      for (size_t i = 0; i < rounds.size(); ++i) {
+        if (!(v[i] > 0)) continue;
+        log_sum[i] += std::log(v[i] / mid);
+        count[i] += 1;
+      }
+    }
+  }
+  double fastest = 0, slowest = 0;
+  bool any = false;
+  for (size_t i = 0; i < log_sum.size(); ++i) {
+    if (count[i] == 0) continue;
+    const double speed = log_sum[i] / count[i];
+    fastest = any ? std::max(fastest, speed) : speed;
+    slowest = any ? std::min(slowest, speed) : speed;
+    any = true;
+  }
+  return any ? std::exp(fastest - slowest) - 1 : 0;
+}
+
+std::string describe_load(const CpuCalibration& c) {
+  return fmt::format(
+      "other programs used {:.1f} CPUs (steal {:.0f}%) and its rounds differed by "
+      "{:.0f}%",
+      c.others_cpus, 100 * c.steal_fraction, 100 * c.round_spread);
+}
+
 CpuCalibration calibrate_cpu(const CalibrationOptions& options) {
   STRATA_CHECK(options.threads > 0 && options.threads <= 4096,
                "calibration: expected 1..4096 threads, found {}", options.threads);
@@ -478,43 +573,32 @@ CpuCalibration calibrate_cpu(const CalibrationOptions& options) {
   // At least one 2048 x 2048 f32 matrix (the dense GEMM shape).
   const int64_t bytes = std::max<int64_t>(options.stream_bytes, kCols * kCols * 4);
   Buffer buffer = allocate(bytes);
-  bool fixed_measured = false;
-  for (GgmlType type : types) {
-    const int64_t rows = fill_rows(buffer.get(), bytes, type);
-    // The per-dispatch overhead once, on the first quantized type (it does not depend on it).
-    const bool small = !fixed_measured && (type != GgmlType::F32 || types.size() == 1);
-    const StreamResult s = measure_gemv(buffer.get(), rows, type, pool, small, window);
-    if (small) {
-      c.gemv_fixed_us = s.gemv_fixed_us;
-      fixed_measured = true;
+  // The per-dispatch overhead on the first quantized type (it does not depend on the type).
+  const size_t fixed_index = types.size() == 1 ? 0 : (types[0] == GgmlType::F32 ? 1 : 0);
+  // Interleaved rounds: a load that comes and goes slows one round of every type rather than
+  // every window of one type, so the rounds disagree and the median skips it.
+  const int rounds = std::max(1, options.rounds);
+  std::vector<std::vector<TypeCalibration>> by_type(types.size());
+  std::vector<double> fixed_us;
+  for (int round = 0; round < rounds; ++round) {
+    if (options.on_round) options.on_round(round);
+    for (size_t i = 0; i < types.size(); ++i) {
+      double fixed = 0;
+      by_type[i].push_back(measure_type(buffer.get(), bytes, types[i], c.serial, pool,
+                                        options.window_seconds, rounds,
+                                        i == fixed_index ? &fixed : nullptr));
+      if (i == fixed_index) fixed_us.push_back(fixed);
     }
-    TypeCalibration t;
-    t.type = type;
-    t.gemv_gbps = s.gemv_gbps;
-    const int64_t used = rows * quant::row_bytes(type, kCols);
-    // Experts in the same bytes (blocks are self-contained, so they also read as rows of 768).
-    const ExpertBuffer experts{buffer.get(), used, type, kCols, kExpertRows};
-    const ExpertPhaseRates decode =
-        measure_expert_decode_rates(experts, kExpertsUsed, c.serial, pool, window);
-    t.expert_gemv_gbps = decode.gate_up;
-    t.expert_down_gemv_gbps = decode.down;
-    t.gemm_gmacs = measure_dense_gemm(buffer.get(), used, type, pool, window);
-    const ExpertPrefillRates prefill =
-        measure_expert_prefill_rates(experts, kExpertsUsed, c.serial, pool, window);
-    // Too few experts of this type fit the buffer (F32, or a small test buffer): the dense MAC
-    // rate, and no per-expert part.
-    t.expert_gemm_gmacs = prefill.gate_up.gmacs > 0 ? prefill.gate_up.gmacs : t.gemm_gmacs;
-    t.expert_down_gemm_gmacs = prefill.down.gmacs > 0 ? prefill.down.gmacs : t.gemm_gmacs;
-    t.expert_gemm_gbps = prefill.gate_up.gbps;
-    t.expert_down_gemm_gbps = prefill.down.gbps;
-    c.types.push_back(t);
   }
+  c.gemv_fixed_us = median(fixed_us);
+  for (const auto& type_rounds : by_type) c.types.push_back(median_rates(type_rounds));
+  c.round_spread = round_spread(by_type);
   c.seconds = seconds_since(start);
   const SystemLoad load = load_between(before, sample_cpu_time());
   c.others_cpus = load.others_cpus;
   c.steal_fraction = load.steal_fraction;
-  c.under_load = load.busy();
-  if (c.under_load) c.source += " while " + load.describe();
+  c.under_load = load.busy() || c.round_spread > kMaxRoundSpread;
+  if (c.under_load) c.source += " while " + describe_load(c);
   return c;
 }
 
@@ -532,15 +616,19 @@ ComputeRoofs measure_compute_roofs(GgmlType type, int threads, double window_sec
   const int64_t bytes = std::max(gemv_rows, kCols) * row_bytes;
   Buffer buffer = allocate(bytes);
   fill_rows(buffer.get(), bytes, type);
-  r.gemv_gbps = measure_gemv(buffer.get(), gemv_rows, type, pool, false, window_seconds).gemv_gbps;
+  r.gemv_gbps =
+      measure_gemv(buffer.get(), gemv_rows, type, pool, false, window_seconds, 5).gemv_gbps;
   r.gemm_gmacs = measure_dense_gemm(buffer.get(), kCols * row_bytes, type, pool, window_seconds);
   return r;
 }
 
-bool measurements_cacheable(bool under_load, const std::string& what, const std::string& load) {
-  if (!under_load) return true;
+bool load_check_enabled() {
   const char* check = std::getenv("STRATA_CALIBRATION_LOAD_CHECK");
-  if (check && std::string(check) == "off") return true;
+  return !(check && std::string(check) == "off");
+}
+
+bool measurements_cacheable(bool under_load, const std::string& what, const std::string& load) {
+  if (!under_load || !load_check_enabled()) return true;
   log::warn(
       "{} ran while {}: the numbers are used for this run only and not cached; strata measures "
       "again next time (STRATA_CALIBRATION_LOAD_CHECK=off caches them anyway)",
@@ -582,8 +670,10 @@ CpuCalibration cached_cpu_calibration(const std::string& cache_path, const std::
     }
     if (missing.empty()) {
       cached->source = fmt::format(
-          "cached, measured {} with {} kernels, {} threads, other programs at {:.1f} CPUs",
-          cached->date, cached->isa, cached->threads, cached->others_cpus);
+          "cached, measured {} with {} kernels, {} threads, other programs at {:.1f} CPUs, "
+          "rounds within {:.0f}%",
+          cached->date, cached->isa, cached->threads, cached->others_cpus,
+          100 * cached->round_spread);
       return *cached;
     }
     CalibrationOptions more = options;
@@ -598,6 +688,9 @@ CpuCalibration cached_cpu_calibration(const std::string& cache_path, const std::
     result.seconds = extra.seconds;
     result.source = "cached, measured " + result.date + " (types added " + extra.date + ")";
     result.under_load = extra.under_load;
+    result.others_cpus = std::max(result.others_cpus, extra.others_cpus);
+    result.steal_fraction = std::max(result.steal_fraction, extra.steal_fraction);
+    result.round_spread = std::max(result.round_spread, extra.round_spread);
     if (extra.under_load) result.source = extra.source;
   } else {
     log::info("calibrating the CPU cost model with {} threads (micro-benchmarks, a few seconds)",
@@ -605,9 +698,7 @@ CpuCalibration cached_cpu_calibration(const std::string& cache_path, const std::
     result = calibrate_cpu(options);
   }
   result.cpu_model = cpu_model;
-  if (!measurements_cacheable(result.under_load, "the CPU calibration",
-                              fmt::format("other programs used {:.1f} CPUs (steal {:.0f}%)",
-                                          result.others_cpus, 100 * result.steal_fraction))) {
+  if (!measurements_cacheable(result.under_load, "the CPU calibration", describe_load(result))) {
     result.source += " (not cached)";
     return result;
   }

@@ -32,6 +32,7 @@
 //                      token.
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -40,10 +41,14 @@
 
 namespace strata::plan {
 
-// Bumped when what is measured changes (or the kernels measured get faster), so older cache
-// entries and recorded runs are not taken for this build's. 10: kernel level and load recorded;
-// 11: tile GEMMs for IQ4_XS, Q6_K, Q4_0, IQ4_NL and MXFP4 (issue 36).
-inline constexpr int kCalibrationVersion = 11;
+// Bumped when the kernels measured get faster, so recorded runs of older kernels are not taken
+// for this build's (run_records.h). 11: tile GEMMs for IQ4_XS, Q6_K, Q4_0, IQ4_NL and MXFP4
+// (issue 36). Bump kCalibrationVersion with it.
+inline constexpr int kKernelsVersion = 11;
+// Bumped when what is measured or how changes (or the kernels do), so older cache entries are
+// measured again. 10: kernel level and load recorded; 11: kernels (above); 12: interleaved rounds
+// with their spread recorded.
+inline constexpr int kCalibrationVersion = 12;
 
 struct TypeCalibration {
   GgmlType type = GgmlType::F32;
@@ -82,6 +87,10 @@ struct CpuCalibration {
   // shared the cores is used for the run that took it and not cached.
   double others_cpus = 0;
   double steal_fraction = 0;
+  // How far the interleaved rounds disagreed (round_spread below); above kMaxRoundSpread the
+  // machine was not steady (a load /proc does not show: another VM's, throttling) and the
+  // calibration is not cached either.
+  double round_spread = 0;
   bool under_load = false;
   double dispatch_us = 0;
   double gemv_fixed_us = 0;
@@ -99,6 +108,7 @@ struct CpuCalibration {
   double decode_correction = 1;
   double prefill_correction = 1;
   int learned_runs = 0;             // recorded runs the corrections come from
+  std::string learned_sources;      // the commands that measured them (LearnedCorrection)
   double learned_decode_error = 0;  // median uncorrected predicted / measured - 1 over them
   double learned_prefill_error = 0;
 
@@ -114,7 +124,22 @@ struct CalibrationOptions {
   // shared machine; decode rates are the median of 5 such windows. Per weight type: 10 decode
   // windows (long GEMV, experts) and 7 prefill ones, plus 5 once for the per-product cost.
   double window_seconds = 0.15;
+  // The weight types' rates are measured in this many interleaved rounds (each rate is the median
+  // over them); `on_round`, when set, is called before each (0-based; a test loads one round).
+  int rounds = 3;
+  std::function<void(int round)> on_round{};
 };
+
+// Rounds whose speeds differ by more than this say the machine was not steady.
+inline constexpr double kMaxRoundSpread = 0.25;
+
+// How far the rounds of a calibration disagree: each round's speed is the geometric mean, over
+// every measured rate of every type (by_type[type][round]), of the rate relative to its median
+// over the rounds; the fastest round's speed over the slowest's, minus 1 (0 for one round).
+double round_spread(const std::vector<std::vector<TypeCalibration>>& by_type);
+
+// "other programs used 0.1 CPUs (steal 0%) and its rounds differed by 31%".
+std::string describe_load(const CpuCalibration& c);
 
 // Runs the micro-benchmarks (about 3 s per weight type with the default window, plus ~1 s).
 CpuCalibration calibrate_cpu(const CalibrationOptions& options);
@@ -130,6 +155,8 @@ CpuCalibration cached_cpu_calibration(const std::string& cache_path, const std::
 // STRATA_CALIBRATION_LOAD_CHECK=off (a machine that is never quiet; tests that check the cache
 // while other tests share the cores). Says why when not.
 bool measurements_cacheable(bool under_load, const std::string& what, const std::string& load);
+// False when STRATA_CALIBRATION_LOAD_CHECK=off.
+bool load_check_enabled();
 
 // The compute roofs of strata's kernels for one weight type on `threads` threads, measured on
 // weights held in the caches so memory does not bound them: the decode GEMV rate (GB/s of weight

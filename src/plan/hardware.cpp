@@ -52,13 +52,17 @@ double parse_positive(std::string_view text, std::string_view what, std::string_
   return value;
 }
 
-// Bandwidth: measured once per machine (CPU model) and cached with its date.
+// Bandwidth: measured once per machine (CPU model) and cached with its date; measured again
+// after kRamBandwidthMaxAgeDays (memory gets changed, BIOS settings too).
+constexpr int kRamBandwidthMaxAgeDays = 90;
+
 void fill_ram_bandwidth(HardwareProfile& hw, const ProbeOptions& probe) {
   const std::string path =
       probe.cache_path.empty() ? default_hardware_cache_path() : probe.cache_path;
   if (!probe.remeasure) {
     const nlohmann::json j = read_hardware_cache(path);
-    if (j.value("cpu_model", "") == hw.cpu_model && j.value("read_gbps", 0.0) > 0) {
+    if (j.value("cpu_model", "") == hw.cpu_model && j.value("read_gbps", 0.0) > 0 &&
+        days_since(j.value("date", "")) <= kRamBandwidthMaxAgeDays) {
       hw.ram_bandwidth_gbps = j["read_gbps"].get<double>();
       hw.ram_bandwidth_source = "cached, measured " + j.value("date", std::string("?"));
       return;
@@ -82,6 +86,17 @@ void fill_ram_bandwidth(HardwareProfile& hw, const ProbeOptions& probe) {
     j["buffer_bytes"] = m.buffer_bytes;
     j["load_others_cpus"] = load.others_cpus;
   });
+}
+
+// The calibration streamed weights from RAM (a buffer far larger than the caches) faster than the
+// cached RAM bandwidth allows: the bandwidth was measured while something else ran.
+bool slower_than_calibration(const HardwareProfile& hw, const CalibrationOptions& options) {
+  constexpr int64_t kLargerThanCaches = int64_t{128} << 20;
+  constexpr double kTolerance = 1.15;  // the two probes read differently; 15% is not a conflict
+  if (!hw.cpu_calibration || options.stream_bytes < kLargerThanCaches) return false;
+  double fastest = 0;
+  for (const auto& t : hw.cpu_calibration->types) fastest = std::max(fastest, t.gemv_gbps);
+  return fastest > kTolerance * hw.ram_bandwidth_gbps;
 }
 
 }  // namespace
@@ -286,6 +301,15 @@ HardwareProfile make_hardware_profile(const HardwareOverrides& overrides,
     const std::string path =
         probe.cache_path.empty() ? default_hardware_cache_path() : probe.cache_path;
     hw.cpu_calibration = cached_cpu_calibration(path, hw.cpu_model, options, probe.remeasure);
+    if (hw.ram_bandwidth_source.rfind("cached", 0) == 0 && slower_than_calibration(hw, options)) {
+      log::warn(
+          "the cached RAM bandwidth ({:.1f} GB/s) is below what the CPU calibration just read "
+          "from RAM: it was measured while the machine was busy; measuring it again",
+          hw.ram_bandwidth_gbps);
+      ProbeOptions again = probe;
+      again.remeasure = true;
+      fill_ram_bandwidth(hw, again);
+    }
   }
   return hw;
 }

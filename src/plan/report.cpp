@@ -160,9 +160,10 @@ std::string plan_text(const ModelInventory& inv, const HardwareProfile& hw, cons
         c.threads, c.source, rates, c.gemv_fixed_us);
     if (c.learned_runs > 0) {
       out += fmt::format(
-          "  learned from {} recorded run(s) on this machine (`strata bench`): its predictions "
-          "were {:+.1f}% (decode) and {:+.1f}% (prefill) off them (median); corrected\n",
-          c.learned_runs, 100 * c.learned_decode_error, 100 * c.learned_prefill_error);
+          "  learned from {} recorded run(s) on this machine ({}): its predictions were "
+          "{:+.1f}% (decode) and {:+.1f}% (prefill) off them (median); corrected\n",
+          c.learned_runs, c.learned_sources, 100 * c.learned_decode_error,
+          100 * c.learned_prefill_error);
     }
   }
   out += fmt::format("Goal: context {} tokens, KV cache {}\n\n", plan.context, plan.kv_type);
@@ -295,6 +296,7 @@ nlohmann::json plan_json(const ModelInventory& inv, const HardwareProfile& hw, c
     out["seconds"] = c.seconds;
     if (c.learned_runs > 0) {
       out["learned"] = {{"runs", c.learned_runs},
+                        {"sources", c.learned_sources},
                         {"decode_error", c.learned_decode_error},
                         {"prefill_error", c.learned_prefill_error},
                         {"decode_correction", c.decode_correction},

@@ -1,7 +1,9 @@
 #include "plan/run_records.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -15,7 +17,8 @@ namespace strata::plan {
 namespace {
 
 nlohmann::json to_json(const RunRecord& r) {
-  return {{"cpu_model", r.cpu_model},
+  return {{"source", r.source},
+          {"cpu_model", r.cpu_model},
           {"threads", r.threads},
           {"model_path", r.model_path},
           {"model_bytes", r.model_bytes},
@@ -31,6 +34,7 @@ nlohmann::json to_json(const RunRecord& r) {
 
 RunRecord from_json(const nlohmann::json& j) {
   RunRecord r;
+  r.source = j.value("source", "");  // records from before it was kept
   r.cpu_model = j.at("cpu_model").get<std::string>();
   r.threads = j.at("threads").get<int>();
   r.model_path = j.at("model_path").get<std::string>();
@@ -63,7 +67,7 @@ void append_run_record(const std::string& cache_path, const RunRecord& record) {
     nlohmann::json& runs = j["run_records"];
     if (!runs.is_array()) runs = nlohmann::json::array();
     RunRecord stamped = record;
-    stamped.kernels = kCalibrationVersion;
+    stamped.kernels = kKernelsVersion;
     runs.push_back(to_json(stamped));
     // The newest kMaxRunRecords of this machine; other machines' records stay.
     int mine = 0;
@@ -89,7 +93,7 @@ std::vector<RunRecord> run_records(const std::string& cache_path, const std::str
     if (!same_machine(e, cpu_model, threads)) continue;
     try {
       RunRecord r = from_json(e);
-      if (r.kernels == kCalibrationVersion) out.push_back(std::move(r));
+      if (r.kernels == kKernelsVersion) out.push_back(std::move(r));
     } catch (const std::exception& ex) {
       log::warn("ignoring an unreadable run record in {}: {}", cache_path, ex.what());
     }
@@ -102,6 +106,7 @@ LearnedCorrection learn_from_runs(const std::vector<RunRecord>& records,
   // Predicted / measured tokens per second = measured time / predicted time: what the predicted
   // time is multiplied by.
   std::vector<double> decode, prefill;
+  std::map<std::string, int> by_source;
   LearnedCorrection l;
   for (const RunRecord& r : records) {
     const PredictedRun p = predict(r);
@@ -115,7 +120,10 @@ LearnedCorrection learn_from_runs(const std::vector<RunRecord>& records,
       used = true;
     }
     l.runs += used;
+    if (used) ++by_source[r.source.empty() ? "an earlier strata" : "strata " + r.source];
   }
+  for (const auto& [source, n] : by_source)
+    l.sources += fmt::format("{}{} x{}", l.sources.empty() ? "" : ", ", source, n);
   if (!decode.empty()) {
     l.decode = median(decode);
     l.decode_error = l.decode - 1;
@@ -172,6 +180,7 @@ LearnedCorrection apply_run_records(HardwareProfile& hw, const std::string& cach
   hw.cpu_calibration->decode_correction = l.decode;
   hw.cpu_calibration->prefill_correction = l.prefill;
   hw.cpu_calibration->learned_runs = l.runs;
+  hw.cpu_calibration->learned_sources = l.sources;
   hw.cpu_calibration->learned_decode_error = l.decode_error;
   hw.cpu_calibration->learned_prefill_error = l.prefill_error;
   return l;

@@ -16,6 +16,7 @@
 namespace strata::plan {
 
 struct RunRecord {
+  std::string source;  // the command that measured it: bench, run, serve ("" before it was kept)
   std::string cpu_model;
   int threads = 0;
   std::string model_path;
@@ -24,7 +25,7 @@ struct RunRecord {
   int64_t n_prompt = 0, n_gen = 0, depth = 0;
   double pp_tok_s = 0, tg_tok_s = 0;  // measured; 0: not measured
   std::string date;
-  // The kernels that ran: kCalibrationVersion when recorded (set by append_run_record). A run of
+  // The kernels that ran: kKernelsVersion when recorded (set by append_run_record). A run of
   // older kernels says nothing about this build's speed.
   int kernels = 0;
 };
@@ -50,6 +51,7 @@ struct LearnedCorrection {
   double prefill = 1;       // multiply predicted prefill time by this
   double decode_error = 0;  // median of uncorrected predicted / measured - 1 (tokens/s)
   double prefill_error = 0;
+  std::string sources;  // which commands measured them: "strata bench x1, strata serve x4"
 };
 LearnedCorrection learn_from_runs(const std::vector<RunRecord>& records,
                                   const RunPredictor& predict);

@@ -313,6 +313,7 @@ void Scheduler::admit(Queued q) {
   slot.result.prompt_tokens = static_cast<int64_t>(slot.job.prompt.size());
   slot.result.cached_tokens = static_cast<int64_t>(reused);
   slot.started = Clock::now();
+  if (options_.on_job_finished) slot.cpu_at_start = sample_cpu_time();
   slot.result.queue_seconds = seconds(slot.started - q.submitted);
   slot.state = Slot::State::prefill;
   std::lock_guard lock(mutex_);
@@ -371,6 +372,8 @@ void Scheduler::finish(Slot& slot, FinishReason reason, std::string error, bool 
   }
   update_kv_stats();  // before on_done: a client that sees its end sees the accounting too
   if (job.on_done) job.on_done(slot.result);
+  if (options_.on_job_finished)
+    options_.on_job_finished(slot.result, load_between(slot.cpu_at_start, sample_cpu_time()));
 }
 
 }  // namespace strata

@@ -27,6 +27,7 @@
 #include "runtime/speculative/speculation.h"
 #include "runtime/speculative/verify_cost.h"
 #include "runtime/token_constraint.h"
+#include "util/system_load.h"
 #include "util/thread_pool.h"
 
 namespace strata {
@@ -44,6 +45,7 @@ struct JobResult {
   int64_t drafted_tokens = 0;   // draft tokens checked
   int64_t accepted_tokens = 0;  // of those, the ones the model drew too (kept)
   double queue_seconds = 0, prefill_seconds = 0, decode_seconds = 0;
+  bool shared_steps = false;  // some of its steps also ran other jobs' tokens
 };
 
 struct GenerationJob {
@@ -80,6 +82,10 @@ struct SchedulerOptions {
   int64_t prefill_chunk = 128;
   int64_t max_queue = 64;       // waiting jobs before submit refuses
   bool record_experts = false;  // count expert selections (see expert_counts)
+  // Called on the scheduler thread after each job's on_done, with what other programs used of
+  // the CPUs while it ran (sampled only when this is set): serve records lone CPU generations
+  // for the planner (cli/run_record.h).
+  std::function<void(const JobResult&, const SystemLoad&)> on_job_finished{};
 };
 
 struct SchedulerStats {

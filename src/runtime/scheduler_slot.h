@@ -44,6 +44,7 @@ struct Scheduler::Slot {
   std::vector<int32_t> draft;  // this step's draft, fed after `pending`
   JobResult result;
   Clock::time_point started{}, prefill_done{};
+  CpuTimeSample cpu_at_start;  // when on_job_finished is set
 };
 
 }  // namespace strata

@@ -40,6 +40,9 @@ bool Scheduler::step() {
   const auto t0 = Clock::now();
   run_batch(batch);
   batch.ran = Clock::now();
+  if (batch.parts.size() > 1) {
+    for (const Part& p : batch.parts) p.slot->result.shared_steps = true;
+  }
   // A lone decoding sequence: the step's time is what its token and draft cost.
   if (batch.parts.size() == 1 && batch.parts[0].slot->state == Slot::State::decode)
     verify_cost_.record(static_cast<int>(batch.parts[0].count), seconds(batch.ran - t0));

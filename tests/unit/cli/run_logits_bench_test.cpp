@@ -129,6 +129,7 @@ TEST(RunCommand, ALongEnoughCpuRunIsRecorded) {
   EXPECT_EQ(records[0]["n_gen"], 32);
   EXPECT_EQ(records[0]["depth"], 64);
   EXPECT_EQ(records[0]["threads"], 2);
+  EXPECT_EQ(records[0]["source"], "run");
   EXPECT_GT(records[0]["tg_tok_s"].get<double>(), 0);
   EXPECT_GT(records[0]["pp_tok_s"].get<double>(), 0);
 }

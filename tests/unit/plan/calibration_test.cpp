@@ -7,9 +7,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
+#include <vector>
 
 #include "gguf/gguf_file.h"
 #include "plan/calibration.h"
@@ -203,6 +207,123 @@ TEST(Calibration, UnderLoadIsUsedButNotCached) {
             0u);
   EXPECT_EQ(days_since(today_date()), 0);
   EXPECT_GT(days_since("2020-01-01"), 2000);
+}
+
+// Issue 40: the rounds' spread is the ratio of the fastest round to the slowest, each round's
+// speed averaged over every rate: a round the whole machine ran slow in stands out, one rate's
+// noise does not.
+TEST(Calibration, RoundSpreadComparesWholeRounds) {
+  const TypeCalibration base{GgmlType::Q4_K, 20, 100, 90, 80, 18, 16, 6, 4};
+  const auto scaled = [&](double f) {
+    TypeCalibration t = base;
+    for (double* v : {&t.gemv_gbps, &t.gemm_gmacs, &t.expert_gemm_gmacs, &t.expert_down_gemm_gmacs,
+                      &t.expert_gemv_gbps, &t.expert_down_gemv_gbps, &t.expert_gemm_gbps,
+                      &t.expert_down_gemm_gbps})
+      *v *= f;
+    return t;
+  };
+  EXPECT_DOUBLE_EQ(round_spread({{base, base, base}}), 0);
+  EXPECT_DOUBLE_EQ(round_spread({{base}}), 0);
+  EXPECT_NEAR(round_spread({{base, scaled(0.5), base}, {base, scaled(0.5), base}}), 1.0, 1e-12);
+  TypeCalibration one_rate_off = base;
+  one_rate_off.gemv_gbps *= 2;  // 1 of 8 rates twice as fast: 2^(1/8) - 1 = 9%
+  EXPECT_NEAR(round_spread({{base, one_rate_off, base}}), std::pow(2.0, 1.0 / 8) - 1, 1e-12);
+  EXPECT_LT(round_spread({{base, one_rate_off, base}}), kMaxRoundSpread);
+  // Rates that were not measured (0) are left out.
+  TypeCalibration no_experts = base;
+  no_experts.expert_gemm_gbps = no_experts.expert_down_gemm_gbps = 0;
+  EXPECT_DOUBLE_EQ(round_spread({{no_experts, no_experts}}), 0);
+}
+
+// Issue 40: a load /proc does not show (here: threads of this very process, which count as our
+// own time) that slows one round of the calibration is seen by the rounds disagreeing: the
+// calibration is used, says so, and is not cached.
+TEST(Calibration, ARoundTheMachineRanSlowInIsSeenAndNotCached) {
+  ::unsetenv("STRATA_CALIBRATION_LOAD_CHECK");
+  const std::string path = (test::temp_dir() / "unsteady" / "hardware.json").string();
+  CalibrationOptions options = quick({GgmlType::Q4_K});
+  options.window_seconds = 0.01;
+  const long cpus = std::max(2L, ::sysconf(_SC_NPROCESSORS_ONLN));
+  std::atomic<bool> spin{false}, quit{false};
+  std::vector<std::thread> spinners;
+  for (long i = 0; i < 2 * cpus; ++i) {
+    spinners.emplace_back([&] {
+      volatile uint64_t x = 0;
+      while (!quit.load()) {
+        if (spin.load()) {
+          x = x + 1;
+        } else {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+      }
+    });
+  }
+  options.on_round = [&](int round) { spin = round == 1; };  // the middle round of three
+  const CpuCalibration c = cached_cpu_calibration(path, "Test CPU", options, false);
+  quit = true;
+  for (auto& t : spinners) t.join();
+  EXPECT_GT(c.round_spread, kMaxRoundSpread);
+  EXPECT_TRUE(c.under_load);
+  EXPECT_NE(c.source.find("rounds differed by"), std::string::npos) << c.source;
+  EXPECT_NE(c.source.find("(not cached)"), std::string::npos) << c.source;
+  expect_valid(c);
+  EXPECT_FALSE(read_hardware_cache(path).contains("cpu_calibrations"));
+}
+
+// The cache entry's fields: an entry of an older calibration version is measured again; one
+// without the rounds' spread (written before it was kept) reads as 0.
+TEST(Calibration, OlderCacheEntriesAreMeasuredAgainOrReadWithDefaults) {
+  const LoadCheckOff load_check_off;
+  const std::string path = (test::temp_dir() / "versions" / "hardware.json").string();
+  const CalibrationOptions options = quick({GgmlType::Q4_K});
+  const CpuCalibration first = cached_cpu_calibration(path, "Test CPU", options, false);
+  auto entry = [&] { return read_hardware_cache(path)["cpu_calibrations"][0]; };
+  EXPECT_EQ(entry()["version"], kCalibrationVersion);
+  EXPECT_DOUBLE_EQ(entry()["load"]["round_spread"].get<double>(), first.round_spread);
+  update_hardware_cache(
+      path, [](nlohmann::json& j) { j["cpu_calibrations"][0]["load"].erase("round_spread"); });
+  const CpuCalibration again = cached_cpu_calibration(path, "Test CPU", options, false);
+  EXPECT_EQ(again.source.rfind("cached", 0), 0u) << again.source;
+  EXPECT_EQ(again.round_spread, 0);
+  update_hardware_cache(path, [](nlohmann::json& j) {
+    j["cpu_calibrations"][0]["version"] = kCalibrationVersion - 1;
+  });
+  EXPECT_EQ(cached_cpu_calibration(path, "Test CPU", options, false).source.rfind("measured", 0),
+            0u);
+}
+
+// Issue 40: the RAM bandwidth entry is measured again when it is old, and when the calibration
+// has just read weights from RAM faster than it says RAM can be read (it was measured busy).
+TEST(Calibration, ARamBandwidthBelowWhatTheCalibrationReadIsMeasuredAgain) {
+  const LoadCheckOff load_check_off;
+  const auto dir = test::temp_dir() / "ram-check";
+  std::filesystem::remove_all(dir);
+  const std::string path = (dir / "hardware.json").string();
+  HardwareOverrides probed;
+  probed.gpus = {"none"};
+  ProbeOptions probe;
+  probe.cache_path = path;
+  probe.measure_bytes = int64_t{8} << 20;
+  probe.calibration = quick({GgmlType::Q4_K});
+  probe.calibration.stream_bytes = int64_t{128} << 20;  // past the caches: a RAM read
+  probe.calibration.rounds = 1;
+  const auto fake_ram = [&](double gbps, const std::string& date) {
+    update_hardware_cache(path, [&](nlohmann::json& j) {
+      j["cpu_model"] = cpu_model_name();
+      j["read_gbps"] = gbps;
+      j["date"] = date;
+    });
+  };
+  fake_ram(0.01, today_date());  // 10 MB/s: no machine streams that slowly
+  HardwareProfile hw = make_hardware_profile(probed, probe);
+  EXPECT_EQ(hw.ram_bandwidth_source.rfind("measured", 0), 0u) << hw.ram_bandwidth_source;
+  EXPECT_GT(hw.ram_bandwidth_gbps, 0.01);
+  // Plausible: kept; plausible but years old: measured again.
+  probe.calibrate = false;
+  fake_ram(hw.ram_bandwidth_gbps, today_date());
+  EXPECT_EQ(make_hardware_profile(probed, probe).ram_bandwidth_source.rfind("cached", 0), 0u);
+  fake_ram(hw.ram_bandwidth_gbps, "2020-01-01");
+  EXPECT_EQ(make_hardware_profile(probed, probe).ram_bandwidth_source.rfind("measured", 0), 0u);
 }
 
 TEST(CalibratedCostModel, ExpectedActiveExperts) {

@@ -50,7 +50,7 @@ TEST(RunRecords, OnlyRunsOfThisBuildsKernelsCount) {
   update_hardware_cache(path, [](nlohmann::json& j) {
     nlohmann::json old = j["run_records"][0];
     old["tg_tok_s"] = 10;
-    old["kernels"] = kCalibrationVersion - 1;
+    old["kernels"] = kKernelsVersion - 1;
     j["run_records"].push_back(old);
     old.erase("kernels");
     old["tg_tok_s"] = 20;
@@ -59,7 +59,35 @@ TEST(RunRecords, OnlyRunsOfThisBuildsKernelsCount) {
   const auto mine = run_records(path, "This CPU", 2);
   ASSERT_EQ(mine.size(), 1u);
   EXPECT_EQ(mine[0].tg_tok_s, 50);
-  EXPECT_EQ(mine[0].kernels, kCalibrationVersion);
+  EXPECT_EQ(mine[0].kernels, kKernelsVersion);
+}
+
+// Each record names the command that measured it; records from before that field read as
+// unnamed, and the plan says which commands its corrections came from.
+TEST(RunRecords, RecordsNameTheCommandThatMeasuredThem) {
+  const std::string path = (test::temp_dir() / "records-source" / "hardware.json").string();
+  RunRecord served = record("This CPU", 2, 40);
+  served.source = "serve";
+  append_run_record(path, served);
+  append_run_record(path, served);
+  RunRecord benched = record("This CPU", 2, 42);
+  benched.source = "bench";
+  append_run_record(path, benched);
+  update_hardware_cache(path, [](nlohmann::json& j) {
+    nlohmann::json old = j["run_records"][0];
+    old.erase("source");
+    j["run_records"].push_back(old);
+  });
+  const auto mine = run_records(path, "This CPU", 2);
+  ASSERT_EQ(mine.size(), 4u);
+  EXPECT_EQ(mine[0].source, "serve");
+  EXPECT_EQ(mine[2].source, "bench");
+  EXPECT_EQ(mine[3].source, "");
+  const LearnedCorrection l = learn_from_runs(mine, [](const RunRecord&) {
+    return PredictedRun{500, 40};
+  });
+  EXPECT_EQ(l.runs, 4);
+  EXPECT_EQ(l.sources, "an earlier strata x1, strata bench x1, strata serve x2");
 }
 
 TEST(RunRecords, TheMedianCorrectsAndOneOddRunMovesNothing) {

@@ -6,8 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <future>
 #include <limits>
+#include <mutex>
 
 #include "runtime/session.h"
 #include "support/greedy_jobs.h"
@@ -167,6 +169,49 @@ TEST(Scheduler, RecordsExpertSelectionsOfEveryToken) {
     for (int64_t e = 0; e < hp.n_expert; ++e) sum += counts[l * hp.n_expert + e];
     EXPECT_EQ(sum, static_cast<uint64_t>(tokens * hp.n_expert_used)) << "layer " << l;
   }
+}
+
+// What serve records for the planner (issue 40): a job whose steps ran nothing else says so, as
+// do jobs that shared steps; the finished-job hook sees each result with the machine's load.
+TEST(Scheduler, TellsLoneJobsFromBatchedOnesAndReportsEachFinishedJob) {
+  auto model = tiny_model();
+  ThreadPool pool(2);
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<std::pair<JobResult, SystemLoad>> finished;
+  SchedulerOptions options{.n_slots = 2, .n_ctx = 128};
+  options.on_job_finished = [&](const JobResult& r, const SystemLoad& load) {
+    std::lock_guard lock(mutex);
+    finished.emplace_back(r, load);
+    changed.notify_all();
+  };
+  Scheduler scheduler(*model, pool, options);
+  const auto wait_for = [&](size_t n) {
+    std::unique_lock lock(mutex);
+    changed.wait(lock, [&] { return finished.size() >= n; });
+  };
+
+  Collected alone;
+  ASSERT_TRUE(scheduler.submit(greedy_job(prompt_of(1, 20), 6, alone)));
+  const JobResult r = alone.done.get_future().get();
+  EXPECT_FALSE(r.shared_steps);
+  wait_for(1);
+  EXPECT_EQ(finished[0].first.generated_tokens, 6);
+  EXPECT_FALSE(finished[0].first.shared_steps);
+#ifdef __linux__
+  EXPECT_TRUE(finished[0].second.known);  // sampled from /proc around the job
+#endif
+
+  // Held, then released: both start in the same step.
+  scheduler.hold_new_work("test");
+  Collected a, b;
+  ASSERT_TRUE(scheduler.submit(greedy_job(prompt_of(2, 12), 6, a)));
+  ASSERT_TRUE(scheduler.submit(greedy_job(prompt_of(3, 9), 6, b)));
+  scheduler.hold_new_work("");
+  EXPECT_TRUE(a.done.get_future().get().shared_steps);
+  EXPECT_TRUE(b.done.get_future().get().shared_steps);
+  wait_for(3);
+  EXPECT_TRUE(finished[1].first.shared_steps && finished[2].first.shared_steps);
 }
 
 }  // namespace
