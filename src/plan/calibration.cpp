@@ -356,13 +356,13 @@ CpuCalibration from_json(const nlohmann::json& j) {
 }
 
 // One round of one weight type's rates (and the per-dispatch cost when `fixed_us` is given). Over
-// `rounds` rounds a decode rate gets 3 windows a round of 2/rounds of the window (about 6 windows
-// in all), prefill one window a round.
+// `rounds` rounds a decode rate gets 3 windows a round of 1/rounds of the window (3 windows' time
+// in all, in 9 pieces), a prefill rate one window a round of 1.5/rounds of it.
 TypeCalibration measure_type(uint8_t* buffer, int64_t bytes, GgmlType type,
                              const SerialCosts& serial, ThreadPool& pool, double window, int rounds,
                              double* fixed_us) {
   constexpr int kDecodeRepeats = 3;
-  const double decode_window = window * 2 / rounds;
+  const double decode_window = window / rounds, prefill_window = 1.5 * window / rounds;
   const int64_t rows = fill_rows(buffer, bytes, type);
   const StreamResult s =
       measure_gemv(buffer, rows, type, pool, fixed_us != nullptr, decode_window, kDecodeRepeats);
@@ -377,9 +377,9 @@ TypeCalibration measure_type(uint8_t* buffer, int64_t bytes, GgmlType type,
                                                               decode_window, kDecodeRepeats);
   t.expert_gemv_gbps = decode.gate_up;
   t.expert_down_gemv_gbps = decode.down;
-  t.gemm_gmacs = measure_dense_gemm(buffer, used, type, pool, window);
+  t.gemm_gmacs = measure_dense_gemm(buffer, used, type, pool, prefill_window);
   const ExpertPrefillRates prefill =
-      measure_expert_prefill_rates(experts, kExpertsUsed, serial, pool, window, 1);
+      measure_expert_prefill_rates(experts, kExpertsUsed, serial, pool, prefill_window, 1);
   // Too few experts of this type fit the buffer (F32, or a small test buffer): the dense MAC
   // rate, and no per-expert part.
   t.expert_gemm_gmacs = prefill.gate_up.gmacs > 0 ? prefill.gate_up.gmacs : t.gemm_gmacs;
@@ -509,35 +509,29 @@ GgmlType type_for_bits_per_weight(double bpw) {
 }
 
 double round_spread(const std::vector<std::vector<TypeCalibration>>& by_type) {
-  // Each round's speed: the geometric mean over every measured rate of its value relative to
-  // that rate's median over the rounds (noise in single rates averages out; a round the whole
-  // machine ran slow in stands out).
-  std::vector<double> log_sum, count;
+  // Each round's speed: the median, over every measured rate of every type, of the rate relative
+  // to that rate's median over the rounds. A round the whole machine ran slow in is slow in most
+  // rates; noise in a few rates moves no median.
+  std::vector<std::vector<double>> log_ratios;
   for (const auto& rounds : by_type) {
-    if (rounds.size() > log_sum.size())
-      log_sum.resize(rounds.size(), 0), count.resize(rounds.size(), 0);
+    if (rounds.size() > log_ratios.size()) log_ratios.resize(rounds.size());
     for (auto rate : kRates) {
       std::vector<double> v;
       for (const auto& r : rounds) v.push_back(r.*rate);
       const double mid = median(v);
       if (!(mid > 0)) continue;
       for (size_t i = 0; i < rounds.size(); ++i) {
-        if (!(v[i] > 0)) continue;
-        log_sum[i] += std::log(v[i] / mid);
-        count[i] += 1;
+        if (v[i] > 0) log_ratios[i].push_back(std::log(v[i] / mid));
       }
     }
   }
-  double fastest = 0, slowest = 0;
-  bool any = false;
-  for (size_t i = 0; i < log_sum.size(); ++i) {
-    if (count[i] == 0) continue;
-    const double speed = log_sum[i] / count[i];
-    fastest = any ? std::max(fastest, speed) : speed;
-    slowest = any ? std::min(slowest, speed) : speed;
-    any = true;
+  std::vector<double> speeds;
+  for (const auto& r : log_ratios) {
+    if (!r.empty()) speeds.push_back(median(r));
   }
-  return any ? std::exp(fastest - slowest) - 1 : 0;
+  if (speeds.empty()) return 0;
+  const auto [slowest, fastest] = std::minmax_element(speeds.begin(), speeds.end());
+  return std::exp(*fastest - *slowest) - 1;
 }
 
 std::string describe_load(const CpuCalibration& c) {

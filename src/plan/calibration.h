@@ -120,9 +120,9 @@ struct CalibrationOptions {
   int threads = 1;                            // (in ProbeOptions: 0 = the physical cores)
   std::vector<GgmlType> types;                // weight types to measure (F32 is always added)
   int64_t stream_bytes = int64_t{256} << 20;  // GEMV matrix: far larger than the caches
-  // Each rate is timed over at least this long (repetitions summed), to average the load of a
-  // shared machine; decode rates are the median of 5 such windows. Per weight type: 10 decode
-  // windows (long GEMV, experts) and 7 prefill ones, plus 5 once for the per-product cost.
+  // The time each rate of a weight type is measured for, over all rounds (repetitions summed, to
+  // average the load of a shared machine): a decode rate in 3 pieces a round (the median of
+  // them), a prefill rate 1.5x as long in one piece a round (measure_type in calibration.cpp).
   double window_seconds = 0.15;
   // The weight types' rates are measured in this many interleaved rounds (each rate is the median
   // over them); `on_round`, when set, is called before each (0-based; a test loads one round).
@@ -133,15 +133,16 @@ struct CalibrationOptions {
 // Rounds whose speeds differ by more than this say the machine was not steady.
 inline constexpr double kMaxRoundSpread = 0.25;
 
-// How far the rounds of a calibration disagree: each round's speed is the geometric mean, over
-// every measured rate of every type (by_type[type][round]), of the rate relative to its median
-// over the rounds; the fastest round's speed over the slowest's, minus 1 (0 for one round).
+// How far the rounds of a calibration disagree: each round's speed is the median, over every
+// measured rate of every type (by_type[type][round]), of the rate relative to its median over the
+// rounds; the fastest round's speed over the slowest's, minus 1 (0 for one round).
 double round_spread(const std::vector<std::vector<TypeCalibration>>& by_type);
 
 // "other programs used 0.1 CPUs (steal 0%) and its rounds differed by 31%".
 std::string describe_load(const CpuCalibration& c);
 
-// Runs the micro-benchmarks (about 3 s per weight type with the default window, plus ~1 s).
+// Runs the micro-benchmarks (about 3 s per weight type with the default window, plus ~1 s; on
+// this project's 2-core Zen 5 machine, 10 s for F32, Q4_K and Q6_K).
 CpuCalibration calibrate_cpu(const CalibrationOptions& options);
 
 // The cached calibration for this CPU model, thread count, build and kernel level, with any

@@ -210,8 +210,8 @@ TEST(Calibration, UnderLoadIsUsedButNotCached) {
 }
 
 // Issue 40: the rounds' spread is the ratio of the fastest round to the slowest, each round's
-// speed averaged over every rate: a round the whole machine ran slow in stands out, one rate's
-// noise does not.
+// speed the median over every rate: a round the whole machine ran slow in stands out, noise in a
+// few rates does not.
 TEST(Calibration, RoundSpreadComparesWholeRounds) {
   const TypeCalibration base{GgmlType::Q4_K, 20, 100, 90, 80, 18, 16, 6, 4};
   const auto scaled = [&](double f) {
@@ -225,10 +225,15 @@ TEST(Calibration, RoundSpreadComparesWholeRounds) {
   EXPECT_DOUBLE_EQ(round_spread({{base, base, base}}), 0);
   EXPECT_DOUBLE_EQ(round_spread({{base}}), 0);
   EXPECT_NEAR(round_spread({{base, scaled(0.5), base}, {base, scaled(0.5), base}}), 1.0, 1e-12);
-  TypeCalibration one_rate_off = base;
-  one_rate_off.gemv_gbps *= 2;  // 1 of 8 rates twice as fast: 2^(1/8) - 1 = 9%
-  EXPECT_NEAR(round_spread({{base, one_rate_off, base}}), std::pow(2.0, 1.0 / 8) - 1, 1e-12);
-  EXPECT_LT(round_spread({{base, one_rate_off, base}}), kMaxRoundSpread);
+  TypeCalibration some_rates_off = base;
+  some_rates_off.gemv_gbps *= 2;  // 3 of 8 rates far off
+  some_rates_off.gemm_gmacs *= 0.3;
+  some_rates_off.expert_gemm_gbps *= 3;
+  EXPECT_DOUBLE_EQ(round_spread({{base, some_rates_off, base}}), 0);
+  // Most rates of a round 40% slower (whatever the rest did): a spread of 1/0.6 - 1.
+  TypeCalibration slow = scaled(0.6);
+  slow.gemv_gbps = base.gemv_gbps * 3;
+  EXPECT_NEAR(round_spread({{base, slow, base}, {base, scaled(0.6), base}}), 1 / 0.6 - 1, 1e-12);
   // Rates that were not measured (0) are left out.
   TypeCalibration no_experts = base;
   no_experts.expert_gemm_gbps = no_experts.expert_down_gemm_gbps = 0;
