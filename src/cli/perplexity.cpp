@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "gguf/gguf_file.h"
+#include "quality/importance.h"
 #include "quality/kl_divergence.h"
 #include "quality/perplexity.h"
 #include "runtime/session.h"
@@ -29,7 +31,7 @@ void add_perplexity_command(CLI::App& app) {
     int64_t chunks = 0;
     int64_t batch = 512;
     bool json = false;
-    std::string save_logits, kld;
+    std::string save_logits, kld, save_imatrix;
     int64_t save_top = 256;
   };
   auto o = std::make_shared<Options>();
@@ -57,6 +59,9 @@ void add_perplexity_command(CLI::App& app) {
                   "the divergence is exact; fewer: a lower bound)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  cmd->add_option("--save-imatrix", o->save_imatrix,
+                  "Also collect an importance matrix over the text into FILE (llama.cpp's imatrix "
+                  "GGUF) for `strata quantize --imatrix`; runs on the CPU");
   cmd->add_option("--kld", o->kld,
                   "KL divergence of this model's predictions from the base run saved in FILE "
                   "(same text, --ctx and --chunks), with top-token agreement and the change in "
@@ -84,7 +89,20 @@ void add_perplexity_command(CLI::App& app) {
     if (tokenizer->vocab().add_bos) options.bos = tokenizer->vocab().bos;
     o->model.kv_positions = ctx;
     o->model.logit_rows = options.batch;  // every row of a batch
+    // The collector knows the weights by where the file maps them: the CPU's blocks, mmap-ed.
+    if (!o->save_imatrix.empty()) {
+      if (o->model.device != "none" && o->model.device != "auto")
+        log::warn("--save-imatrix runs on the CPU: --device {} is not used", o->model.device);
+      o->model.device = "none";
+      o->model.load = "mmap";
+    }
     auto model = load_model(o->model);
+    std::unique_ptr<quality::ImportanceCollector> importance;
+    if (!o->save_imatrix.empty()) {
+      importance = std::make_unique<quality::ImportanceCollector>(model->file());
+      STRATA_CHECK(model->set_activation_observer(importance.get()),
+                   "--save-imatrix: this model does not run its blocks on the CPU");
+    }
     ThreadPool pool(o->model.thread_count());
     Session session(*model, ctx, o->model.kv_cache_type(), pool);
     const auto n_vocab = static_cast<uint32_t>(model->hparams().n_vocab);
@@ -133,6 +151,19 @@ void add_perplexity_command(CLI::App& app) {
     if (base_out) {
       base_out->close();
       log::info("base predictions of {} tokens written to {}", e.tokens, o->save_logits);
+    }
+    if (importance) {
+      model->set_activation_observer(nullptr);
+      quality::ImportanceMatrix m = importance->result();
+      STRATA_CHECK(!m.entries.empty(),
+                   "--save-imatrix: no product of the model's weights was seen (were they "
+                   "copied out of the file?)");
+      m.datasets = {std::filesystem::path(o->text_file).filename().string()};
+      m.chunks = e.chunks;
+      m.chunk_size = ctx;
+      m.write(o->save_imatrix);
+      log::info("importance matrix of {} tensors over {} chunks written to {}", m.entries.size(),
+                e.chunks, o->save_imatrix);
     }
     nlohmann::json kld_json;
     if (kld) {

@@ -8,11 +8,13 @@
 #include <chrono>
 #include <filesystem>
 #include <regex>
+#include <set>
 #include <vector>
 
 #include "cli/commands.h"
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
+#include "quality/importance.h"
 #include "quant/quant.h"
 #include "quant/type_mix.h"
 #include "util/cpu_features.h"
@@ -101,6 +103,70 @@ void print_tensor_line(size_t i, size_t n, const GgufTensorInfo& t, GgmlType to,
              ggml_type_name(to), format_bytes(bytes));
 }
 
+// The importance of each column of a tensor's matrices (one per expert of a stacked tensor), as
+// the weighted quantizers take it; empty where there is none.
+struct ColumnWeights {
+  int64_t rows_per_matrix = 0;
+  std::vector<std::vector<float>> matrices;  // an empty one: that expert saw no row
+  const float* of_row(int64_t row) const {
+    if (matrices.empty()) return nullptr;
+    const auto& m = matrices[static_cast<size_t>(row / rows_per_matrix)];
+    return m.empty() ? nullptr : m.data();
+  }
+};
+
+// From --imatrix: each K-quant matrix's column weights, the mean squares plus a hundredth of
+// their mean (a column the text never used still counts a little). Says what it covered.
+std::vector<ColumnWeights> importance_weights(const std::string& path, const GgufFile& in,
+                                              const std::vector<GgmlType>& target) {
+  std::vector<ColumnWeights> out(in.tensors().size());
+  if (path.empty()) return out;
+  const quality::ImportanceMatrix m = quality::ImportanceMatrix::read(path);
+  int weighted = 0, missing = 0;
+  std::set<std::string> unweighted_types;
+  for (size_t i = 0; i < in.tensors().size(); ++i) {
+    const GgufTensorInfo& t = in.tensors()[i];
+    if (target[i] == t.type) continue;  // copied as it is
+    const bool k_quant = target[i] == GgmlType::Q2_K || target[i] == GgmlType::Q3_K ||
+                         target[i] == GgmlType::Q4_K || target[i] == GgmlType::Q5_K ||
+                         target[i] == GgmlType::Q6_K;
+    if (ggml_type_info(target[i]).block_elems == 1) continue;  // F32/F16: nothing to weigh
+    if (!k_quant) {
+      unweighted_types.insert(std::string(ggml_type_name(target[i])));
+      continue;
+    }
+    const auto it = m.entries.find(t.name);
+    if (it == m.entries.end()) {
+      ++missing;
+      continue;
+    }
+    const int64_t matrices = t.shape.size() > 2 ? t.shape[2] : 1;
+    STRATA_CHECK(it->second.cols == t.row_length() && it->second.matrices == matrices,
+                 "--imatrix {}: {} has {} matrices of {} columns there, {} of {} in {}", path,
+                 t.name, it->second.matrices, it->second.cols, matrices, t.row_length(), in.name());
+    ColumnWeights& w = out[i];
+    w.rows_per_matrix = t.rows() / matrices;
+    for (int64_t e = 0; e < matrices; ++e) {
+      std::vector<float> ms = m.mean_squares(t.name, e);
+      if (!ms.empty()) {
+        double mean = 0;
+        for (float v : ms) mean += v;
+        mean /= static_cast<double>(ms.size());
+        for (float& v : ms) v += static_cast<float>(0.01 * mean);
+      }
+      w.matrices.push_back(std::move(ms));
+    }
+    ++weighted;
+  }
+  log::info("--imatrix {}: {} K-quant matrices weighted ({} not in it)", path, weighted, missing);
+  for (const std::string& type : unweighted_types)
+    log::warn(
+        "--imatrix: strata has no weighted search for {} yet; those matrices are quantized "
+        "without the importance matrix",
+        type);
+  return out;
+}
+
 struct Override {
   std::regex pattern;
   std::string text;
@@ -116,6 +182,7 @@ void add_quantize_command(CLI::App& app) {
     bool allow_requantize = false;
     bool pure = false;
     bool dry_run = false;
+    std::string imatrix;
     int threads = 0;
   };
   auto o = std::make_shared<Options>();
@@ -129,6 +196,11 @@ void add_quantize_command(CLI::App& app) {
                   "first that matches wins), e.g. 'ffn_down_exps=Q6_K'");
   cmd->add_flag("--pure", o->pure,
                 "No mix: every matrix in the file type's own weight type (Q4_K_M: Q4_K)");
+  cmd->add_option(
+         "--imatrix", o->imatrix,
+         "Importance matrix (`strata perplexity --save-imatrix`, or llama-imatrix's GGUF): "
+         "K-quant matrices weigh each column's error by how much it matters on that text")
+      ->check(CLI::ExistingFile);
   cmd->add_flag("--dry-run", o->dry_run,
                 "List each matrix's type and the file's size; write nothing");
   cmd->add_flag("--allow-requantize", o->allow_requantize,
@@ -222,6 +294,7 @@ void add_quantize_command(CLI::App& app) {
                  o->type, quant::gguf_file_type(o->type), format_bytes(bytes_out));
       return;
     }
+    const std::vector<ColumnWeights> weights = importance_weights(o->imatrix, in, target);
     GgufWriter out(static_cast<uint32_t>(in.alignment()));
     for (const GgufKeyValue& kv : in.metadata()) out.set(kv.key, kv.value);
     out.set_u32("general.file_type", quant::gguf_file_type(o->type));
@@ -248,7 +321,10 @@ void add_quantize_command(CLI::App& app) {
             for (int64_t r = task * kRowsPerTask; r < std::min(rows, (task + 1) * kRowsPerTask);
                  ++r) {
               row_to_floats(info.type, src.data() + r * in_row, n, values.data());
-              floats_to_row(to, values.data(), n, dst.data() + r * out_row);
+              const float* w = weights[i].of_row(r);
+              if (!w ||
+                  !quant::quantize_row_weighted(to, values.data(), dst.data() + r * out_row, n, w))
+                floats_to_row(to, values.data(), n, dst.data() + r * out_row);
             }
           });
         }

@@ -28,6 +28,7 @@ float* room(std::vector<float>& b, int64_t n) {
 
 void project(const ops::WeightMatrix& w, ActivationCache& input, float* out,
              const BlockWorkspace& ws, ThreadPool& pool) {
+  if (ws.observer) ws.observer->dense(w.data, input.values(), input.rows(), input.cols());
   ops::matmul(w, input.get(quant::traits(w.type).activation_type), out, w.rows, pool, ws.matmul);
 }
 
@@ -268,6 +269,13 @@ void routed_experts(const MoeFfnWeights& w, const MoeParams& p, ActivationCache&
   std::fill(out, out + n * n_embd, 0.0f);
   if (rows_total == 0) return;
 
+  if (ws.observer) {
+    for (int32_t e : active) {
+      const int64_t off = first[e], count = first[e + 1] - first[e];
+      ws.observer->expert(w.gate_exps.data, e, input.values(), &ids[off], count, input.cols());
+      ws.observer->expert(w.up_exps.data, e, input.values(), &ids[off], count, input.cols());
+    }
+  }
   phase.emplace(gate_up_slot);
   // Gate and up projections: work items are (active expert, block of rows).
   float* gate = room(ws.expert_gate, rows_total * n_ff);
@@ -297,11 +305,17 @@ void routed_experts(const MoeFfnWeights& w, const MoeParams& p, ActivationCache&
 
   phase.emplace(down_slot);
   // Down projection of each (token, expert) row, then the weighted sum per token.
-  ops::QuantizedRows& hidden = ws.expert_hidden;
-  hidden.quantize(gate, rows_total, n_ff, n_ff, quant::traits(w.down_exps.type).activation_type);
   std::vector<int32_t> identity(static_cast<size_t>(rows_total));
   for (int64_t i = 0; i < rows_total; ++i)
     identity[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+  if (ws.observer) {
+    for (int32_t e : active) {
+      ws.observer->expert(w.down_exps.data, e, gate, &identity[first[e]], first[e + 1] - first[e],
+                          n_ff);
+    }
+  }
+  ops::QuantizedRows& hidden = ws.expert_hidden;
+  hidden.quantize(gate, rows_total, n_ff, n_ff, quant::traits(w.down_exps.type).activation_type);
   float* down = room(ws.expert_down, rows_total * n_embd);
   for_each_expert_block(
       active, n_embd, ops::matmul_row_block(w.down_exps.slice(0, n_embd), n, pool.size()), pool,

@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "model/activation_observer.h"
 #include "ops/attention.h"
 #include "ops/matmul.h"
 #include "ops/rope.h"
@@ -25,6 +26,9 @@ class ActivationCache {
     valid_.assign(valid_.size(), false);
   }
   const ops::QuantizedRows& get(GgmlType type);
+  const float* values() const { return x_; }
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
 
  private:
   const float* x_ = nullptr;
@@ -56,6 +60,7 @@ struct BlockWorkspace {
   ops::QuantizedRows head_input;
   // How the blocks' matrix products run (the model's settings).
   ops::MatmulSettings matmul;
+  ActivationObserver* observer = nullptr;  // sees every product's input rows when set
 };
 
 // ---- attention --------------------------------------------------------------------------

@@ -52,6 +52,10 @@ class DecoderModel : public Model {
   void set_matmul_settings(const ops::MatmulSettings& settings) override {
     workspace_.matmul = settings;
   }
+  bool set_activation_observer(ActivationObserver* observer) override {
+    workspace_.observer = observer;
+    return true;
+  }
 
   // The weights as declared (views into the file), for backends that run this model elsewhere.
   const ModelSpec& spec() const { return spec_; }

@@ -17,6 +17,8 @@
 
 namespace strata {
 
+class ActivationObserver;
+
 // What one forward call did, for benchmarks and expert-popularity profiles.
 struct ForwardStats {
   int64_t distinct_experts = 0;         // sum over MoE layers of experts that ran
@@ -118,6 +120,12 @@ class Model {
   // How the model's CPU matrix products run (repacked tiles, GEMV prefetch): the results are
   // the same bits either way, only the speed differs.
   virtual void set_matmul_settings(const ops::MatmulSettings& settings) { (void)settings; }
+  // Shows `observer` (null: nobody) the input rows of every product of the CPU blocks; false
+  // where the model does not run its blocks on the CPU.
+  virtual bool set_activation_observer(ActivationObserver* observer) {
+    (void)observer;
+    return false;
+  }
 
   // Where the model runs, for /props and /metrics: one line (e.g. the hybrid plan in force) and
   // the memory each device holds for it.

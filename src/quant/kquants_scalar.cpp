@@ -250,6 +250,16 @@ float round_f16(float x) {
   return f16_to_f32(f32_to_f16(x));
 }
 
+// Each value's weight in the squared error: 1 without an importance matrix (the same arithmetic,
+// bit for bit), else how much an error in that column costs (strata quantize --imatrix).
+float wt(const float* w, int i) {
+  return w ? w[i] : 1.0f;
+}
+
+const float* sub(const float* w, int offset) {
+  return w ? w + offset : nullptr;
+}
+
 // ---- asymmetric: x ~= s * L - m, L in 0..nmax, s >= 0, m >= 0 ----
 
 int quantize_asym(float x, float s, float m, int nmax) {
@@ -257,31 +267,38 @@ int quantize_asym(float x, float s, float m, int nmax) {
   return nearest_int(std::clamp((x + m) / s, 0.0f, static_cast<float>(nmax)));
 }
 
-float asym_error(const float* x, const int* L, int n, float s, float m) {
+float asym_error(const float* x, const int* L, int n, float s, float m, const float* w) {
   float err = 0;
   for (int i = 0; i < n; ++i) {
     const float e = s * static_cast<float>(L[i]) - m - x[i];
-    err += e * e;
+    err += wt(w, i) * e * e;
   }
   return err;
 }
 
 // Least-squares s and m for fixed L, with the constraints s >= 0 and m >= 0.
-void asym_least_squares(const float* x, const int* L, int n, float* s, float* m) {
-  double sl = 0, sll = 0, sx = 0, slx = 0;
+void asym_least_squares(const float* x, const int* L, int n, float* s, float* m, const float* w) {
+  double sw = 0, sl = 0, sll = 0, sx = 0, slx = 0;
   for (int i = 0; i < n; ++i) {
-    sl += L[i];
-    sll += static_cast<double>(L[i]) * L[i];
-    sx += x[i];
-    slx += static_cast<double>(L[i]) * x[i];
+    const double wi = wt(w, i);
+    sw += wi;
+    sl += wi * L[i];
+    sll += wi * static_cast<double>(L[i]) * L[i];
+    sx += wi * x[i];
+    slx += wi * static_cast<double>(L[i]) * x[i];
   }
-  const double det = n * sll - sl * sl;
-  double scale = 0, offset = std::min(sx / n, 0.0);  // x ~= scale * L + offset
-  if (!(det > 0) && sll > 0 && sx > 0) {             // all L equal and non-zero: the scale alone
+  if (!(sw > 0)) {  // every weight zero: nothing to fit
+    *s = 0;
+    *m = 0;
+    return;
+  }
+  const double det = sw * sll - sl * sl;
+  double scale = 0, offset = std::min(sx / sw, 0.0);  // x ~= scale * L + offset
+  if (!(det > 0) && sll > 0 && sx > 0) {              // all L equal and non-zero: the scale alone
     scale = slx / sll;
     offset = 0;
   } else if (det > 0) {
-    scale = (n * slx - sl * sx) / det;
+    scale = (sw * slx - sl * sx) / det;
     offset = (sll * sx - sl * slx) / det;
     if (offset > 0) {  // the offset can only pull down: fit the scale alone
       offset = 0;
@@ -289,7 +306,7 @@ void asym_least_squares(const float* x, const int* L, int n, float* s, float* m)
     }
     if (scale < 0) {
       scale = 0;
-      offset = std::min(sx / n, 0.0);
+      offset = std::min(sx / sw, 0.0);
     }
   }
   *s = static_cast<float>(scale);
@@ -297,7 +314,7 @@ void asym_least_squares(const float* x, const int* L, int n, float* s, float* m)
 }
 
 // Best (s, m) for one sub-block; returns its squared error.
-float fit_asym(const float* x, int n, int nmax, float* s_out, float* m_out) {
+float fit_asym(const float* x, int n, int nmax, float* s_out, float* m_out, const float* w) {
   float lo = *std::min_element(x, x + n), hi = *std::max_element(x, x + n);
   lo = std::min(lo, 0.0f);
   int L[32];
@@ -305,7 +322,7 @@ float fit_asym(const float* x, int n, int nmax, float* s_out, float* m_out) {
     *s_out = 0;
     *m_out = -lo;
     std::fill(L, L + n, 0);
-    return asym_error(x, L, n, 0, -lo);
+    return asym_error(x, L, n, 0, -lo, w);
   }
   float best = std::numeric_limits<float>::infinity();
   // Candidate steps map the range onto nmax-1 .. nmax+2 levels (beyond nmax clips the ends).
@@ -314,9 +331,16 @@ float fit_asym(const float* x, int n, int nmax, float* s_out, float* m_out) {
     float m = -lo;
     for (int iter = 0; iter < 3; ++iter) {
       for (int i = 0; i < n; ++i) L[i] = quantize_asym(x[i], s, m, nmax);
-      asym_least_squares(x, L, n, &s, &m);
+      asym_least_squares(x, L, n, &s, &m, w);
+      if (w) {
+        // A fit to a few heavy values can run far beyond the sub-block's range; the super-block
+        // scale is the largest sub-block's, so that would coarsen every other sub-block.
+        const float step = (hi - lo) / static_cast<float>(nmax);
+        s = std::min(s, 2 * step);
+        m = std::min(m, -lo + 2 * step);
+      }
     }
-    const float err = asym_error(x, L, n, s, m);
+    const float err = asym_error(x, L, n, s, m, w);
     if (err < best) {
       best = err;
       *s_out = s;
@@ -327,9 +351,10 @@ float fit_asym(const float* x, int n, int nmax, float* s_out, float* m_out) {
 }
 
 // Sub-block error when its scale and min are the integers sc and mn against d and dmin.
-float asym_requant_error(const float* x, int n, int nmax, float s, float m, int* L) {
+float asym_requant_error(const float* x, int n, int nmax, float s, float m, int* L,
+                         const float* w) {
   for (int i = 0; i < n; ++i) L[i] = quantize_asym(x[i], s, m, nmax);
-  return asym_error(x, L, n, s, m);
+  return asym_error(x, L, n, s, m, w);
 }
 
 // Shared super-block search of Q2_K, Q4_K, Q5_K: `subs` sub-blocks of `len`, quants 0..nmax,
@@ -340,11 +365,12 @@ struct AsymResult {
   int L[kQKK];
 };
 
-void asym_superblock(const float* x, int subs, int len, int nmax, int smax, AsymResult* r) {
+void asym_superblock(const float* x, int subs, int len, int nmax, int smax, AsymResult* r,
+                     const float* w) {
   float s[16], m[16];
   float max_s = 0, max_m = 0;
   for (int j = 0; j < subs; ++j) {
-    fit_asym(x + j * len, len, nmax, &s[j], &m[j]);
+    fit_asym(x + j * len, len, nmax, &s[j], &m[j], sub(w, j * len));
     max_s = std::max(max_s, s[j]);
     max_m = std::max(max_m, m[j]);
   }
@@ -369,7 +395,7 @@ void asym_superblock(const float* x, int subs, int len, int nmax, int smax, Asym
         const int sc = r->sc[j] + dsc, mn = r->mn[j] + dmn;
         if (sc < 0 || sc > smax || mn < 0 || mn > smax) continue;
         const float err = asym_requant_error(xs, len, nmax, d * static_cast<float>(sc),
-                                             dmin * static_cast<float>(mn), tmp);
+                                             dmin * static_cast<float>(mn), tmp, sub(w, j * len));
         if (err < best) {
           best = err;
           best_sc = sc;
@@ -379,20 +405,21 @@ void asym_superblock(const float* x, int subs, int len, int nmax, int smax, Asym
     }
     r->sc[j] = best_sc;
     r->mn[j] = best_mn;
-    total += asym_requant_error(xs, len, nmax, d * static_cast<float>(best_sc),
-                                dmin * static_cast<float>(best_mn), r->L + j * len);
+    total +=
+        asym_requant_error(xs, len, nmax, d * static_cast<float>(best_sc),
+                           dmin * static_cast<float>(best_mn), r->L + j * len, sub(w, j * len));
   }
   // Refit d and dmin by least squares for the chosen integers: x ~= d * (sc * L) - dmin * mn.
   for (int iter = 0; iter < 2; ++iter) {
     double aa = 0, ab = 0, bb = 0, ax = 0, bx = 0;
     for (int j = 0; j < subs; ++j) {
       for (int i = j * len; i < (j + 1) * len; ++i) {
-        const double a = static_cast<double>(r->sc[j]) * r->L[i], b = -r->mn[j];
-        aa += a * a;
-        ab += a * b;
-        bb += b * b;
-        ax += a * x[i];
-        bx += b * x[i];
+        const double a = static_cast<double>(r->sc[j]) * r->L[i], b = -r->mn[j], wi = wt(w, i);
+        aa += wi * a * a;
+        ab += wi * a * b;
+        bb += wi * b * b;
+        ax += wi * a * x[i];
+        bx += wi * b * x[i];
       }
     }
     const double det = aa * bb - ab * ab;
@@ -404,7 +431,7 @@ void asym_superblock(const float* x, int subs, int len, int nmax, int smax, Asym
     float err = 0;
     for (int j = 0; j < subs; ++j) {
       err += asym_requant_error(x + j * len, len, nmax, nd * static_cast<float>(r->sc[j]),
-                                ndmin * static_cast<float>(r->mn[j]), L + j * len);
+                                ndmin * static_cast<float>(r->mn[j]), L + j * len, sub(w, j * len));
     }
     if (!(err < total)) break;
     total = err;
@@ -416,12 +443,12 @@ void asym_superblock(const float* x, int subs, int len, int nmax, int smax, Asym
   r->dmin = f32_to_f16(dmin);
 }
 
-void quantize_q2k(const float* src, void* dst, int64_t n) {
+void quantize_q2k_weighted(const float* src, void* dst, int64_t n, const float* w) {
   auto* blocks = static_cast<BlockQ2_K*>(dst);
   AsymResult r;
   for (int64_t ib = 0; ib < n / kQKK; ++ib, src += kQKK) {
     BlockQ2_K& b = blocks[ib];
-    asym_superblock(src, 16, 16, 3, 15, &r);
+    asym_superblock(src, 16, 16, 3, 15, &r, w ? w + ib * kQKK : nullptr);
     std::memset(&b, 0, sizeof b);
     b.d = r.d;
     b.dmin = r.dmin;
@@ -431,12 +458,12 @@ void quantize_q2k(const float* src, void* dst, int64_t n) {
 }
 
 template <typename Block, bool kFiveBit>
-void quantize_k4_like(const float* src, void* dst, int64_t n) {
+void quantize_k4_like_weighted(const float* src, void* dst, int64_t n, const float* w) {
   auto* blocks = static_cast<Block*>(dst);
   AsymResult r;
   for (int64_t ib = 0; ib < n / kQKK; ++ib, src += kQKK) {
     Block& b = blocks[ib];
-    asym_superblock(src, 8, 32, kFiveBit ? 31 : 15, 63, &r);
+    asym_superblock(src, 8, 32, kFiveBit ? 31 : 15, 63, &r, w ? w + ib * kQKK : nullptr);
     std::memset(&b, 0, sizeof b);
     b.d = r.d;
     b.dmin = r.dmin;
@@ -460,18 +487,18 @@ int quantize_sym(float x, float s, int nneg, int npos) {
   return nearest_int(std::clamp(x / s, -static_cast<float>(nneg), static_cast<float>(npos)));
 }
 
-float sym_error(const float* x, const int* L, int n, float s) {
+float sym_error(const float* x, const int* L, int n, float s, const float* w) {
   float err = 0;
   for (int i = 0; i < n; ++i) {
     const float e = s * static_cast<float>(L[i]) - x[i];
-    err += e * e;
+    err += wt(w, i) * e * e;
   }
   return err;
 }
 
 // Best s for one sub-block. The error for fixed L is sum(x^2) - (sum xL)^2 / sum L^2 at the
 // least-squares scale s = sum xL / sum L^2, so candidates are ranked by (sum xL)^2 / sum L^2.
-float fit_sym(const float* x, int n, int nneg, int npos) {
+float fit_sym(const float* x, int n, int nneg, int npos, const float* w) {
   float amax = 0, vmax = 0;
   for (int i = 0; i < n; ++i) {
     if (std::fabs(x[i]) > amax) {
@@ -493,8 +520,8 @@ float fit_sym(const float* x, int n, int nneg, int npos) {
         double sxl = 0, sll = 0;
         for (int i = 0; i < n; ++i) {
           L[i] = quantize_sym(x[i], s, nneg, npos);
-          sxl += static_cast<double>(x[i]) * L[i];
-          sll += static_cast<double>(L[i]) * L[i];
+          sxl += wt(w, i) * static_cast<double>(x[i]) * L[i];
+          sll += wt(w, i) * static_cast<double>(L[i]) * L[i];
         }
         if (sll == 0) break;
         const double score = sxl * sxl / sll;
@@ -517,12 +544,13 @@ struct SymResult {
   int L[kQKK];
 };
 
-void sym_superblock(const float* x, int nneg, int npos, int sneg, int spos, SymResult* r) {
+void sym_superblock(const float* x, int nneg, int npos, int sneg, int spos, SymResult* r,
+                    const float* w) {
   constexpr int kSubs = 16, kLen = 16;
   float s[kSubs];
   float smax_abs = 0, smax = 0;
   for (int j = 0; j < kSubs; ++j) {
-    s[j] = fit_sym(x + j * kLen, kLen, nneg, npos);
+    s[j] = fit_sym(x + j * kLen, kLen, nneg, npos, sub(w, j * kLen));
     if (std::fabs(s[j]) > smax_abs) {
       smax_abs = std::fabs(s[j]);
       smax = s[j];
@@ -540,7 +568,7 @@ void sym_superblock(const float* x, int nneg, int npos, int sneg, int spos, SymR
     for (int sc = std::max(guess - 1, -sneg); sc <= std::min(guess + 1, spos); ++sc) {
       const float ds = d * static_cast<float>(sc);
       for (int i = 0; i < kLen; ++i) tmp[i] = quantize_sym(xs[i], ds, nneg, npos);
-      const float err = sym_error(xs, tmp, kLen, ds);
+      const float err = sym_error(xs, tmp, kLen, ds, sub(w, j * kLen));
       if (err < best) {
         best = err;
         best_sc = sc;
@@ -556,8 +584,8 @@ void sym_superblock(const float* x, int nneg, int npos, int sneg, int spos, SymR
     double aa = 0, ax = 0;
     for (int i = 0; i < kQKK; ++i) {
       const double a = static_cast<double>(r->sc[i / kLen]) * r->L[i];
-      aa += a * a;
-      ax += a * x[i];
+      aa += wt(w, i) * a * a;
+      ax += wt(w, i) * a * x[i];
     }
     if (!(aa > 0)) break;
     const float nd = round_f16(static_cast<float>(ax / aa));
@@ -566,7 +594,7 @@ void sym_superblock(const float* x, int nneg, int npos, int sneg, int spos, SymR
     for (int j = 0; j < kSubs; ++j) {
       const float ds = nd * static_cast<float>(r->sc[j]);
       for (int i = j * kLen; i < (j + 1) * kLen; ++i) L[i] = quantize_sym(x[i], ds, nneg, npos);
-      err += sym_error(x + j * kLen, L + j * kLen, kLen, ds);
+      err += sym_error(x + j * kLen, L + j * kLen, kLen, ds, sub(w, j * kLen));
     }
     if (!(err < total)) break;
     total = err;
@@ -576,12 +604,12 @@ void sym_superblock(const float* x, int nneg, int npos, int sneg, int spos, SymR
   r->d = f32_to_f16(d);
 }
 
-void quantize_q3k(const float* src, void* dst, int64_t n) {
+void quantize_q3k_weighted(const float* src, void* dst, int64_t n, const float* w) {
   auto* blocks = static_cast<BlockQ3_K*>(dst);
   SymResult r;
   for (int64_t ib = 0; ib < n / kQKK; ++ib, src += kQKK) {
     BlockQ3_K& b = blocks[ib];
-    sym_superblock(src, 4, 3, 32, 31, &r);
+    sym_superblock(src, 4, 3, 32, 31, &r, w ? w + ib * kQKK : nullptr);
     std::memset(&b, 0, sizeof b);
     b.d = r.d;
     int8_t sc[16];
@@ -595,12 +623,12 @@ void quantize_q3k(const float* src, void* dst, int64_t n) {
   }
 }
 
-void quantize_q6k(const float* src, void* dst, int64_t n) {
+void quantize_q6k_weighted(const float* src, void* dst, int64_t n, const float* w) {
   auto* blocks = static_cast<BlockQ6_K*>(dst);
   SymResult r;
   for (int64_t ib = 0; ib < n / kQKK; ++ib, src += kQKK) {
     BlockQ6_K& b = blocks[ib];
-    sym_superblock(src, 32, 31, 128, 127, &r);
+    sym_superblock(src, 32, 31, 128, 127, &r, w ? w + ib * kQKK : nullptr);
     std::memset(&b, 0, sizeof b);
     b.d = r.d;
     for (int j = 0; j < 16; ++j) b.scales[j] = static_cast<int8_t>(r.sc[j]);
@@ -610,6 +638,21 @@ void quantize_q6k(const float* src, void* dst, int64_t n) {
       or_bits(b.qh, q6_high_pos(i), v >> 4);
     }
   }
+}
+
+// The unweighted quantizers of the kernel table.
+void quantize_q2k(const float* src, void* dst, int64_t n) {
+  quantize_q2k_weighted(src, dst, n, nullptr);
+}
+template <typename Block, bool kFiveBit>
+void quantize_k4_like(const float* src, void* dst, int64_t n) {
+  quantize_k4_like_weighted<Block, kFiveBit>(src, dst, n, nullptr);
+}
+void quantize_q3k(const float* src, void* dst, int64_t n) {
+  quantize_q3k_weighted(src, dst, n, nullptr);
+}
+void quantize_q6k(const float* src, void* dst, int64_t n) {
+  quantize_q6k_weighted(src, dst, n, nullptr);
 }
 
 // ---- Q8_K activations: the element of largest magnitude maps to -127 ----
@@ -645,6 +688,29 @@ void quantize_q8k(const float* src, void* dst, int64_t n) {
 }
 
 }  // namespace
+
+bool quantize_row_weighted(GgmlType type, const float* src, void* dst, int64_t n,
+                           const float* weights) {
+  switch (type) {
+    case GgmlType::Q2_K:
+      quantize_q2k_weighted(src, dst, n, weights);
+      return true;
+    case GgmlType::Q3_K:
+      quantize_q3k_weighted(src, dst, n, weights);
+      return true;
+    case GgmlType::Q4_K:
+      quantize_k4_like_weighted<BlockQ4_K, false>(src, dst, n, weights);
+      return true;
+    case GgmlType::Q5_K:
+      quantize_k4_like_weighted<BlockQ5_K, true>(src, dst, n, weights);
+      return true;
+    case GgmlType::Q6_K:
+      quantize_q6k_weighted(src, dst, n, weights);
+      return true;
+    default:
+      return false;
+  }
+}
 
 void fill_kquants_scalar(KernelTable& table) {
   table[GgmlType::Q2_K] = {dequantize_q2k, quantize_q2k, vec_dot_q2k};

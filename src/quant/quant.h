@@ -71,6 +71,13 @@ TypeKernels kernels_exact(GgmlType type, Isa isa);
 // Kernels as dispatched at this level: a missing entry falls back to the next lower level.
 TypeKernels kernels_at(GgmlType type, Isa isa);
 
+// Quantizes one row of n values of `type`, the squared error of each value weighted by
+// weights[i] (an importance matrix's mean squares of the column: `strata quantize --imatrix`),
+// with the scalar search (the same bytes on every CPU; null weights: the unweighted quantizer's
+// bytes). K-quant types; false, and nothing written, for the others.
+bool quantize_row_weighted(GgmlType type, const float* src, void* dst, int64_t n,
+                           const float* weights);
+
 // Bytes of one row of n elements of `type`.
 int64_t row_bytes(GgmlType type, int64_t n);
 
