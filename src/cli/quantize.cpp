@@ -115,8 +115,9 @@ struct ColumnWeights {
   }
 };
 
-// From --imatrix: each K-quant matrix's column weights, the mean squares plus a hundredth of
-// their mean (a column the text never used still counts a little). Says what it covered.
+// From --imatrix: each matrix's column weights (types with a weighted search), the mean squares
+// plus a hundredth of their mean (a column the text never used still counts a little). Says what it
+// covered.
 std::vector<ColumnWeights> importance_weights(const std::string& path, const GgufFile& in,
                                               const std::vector<GgmlType>& target) {
   std::vector<ColumnWeights> out(in.tensors().size());
@@ -126,12 +127,9 @@ std::vector<ColumnWeights> importance_weights(const std::string& path, const Ggu
   std::set<std::string> unweighted_types;
   for (size_t i = 0; i < in.tensors().size(); ++i) {
     const GgufTensorInfo& t = in.tensors()[i];
-    if (target[i] == t.type) continue;  // copied as it is
-    const bool k_quant = target[i] == GgmlType::Q2_K || target[i] == GgmlType::Q3_K ||
-                         target[i] == GgmlType::Q4_K || target[i] == GgmlType::Q5_K ||
-                         target[i] == GgmlType::Q6_K;
+    if (target[i] == t.type) continue;                         // copied as it is
     if (ggml_type_info(target[i]).block_elems == 1) continue;  // F32/F16: nothing to weigh
-    if (!k_quant) {
+    if (!quant::has_weighted_search(target[i])) {
       unweighted_types.insert(std::string(ggml_type_name(target[i])));
       continue;
     }
@@ -158,7 +156,7 @@ std::vector<ColumnWeights> importance_weights(const std::string& path, const Ggu
     }
     ++weighted;
   }
-  log::info("--imatrix {}: {} K-quant matrices weighted ({} not in it)", path, weighted, missing);
+  log::info("--imatrix {}: {} matrices weighted ({} not in it)", path, weighted, missing);
   for (const std::string& type : unweighted_types)
     log::warn(
         "--imatrix: strata has no weighted search for {} yet; those matrices are quantized "

@@ -101,17 +101,27 @@ int quantize_nl(float x, float s) {
   return s != 0 ? nearest_index(x / s) : 8;
 }
 
-float nl_error(const float* x, const int* q, int n, float s) {
+// Each value's weight in the squared error: 1 without an importance matrix (the same arithmetic,
+// bit for bit), else its column's importance (strata quantize --imatrix).
+float wt(const float* w, int i) {
+  return w ? w[i] : 1.0f;
+}
+
+const float* sub(const float* w, int offset) {
+  return w ? w + offset : nullptr;
+}
+
+float nl_error(const float* x, const int* q, int n, float s, const float* w) {
   float err = 0;
   for (int i = 0; i < n; ++i) {
     const float e = s * value(q[i]) - x[i];
-    err += e * e;
+    err += wt(w, i) * e * e;
   }
   return err;
 }
 
 // Best scale for one group of 32 (either sign: the table is not symmetric).
-float fit_nl(const float* x, int n) {
+float fit_nl(const float* x, int n, const float* w) {
   float amax = 0, vmax = 0;
   for (int i = 0; i < n; ++i) {
     if (std::fabs(x[i]) > amax) {
@@ -131,10 +141,11 @@ float fit_nl(const float* x, int n) {
         double sxv = 0, svv = 0;
         for (int i = 0; i < n; ++i) {
           q[i] = quantize_nl(x[i], s);
-          sxv += static_cast<double>(x[i]) * value(q[i]);
-          svv += static_cast<double>(value(q[i])) * value(q[i]);
+          sxv += wt(w, i) * static_cast<double>(x[i]) * value(q[i]);
+          svv += wt(w, i) * static_cast<double>(value(q[i])) * value(q[i]);
         }
-        const double score = sxv * sxv / svv;  // svv > 0: no table entry is zero
+        if (!(svv > 0)) break;  // (only with every weight zero: no table entry is zero)
+        const double score = sxv * sxv / svv;
         if (score > best_score) {
           best_score = score;
           best_s = static_cast<float>(sxv / svv);
@@ -150,11 +161,11 @@ float round_f16(float x) {
   return f16_to_f32(f32_to_f16(x));
 }
 
-void quantize_iq4nl(const float* src, void* dst, int64_t n) {
+void quantize_iq4nl_weighted(const float* src, void* dst, int64_t n, const float* w) {
   auto* blocks = static_cast<BlockIQ4_NL*>(dst);
   for (int64_t ib = 0; ib < n / kQK; ++ib, src += kQK) {
     BlockIQ4_NL& b = blocks[ib];
-    const float s = round_f16(fit_nl(src, kGroup));
+    const float s = round_f16(fit_nl(src, kGroup, w ? w + ib * kQK : nullptr));
     b.d = f32_to_f16(s);
     std::memset(b.qs, 0, sizeof b.qs);
     for (int e = 0; e < kGroup; ++e) set_nibble(b.qs, e, quantize_nl(src[e], s));
@@ -163,14 +174,15 @@ void quantize_iq4nl(const float* src, void* dst, int64_t n) {
 
 // Sub-block scales fitted one by one, quantized to 6-bit integers -32..31 against d (the largest
 // maps to -32), each integer polished by trying its neighbours, then d refitted by least squares.
-void quantize_iq4xs(const float* src, void* dst, int64_t n) {
+void quantize_iq4xs_weighted(const float* src, void* dst, int64_t n, const float* weights) {
   constexpr int kSubs = kQKK / kGroup;
   auto* blocks = static_cast<BlockIQ4_XS*>(dst);
   for (int64_t ib = 0; ib < n / kQKK; ++ib, src += kQKK) {
+    const float* w = weights ? weights + ib * kQKK : nullptr;
     float s[kSubs];
     float smax_abs = 0, smax = 0;
     for (int j = 0; j < kSubs; ++j) {
-      s[j] = fit_nl(src + kGroup * j, kGroup);
+      s[j] = fit_nl(src + kGroup * j, kGroup, sub(w, kGroup * j));
       if (std::fabs(s[j]) > smax_abs) {
         smax_abs = std::fabs(s[j]);
         smax = s[j];
@@ -189,7 +201,7 @@ void quantize_iq4xs(const float* src, void* dst, int64_t n) {
       for (int l = std::max(guess - 1, -32); l <= std::min(guess + 1, 31); ++l) {
         const float dl = d * static_cast<float>(l);
         for (int e = 0; e < kGroup; ++e) tmp[e] = quantize_nl(xs[e], dl);
-        const float err = nl_error(xs, tmp, kGroup, dl);
+        const float err = nl_error(xs, tmp, kGroup, dl, sub(w, kGroup * j));
         if (err < best) {
           best = err;
           ls[j] = l;
@@ -203,8 +215,8 @@ void quantize_iq4xs(const float* src, void* dst, int64_t n) {
       double aa = 0, ax = 0;
       for (int i = 0; i < kQKK; ++i) {
         const double a = static_cast<double>(ls[i / kGroup]) * value(q[i]);
-        aa += a * a;
-        ax += a * src[i];
+        aa += wt(w, i) * a * a;
+        ax += wt(w, i) * a * src[i];
       }
       if (!(aa > 0)) break;
       const float nd = round_f16(static_cast<float>(ax / aa));
@@ -213,7 +225,7 @@ void quantize_iq4xs(const float* src, void* dst, int64_t n) {
       for (int j = 0; j < kSubs; ++j) {
         const float dl = nd * static_cast<float>(ls[j]);
         for (int e = 0; e < kGroup; ++e) nq[kGroup * j + e] = quantize_nl(src[kGroup * j + e], dl);
-        err += nl_error(src + kGroup * j, nq + kGroup * j, kGroup, dl);
+        err += nl_error(src + kGroup * j, nq + kGroup * j, kGroup, dl, sub(w, kGroup * j));
       }
       if (!(err < total)) break;
       total = err;
@@ -232,7 +244,29 @@ void quantize_iq4xs(const float* src, void* dst, int64_t n) {
   }
 }
 
+void quantize_iq4nl(const float* src, void* dst, int64_t n) {
+  quantize_iq4nl_weighted(src, dst, n, nullptr);
+}
+
+void quantize_iq4xs(const float* src, void* dst, int64_t n) {
+  quantize_iq4xs_weighted(src, dst, n, nullptr);
+}
+
 }  // namespace
+
+bool quantize_iquant_weighted(GgmlType type, const float* src, void* dst, int64_t n,
+                              const float* weights) {
+  switch (type) {
+    case GgmlType::IQ4_NL:
+      quantize_iq4nl_weighted(src, dst, n, weights);
+      return true;
+    case GgmlType::IQ4_XS:
+      quantize_iq4xs_weighted(src, dst, n, weights);
+      return true;
+    default:
+      return false;
+  }
+}
 
 void fill_iquants_scalar(KernelTable& table) {
   table[GgmlType::IQ4_NL] = {dequantize_iq4nl, quantize_iq4nl, vec_dot_iq4nl};

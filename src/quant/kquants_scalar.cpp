@@ -689,8 +689,8 @@ void quantize_q8k(const float* src, void* dst, int64_t n) {
 
 }  // namespace
 
-bool quantize_row_weighted(GgmlType type, const float* src, void* dst, int64_t n,
-                           const float* weights) {
+bool quantize_kquant_weighted(GgmlType type, const float* src, void* dst, int64_t n,
+                              const float* weights) {
   switch (type) {
     case GgmlType::Q2_K:
       quantize_q2k_weighted(src, dst, n, weights);

@@ -1,9 +1,11 @@
-// The importance-weighted K-quant search (strata quantize --imatrix): without weights, or with
-// all weights 1, it writes the unweighted quantizer's bytes; with weights, the error that counts
-// (each value's squared error times its weight) is what it cuts.
+// The importance-weighted K-quant and IQ4 search (strata quantize --imatrix): without weights, or
+// with all weights 1, it writes the unweighted quantizer's bytes; with weights, the error that
+// counts (each value's squared error times its weight) is what it cuts.
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iterator>
 #include <random>
 #include <vector>
 
@@ -16,8 +18,9 @@ namespace {
 using test_helpers::dequantize_all;
 using test_helpers::quantize_ref;
 
-constexpr GgmlType kKQuants[] = {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
-                                 GgmlType::Q6_K};
+constexpr GgmlType kWeightedTypes[] = {GgmlType::Q2_K,  GgmlType::Q3_K, GgmlType::Q4_K,
+                                       GgmlType::Q5_K,  GgmlType::Q6_K, GgmlType::IQ4_NL,
+                                       GgmlType::IQ4_XS};
 
 std::vector<float> random_row(int64_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -39,7 +42,7 @@ TEST(WeightedQuantize, UnitOrNoWeightsGiveTheUnweightedBytes) {
   constexpr int64_t n = 512;
   const std::vector<float> x = random_row(n, 1);
   const std::vector<float> ones(n, 1.0f);
-  for (GgmlType type : kKQuants) {
+  for (GgmlType type : kWeightedTypes) {
     SCOPED_TRACE(ggml_type_name(type));
     const std::vector<uint8_t> plain = quantize_ref(type, x);
     std::vector<uint8_t> a(plain.size()), b(plain.size());
@@ -48,8 +51,16 @@ TEST(WeightedQuantize, UnitOrNoWeightsGiveTheUnweightedBytes) {
     EXPECT_EQ(a, plain);
     EXPECT_EQ(b, plain);
   }
-  std::vector<uint8_t> out(static_cast<size_t>(row_bytes(GgmlType::Q8_0, n)));
-  EXPECT_FALSE(quantize_row_weighted(GgmlType::Q8_0, x.data(), out.data(), n, ones.data()));
+  // The other types have none (and say so).
+  for (GgmlType type : supported_types()) {
+    const bool listed = std::find(std::begin(kWeightedTypes), std::end(kWeightedTypes), type) !=
+                        std::end(kWeightedTypes);
+    EXPECT_EQ(has_weighted_search(type), listed) << ggml_type_name(type);
+    if (listed || ggml_type_info(type).block_elems == 1) continue;
+    std::vector<uint8_t> out(static_cast<size_t>(row_bytes(type, n)));
+    EXPECT_FALSE(quantize_row_weighted(type, x.data(), out.data(), n, ones.data()))
+        << ggml_type_name(type);
+  }
 }
 
 TEST(WeightedQuantize, CutsTheErrorThatTheWeightsSayCounts) {
@@ -58,7 +69,7 @@ TEST(WeightedQuantize, CutsTheErrorThatTheWeightsSayCounts) {
   std::mt19937 rng(7);
   std::vector<float> w(static_cast<size_t>(n));
   for (auto& v : w) v = rng() % 4 == 0 ? 1.0f : 0.001f;
-  for (GgmlType type : kKQuants) {
+  for (GgmlType type : kWeightedTypes) {
     SCOPED_TRACE(ggml_type_name(type));
     double plain_error = 0, weighted = 0;
     for (uint32_t seed = 0; seed < 8; ++seed) {
