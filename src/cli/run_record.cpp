@@ -1,5 +1,6 @@
 #include "cli/run_record.h"
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <utility>
@@ -40,12 +41,13 @@ void record_cpu_run(const MeasuredRun& run, const SystemLoad& load, const char* 
   }
 }
 
-std::optional<MeasuredRun> served_measurement(const JobResult& r, MeasuredRun base) {
+std::optional<MeasuredRun> served_measurement(const JobResult& r, MeasuredRun base,
+                                              int64_t batch_tokens) {
   if (r.reason == FinishReason::error || r.shared_steps) return std::nullopt;
   MeasuredRun run = std::move(base);
   run.source = "serve";
   if (r.cached_tokens == 0 && r.prompt_tokens >= kMinRecordedPrompt &&
-      r.prompt_tokens <= kMaxRecordedPrompt && r.prefill_seconds > 0) {
+      r.prompt_tokens <= std::min(kMaxRecordedPrompt, batch_tokens) && r.prefill_seconds > 0) {
     run.n_prompt = r.prompt_tokens;
     run.pp_tok_s = static_cast<double>(r.prompt_tokens) / r.prefill_seconds;
   }

@@ -29,10 +29,12 @@ struct MeasuredRun {
 void record_cpu_run(const MeasuredRun& run, const SystemLoad& load, const char* what);
 
 // What a served generation measured that a record can use, or nothing: its prompt speed when it
-// read kMinRecordedPrompt..kMaxRecordedPrompt tokens with none cached, its decode speed when it
-// generated kMinRecordedGenerated or more tokens checking no drafts (drafts change what a step
-// costs); either only when no other request shared its steps.
-// `base` names the model, threads and KV type.
-std::optional<MeasuredRun> served_measurement(const JobResult& result, MeasuredRun base);
+// read kMinRecordedPrompt..kMaxRecordedPrompt tokens, none cached, in one step of at most
+// `batch_tokens` (the micro-batch the cost model prices); its decode speed when it generated
+// kMinRecordedGenerated or more tokens checking no drafts (drafts change what a step costs);
+// either only when no other request shared its steps. `base` names the model, threads and KV
+// type.
+std::optional<MeasuredRun> served_measurement(const JobResult& result, MeasuredRun base,
+                                              int64_t batch_tokens);
 
 }  // namespace strata::cli

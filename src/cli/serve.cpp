@@ -177,10 +177,15 @@ void add_serve_command(CLI::App& app) {
       base.model_path = o->model.path;
       base.kv_type = o->model.kv_type;
       base.threads = o->model.thread_count();
-      so.on_job_finished = [base](const JobResult& r, const SystemLoad& load) {
+      so.on_job_finished = [base, batch = so.batch_tokens](const JobResult& r,
+                                                           const SystemLoad& load) {
         if (load.busy() && plan::load_check_enabled()) return;
-        if (const auto run = served_measurement(r, base))
-          record_cpu_run(*run, load, "served requests");
+        try {
+          if (const auto run = served_measurement(r, base, batch))
+            record_cpu_run(*run, load, "served requests");
+        } catch (const std::exception& e) {  // a record is never worth a request
+          log::warn("could not record a served request for the planner: {}", e.what());
+        }
       };
     }
     Scheduler scheduler(*model, pool, so);

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 
+#include "quant/error_weights.h"
 #include "quant/kernel_table.h"
 #include "quant/kquants_common.h"
 
@@ -101,21 +102,12 @@ int quantize_nl(float x, float s) {
   return s != 0 ? nearest_index(x / s) : 8;
 }
 
-// Each value's weight in the squared error: 1 without an importance matrix (the same arithmetic,
-// bit for bit), else its column's importance (strata quantize --imatrix).
-float wt(const float* w, int i) {
-  return w ? w[i] : 1.0f;
-}
-
-const float* sub(const float* w, int offset) {
-  return w ? w + offset : nullptr;
-}
 
 float nl_error(const float* x, const int* q, int n, float s, const float* w) {
   float err = 0;
   for (int i = 0; i < n; ++i) {
     const float e = s * value(q[i]) - x[i];
-    err += wt(w, i) * e * e;
+    err += error_weight(w, i) * e * e;
   }
   return err;
 }
@@ -141,8 +133,8 @@ float fit_nl(const float* x, int n, const float* w) {
         double sxv = 0, svv = 0;
         for (int i = 0; i < n; ++i) {
           q[i] = quantize_nl(x[i], s);
-          sxv += wt(w, i) * static_cast<double>(x[i]) * value(q[i]);
-          svv += wt(w, i) * static_cast<double>(value(q[i])) * value(q[i]);
+          sxv += error_weight(w, i) * static_cast<double>(x[i]) * value(q[i]);
+          svv += error_weight(w, i) * static_cast<double>(value(q[i])) * value(q[i]);
         }
         if (!(svv > 0)) break;  // (only with every weight zero: no table entry is zero)
         const double score = sxv * sxv / svv;
@@ -182,7 +174,7 @@ void quantize_iq4xs_weighted(const float* src, void* dst, int64_t n, const float
     float s[kSubs];
     float smax_abs = 0, smax = 0;
     for (int j = 0; j < kSubs; ++j) {
-      s[j] = fit_nl(src + kGroup * j, kGroup, sub(w, kGroup * j));
+      s[j] = fit_nl(src + kGroup * j, kGroup, error_weights_from(w, kGroup * j));
       if (std::fabs(s[j]) > smax_abs) {
         smax_abs = std::fabs(s[j]);
         smax = s[j];
@@ -201,7 +193,7 @@ void quantize_iq4xs_weighted(const float* src, void* dst, int64_t n, const float
       for (int l = std::max(guess - 1, -32); l <= std::min(guess + 1, 31); ++l) {
         const float dl = d * static_cast<float>(l);
         for (int e = 0; e < kGroup; ++e) tmp[e] = quantize_nl(xs[e], dl);
-        const float err = nl_error(xs, tmp, kGroup, dl, sub(w, kGroup * j));
+        const float err = nl_error(xs, tmp, kGroup, dl, error_weights_from(w, kGroup * j));
         if (err < best) {
           best = err;
           ls[j] = l;
@@ -215,8 +207,8 @@ void quantize_iq4xs_weighted(const float* src, void* dst, int64_t n, const float
       double aa = 0, ax = 0;
       for (int i = 0; i < kQKK; ++i) {
         const double a = static_cast<double>(ls[i / kGroup]) * value(q[i]);
-        aa += wt(w, i) * a * a;
-        ax += wt(w, i) * a * src[i];
+        aa += error_weight(w, i) * a * a;
+        ax += error_weight(w, i) * a * src[i];
       }
       if (!(aa > 0)) break;
       const float nd = round_f16(static_cast<float>(ax / aa));
@@ -225,7 +217,7 @@ void quantize_iq4xs_weighted(const float* src, void* dst, int64_t n, const float
       for (int j = 0; j < kSubs; ++j) {
         const float dl = nd * static_cast<float>(ls[j]);
         for (int e = 0; e < kGroup; ++e) nq[kGroup * j + e] = quantize_nl(src[kGroup * j + e], dl);
-        err += nl_error(src + kGroup * j, nq + kGroup * j, kGroup, dl, sub(w, kGroup * j));
+        err += nl_error(src + kGroup * j, nq + kGroup * j, kGroup, dl, error_weights_from(w, kGroup * j));
       }
       if (!(err < total)) break;
       total = err;

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 
+#include "quant/error_weights.h"
 #include "quant/kernel_table.h"
 #include "quant/kquants_common.h"
 
@@ -250,15 +251,6 @@ float round_f16(float x) {
   return f16_to_f32(f32_to_f16(x));
 }
 
-// Each value's weight in the squared error: 1 without an importance matrix (the same arithmetic,
-// bit for bit), else how much an error in that column costs (strata quantize --imatrix).
-float wt(const float* w, int i) {
-  return w ? w[i] : 1.0f;
-}
-
-const float* sub(const float* w, int offset) {
-  return w ? w + offset : nullptr;
-}
 
 // ---- asymmetric: x ~= s * L - m, L in 0..nmax, s >= 0, m >= 0 ----
 
@@ -271,7 +263,7 @@ float asym_error(const float* x, const int* L, int n, float s, float m, const fl
   float err = 0;
   for (int i = 0; i < n; ++i) {
     const float e = s * static_cast<float>(L[i]) - m - x[i];
-    err += wt(w, i) * e * e;
+    err += error_weight(w, i) * e * e;
   }
   return err;
 }
@@ -280,7 +272,7 @@ float asym_error(const float* x, const int* L, int n, float s, float m, const fl
 void asym_least_squares(const float* x, const int* L, int n, float* s, float* m, const float* w) {
   double sw = 0, sl = 0, sll = 0, sx = 0, slx = 0;
   for (int i = 0; i < n; ++i) {
-    const double wi = wt(w, i);
+    const double wi = error_weight(w, i);
     sw += wi;
     sl += wi * L[i];
     sll += wi * static_cast<double>(L[i]) * L[i];
@@ -370,7 +362,7 @@ void asym_superblock(const float* x, int subs, int len, int nmax, int smax, Asym
   float s[16], m[16];
   float max_s = 0, max_m = 0;
   for (int j = 0; j < subs; ++j) {
-    fit_asym(x + j * len, len, nmax, &s[j], &m[j], sub(w, j * len));
+    fit_asym(x + j * len, len, nmax, &s[j], &m[j], error_weights_from(w, j * len));
     max_s = std::max(max_s, s[j]);
     max_m = std::max(max_m, m[j]);
   }
@@ -395,7 +387,7 @@ void asym_superblock(const float* x, int subs, int len, int nmax, int smax, Asym
         const int sc = r->sc[j] + dsc, mn = r->mn[j] + dmn;
         if (sc < 0 || sc > smax || mn < 0 || mn > smax) continue;
         const float err = asym_requant_error(xs, len, nmax, d * static_cast<float>(sc),
-                                             dmin * static_cast<float>(mn), tmp, sub(w, j * len));
+                                             dmin * static_cast<float>(mn), tmp, error_weights_from(w, j * len));
         if (err < best) {
           best = err;
           best_sc = sc;
@@ -407,14 +399,14 @@ void asym_superblock(const float* x, int subs, int len, int nmax, int smax, Asym
     r->mn[j] = best_mn;
     total +=
         asym_requant_error(xs, len, nmax, d * static_cast<float>(best_sc),
-                           dmin * static_cast<float>(best_mn), r->L + j * len, sub(w, j * len));
+                           dmin * static_cast<float>(best_mn), r->L + j * len, error_weights_from(w, j * len));
   }
   // Refit d and dmin by least squares for the chosen integers: x ~= d * (sc * L) - dmin * mn.
   for (int iter = 0; iter < 2; ++iter) {
     double aa = 0, ab = 0, bb = 0, ax = 0, bx = 0;
     for (int j = 0; j < subs; ++j) {
       for (int i = j * len; i < (j + 1) * len; ++i) {
-        const double a = static_cast<double>(r->sc[j]) * r->L[i], b = -r->mn[j], wi = wt(w, i);
+        const double a = static_cast<double>(r->sc[j]) * r->L[i], b = -r->mn[j], wi = error_weight(w, i);
         aa += wi * a * a;
         ab += wi * a * b;
         bb += wi * b * b;
@@ -431,7 +423,7 @@ void asym_superblock(const float* x, int subs, int len, int nmax, int smax, Asym
     float err = 0;
     for (int j = 0; j < subs; ++j) {
       err += asym_requant_error(x + j * len, len, nmax, nd * static_cast<float>(r->sc[j]),
-                                ndmin * static_cast<float>(r->mn[j]), L + j * len, sub(w, j * len));
+                                ndmin * static_cast<float>(r->mn[j]), L + j * len, error_weights_from(w, j * len));
     }
     if (!(err < total)) break;
     total = err;
@@ -491,7 +483,7 @@ float sym_error(const float* x, const int* L, int n, float s, const float* w) {
   float err = 0;
   for (int i = 0; i < n; ++i) {
     const float e = s * static_cast<float>(L[i]) - x[i];
-    err += wt(w, i) * e * e;
+    err += error_weight(w, i) * e * e;
   }
   return err;
 }
@@ -520,8 +512,8 @@ float fit_sym(const float* x, int n, int nneg, int npos, const float* w) {
         double sxl = 0, sll = 0;
         for (int i = 0; i < n; ++i) {
           L[i] = quantize_sym(x[i], s, nneg, npos);
-          sxl += wt(w, i) * static_cast<double>(x[i]) * L[i];
-          sll += wt(w, i) * static_cast<double>(L[i]) * L[i];
+          sxl += error_weight(w, i) * static_cast<double>(x[i]) * L[i];
+          sll += error_weight(w, i) * static_cast<double>(L[i]) * L[i];
         }
         if (sll == 0) break;
         const double score = sxl * sxl / sll;
@@ -550,7 +542,7 @@ void sym_superblock(const float* x, int nneg, int npos, int sneg, int spos, SymR
   float s[kSubs];
   float smax_abs = 0, smax = 0;
   for (int j = 0; j < kSubs; ++j) {
-    s[j] = fit_sym(x + j * kLen, kLen, nneg, npos, sub(w, j * kLen));
+    s[j] = fit_sym(x + j * kLen, kLen, nneg, npos, error_weights_from(w, j * kLen));
     if (std::fabs(s[j]) > smax_abs) {
       smax_abs = std::fabs(s[j]);
       smax = s[j];
@@ -568,7 +560,7 @@ void sym_superblock(const float* x, int nneg, int npos, int sneg, int spos, SymR
     for (int sc = std::max(guess - 1, -sneg); sc <= std::min(guess + 1, spos); ++sc) {
       const float ds = d * static_cast<float>(sc);
       for (int i = 0; i < kLen; ++i) tmp[i] = quantize_sym(xs[i], ds, nneg, npos);
-      const float err = sym_error(xs, tmp, kLen, ds, sub(w, j * kLen));
+      const float err = sym_error(xs, tmp, kLen, ds, error_weights_from(w, j * kLen));
       if (err < best) {
         best = err;
         best_sc = sc;
@@ -584,8 +576,8 @@ void sym_superblock(const float* x, int nneg, int npos, int sneg, int spos, SymR
     double aa = 0, ax = 0;
     for (int i = 0; i < kQKK; ++i) {
       const double a = static_cast<double>(r->sc[i / kLen]) * r->L[i];
-      aa += wt(w, i) * a * a;
-      ax += wt(w, i) * a * x[i];
+      aa += error_weight(w, i) * a * a;
+      ax += error_weight(w, i) * a * x[i];
     }
     if (!(aa > 0)) break;
     const float nd = round_f16(static_cast<float>(ax / aa));
@@ -594,7 +586,7 @@ void sym_superblock(const float* x, int nneg, int npos, int sneg, int spos, SymR
     for (int j = 0; j < kSubs; ++j) {
       const float ds = nd * static_cast<float>(r->sc[j]);
       for (int i = j * kLen; i < (j + 1) * kLen; ++i) L[i] = quantize_sym(x[i], ds, nneg, npos);
-      err += sym_error(x + j * kLen, L + j * kLen, kLen, ds, sub(w, j * kLen));
+      err += sym_error(x + j * kLen, L + j * kLen, kLen, ds, error_weights_from(w, j * kLen));
     }
     if (!(err < total)) break;
     total = err;

@@ -27,7 +27,7 @@ MeasuredRun base() {
 }
 
 TEST(ServedMeasurement, ALoneRequestGivesItsPromptAndDecodeSpeeds) {
-  const auto run = served_measurement(lone_generation(), base());
+  const auto run = served_measurement(lone_generation(), base(), 512);
   ASSERT_TRUE(run);
   EXPECT_EQ(run->source, "serve");
   EXPECT_EQ(run->model_path, "m.gguf");
@@ -43,14 +43,14 @@ TEST(ServedMeasurement, ALoneRequestGivesItsPromptAndDecodeSpeeds) {
 TEST(ServedMeasurement, EachPartIsLeftOutWhereItDoesNotMeasureTheMachine) {
   JobResult r = lone_generation();
   r.shared_steps = true;  // batched with another request
-  EXPECT_FALSE(served_measurement(r, base()));
+  EXPECT_FALSE(served_measurement(r, base(), 512));
   r = lone_generation();
   r.reason = FinishReason::error;
-  EXPECT_FALSE(served_measurement(r, base()));
+  EXPECT_FALSE(served_measurement(r, base(), 512));
 
   r = lone_generation();
   r.cached_tokens = 150;  // a continued conversation: only 50 tokens were read
-  auto run = served_measurement(r, base());
+  auto run = served_measurement(r, base(), 512);
   ASSERT_TRUE(run);
   EXPECT_EQ(run->n_prompt, 0);
   EXPECT_EQ(run->pp_tok_s, 0);
@@ -58,7 +58,7 @@ TEST(ServedMeasurement, EachPartIsLeftOutWhereItDoesNotMeasureTheMachine) {
 
   r = lone_generation();
   r.drafted_tokens = 10;  // speculation changes what a step costs
-  run = served_measurement(r, base());
+  run = served_measurement(r, base(), 512);
   ASSERT_TRUE(run);
   EXPECT_EQ(run->tg_tok_s, 0);
   EXPECT_DOUBLE_EQ(run->pp_tok_s, 400);
@@ -66,11 +66,12 @@ TEST(ServedMeasurement, EachPartIsLeftOutWhereItDoesNotMeasureTheMachine) {
   r = lone_generation();
   r.prompt_tokens = 2000;   // more than one micro-batch
   r.generated_tokens = 10;  // too few to time
-  EXPECT_FALSE(served_measurement(r, base()));
+  EXPECT_FALSE(served_measurement(r, base(), 512));
   r.prompt_tokens = kMinRecordedPrompt - 1;
-  EXPECT_FALSE(served_measurement(r, base()));
+  EXPECT_FALSE(served_measurement(r, base(), 512));
   r.prompt_tokens = kMaxRecordedPrompt;
-  EXPECT_TRUE(served_measurement(r, base()));
+  EXPECT_TRUE(served_measurement(r, base(), 512));
+  EXPECT_FALSE(served_measurement(r, base(), 256));  // read in two steps of a smaller batch
 }
 
 }  // namespace
