@@ -35,8 +35,9 @@ wait_for() {
   done
 }
 
-"$strata" serve -m "$model" "${placement[@]}" --port 0 --parallel 1 -t 2 --shutdown-grace 2 \
-  2>"$log" &
+# (Its run records go to a cache of the test's own.)
+XDG_CACHE_HOME=${log%/*}/cache "$strata" serve -m "$model" "${placement[@]}" --port 0 --parallel 1 \
+  -t 2 --shutdown-grace 2 2>"$log" &
 pid=$!
 trap 'kill -9 $pid 2>/dev/null || true' EXIT
 url=""

@@ -18,7 +18,8 @@ log=$work/serve-trained-model.log
 cache=$work/cache
 rm -rf "$cache"
 # The load check is off: ctest runs other tests on the same cores.
-XDG_CACHE_HOME=$cache STRATA_CALIBRATION_LOAD_CHECK=off serve_start "$log" "$strata" -m "$model" --ctx 2048 -t 2
+STRATA_TEST_CACHE=$cache STRATA_CALIBRATION_LOAD_CHECK=off serve_start "$log" "$strata" -m "$model" \
+  --ctx 2048 -t 2
 example=$(grep -o "curl .*" "$log" | head -1)
 answer=$(eval "$example -s")
 python3 - "$answer" <<'PY' || { cat "$log"; exit 1; }

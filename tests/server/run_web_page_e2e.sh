@@ -25,7 +25,7 @@ nvml_state=$work/fake-nvml-state
 echo "temperature=55" > "$nvml_state"
 # The Plan view measures the machine once: into a cache of the test's own.
 rm -rf "$work/cache"
-XDG_CACHE_HOME=$work/cache STRATA_CALIBRATION_LOAD_CHECK=off \
+STRATA_TEST_CACHE=$work/cache STRATA_CALIBRATION_LOAD_CHECK=off \
   STRATA_TEST_SCRIPTED_OUTPUT=$script STRATA_NVML_LIBRARY=$fake_nvml FAKE_NVML_STATE=$nvml_state \
   serve_start "$log" "$strata" -m "$model" --ctx 2048 -t 2 --api-key web-key --max-gpu-temp 90
 status=0

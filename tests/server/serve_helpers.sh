@@ -19,12 +19,15 @@ e2e_model() {
 }
 
 # serve_start LOG STRATA SERVE_ARGS...: starts `STRATA serve SERVE_ARGS` (stderr to LOG) and waits
-# for its URL. Environment for the server goes before the call (VAR=value serve_start ...).
+# for its URL. Environment for the server goes before the call (VAR=value serve_start ...). The
+# server keeps its measurements and run records in a cache beside LOG (STRATA_TEST_CACHE names
+# another), never in the user's.
 # Sets serve_pid and serve_url (http://127.0.0.1:PORT/v1); the server is killed if the runner exits.
 serve_start() {
   local log=$1 strata=$2
   shift 2
-  "$strata" serve --host 127.0.0.1 --port 0 "$@" 2> "$log" &
+  local cache=${STRATA_TEST_CACHE:-${log%/*}/cache}
+  XDG_CACHE_HOME=$cache "$strata" serve --host 127.0.0.1 --port 0 "$@" 2> "$log" &
   serve_pid=$!
   trap 'kill "${serve_pid:-}" 2>/dev/null || true' EXIT
   serve_url=""
