@@ -4,7 +4,8 @@
 Quantizes BASE (an F16/Q8_0 GGUF) to each type with `strata quantize` (--allow-requantize where
 BASE is quantized), then for every file: its size, `strata perplexity` on TEXT with the KL
 divergence from BASE (every token kept), and `strata bench` (median of runs). Prints a markdown
-table. The BASE row is the reference (KLD 0).
+table. The BASE row is the reference (KLD 0). With --imatrix FILE, each type is also quantized
+with that importance matrix and its KLD shown beside (types without a weighted search: "-").
 
     bench/quant_table.py --strata build/release/bin/strata --base tools/train/strata-coder-tiny.gguf \
         --text tests/data/perplexity-text.txt --ctx 128 --out-dir models/quant-table
@@ -37,6 +38,7 @@ def main():
     ap.add_argument("--bench-runs", type=int, default=5)
     ap.add_argument("--out-dir", required=True)
     ap.add_argument("--types", default=",".join(TYPES))
+    ap.add_argument("--imatrix", help="also quantize with this importance matrix")
     a = ap.parse_args()
     os.makedirs(a.out_dir, exist_ok=True)
     logits = os.path.join(a.out_dir, "base.stkl")
@@ -44,16 +46,27 @@ def main():
     base = json.loads(run([a.strata, "perplexity", "-m", a.base, *common, "--save-logits", logits],
                           "perplexity of the base"))
     rows = [("base", a.base, base, None)]
+    weighted = {"Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS"}
+
+    def kld_of(t, out, extra):
+        run([a.strata, "quantize", "--allow-requantize", "-t", str(a.threads), *extra, a.base, out,
+             t], f"quantize {t}")
+        return json.loads(run([a.strata, "perplexity", "-m", out, *common, "--kld", logits],
+                              f"perplexity of {t}"))
+
     for t in a.types.split(","):
         out = os.path.join(a.out_dir, f"{t}.gguf")
-        run([a.strata, "quantize", "--allow-requantize", "-t", str(a.threads), a.base, out, t],
-            f"quantize {t}")
+        scored = kld_of(t, out, [])
+        with_im = None
+        if a.imatrix and any(t.startswith(w) for w in weighted):
+            with_im = kld_of(t, os.path.join(a.out_dir, f"{t}-imatrix.gguf"),
+                             ["--imatrix", a.imatrix])["kld"]["mean"]
         print(f"quantized {t}", file=sys.stderr)
-        rows.append((t, out, json.loads(run([a.strata, "perplexity", "-m", out, *common, "--kld",
-                                             logits], f"perplexity of {t}")), None))
-    print("| type | size | PPL | KLD mean | KLD 99% | same top | tg tok/s | pp tok/s |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for name, path, ppl, _ in rows:
+        rows.append((t, out, scored, with_im))
+    im_head = " KLD with imatrix |" if a.imatrix else ""
+    print(f"| type | size | PPL | KLD mean |{im_head} KLD 99% | same top | tg tok/s | pp tok/s |")
+    print("|---|---:|---:|---:|" + ("---:|" if a.imatrix else "") + "---:|---:|---:|---:|")
+    for name, path, ppl, with_im in rows:
         bench = json.loads(run([a.strata, "bench", "-m", path, "-p", str(a.ctx), "-n", str(a.ctx),
                                 "-r", str(a.bench_runs), "-t", str(a.threads), "--device", "none",
                                 "--json"], f"bench of {name}"))
@@ -61,7 +74,10 @@ def main():
         pp = statistics.median(bench["pp"]["runs"])
         k = ppl.get("kld") or {}
         size = os.path.getsize(path) / 2**20
-        print(f"| {name} | {size:.2f} MiB | {ppl['ppl']:.3f} | {k.get('mean', 0):.4f} | "
+        im = ""
+        if a.imatrix:
+            im = f" {with_im:.4f} |" if with_im is not None else " - |"
+        print(f"| {name} | {size:.2f} MiB | {ppl['ppl']:.3f} | {k.get('mean', 0):.4f} |{im} "
               f"{k.get('p99', 0):.3f} | {100 * k.get('same_top', 1):.1f}% | {tg:.0f} | {pp:.0f} |",
               flush=True)
 
