@@ -197,7 +197,8 @@ void add_quantize_command(CLI::App& app) {
   cmd->add_option(
          "--imatrix", o->imatrix,
          "Importance matrix (`strata perplexity --save-imatrix`, or llama-imatrix's GGUF): "
-         "K-quant matrices weigh each column's error by how much it matters on that text")
+         "K-quant and IQ4 matrices weigh each column's error by how much it matters on that "
+         "text")
       ->check(CLI::ExistingFile);
   cmd->add_flag("--dry-run", o->dry_run,
                 "List each matrix's type and the file's size; write nothing");
@@ -279,6 +280,7 @@ void add_quantize_command(CLI::App& app) {
                  requantized, o->in);
 
     const size_t n_tensors = in.tensors().size();
+    const std::vector<ColumnWeights> weights = importance_weights(o->imatrix, in, target);
     if (o->dry_run) {
       uint64_t bytes_out = 0;
       for (size_t i = 0; i < n_tensors; ++i) {
@@ -292,7 +294,6 @@ void add_quantize_command(CLI::App& app) {
                  o->type, quant::gguf_file_type(o->type), format_bytes(bytes_out));
       return;
     }
-    const std::vector<ColumnWeights> weights = importance_weights(o->imatrix, in, target);
     GgufWriter out(static_cast<uint32_t>(in.alignment()));
     for (const GgufKeyValue& kv : in.metadata()) out.set(kv.key, kv.value);
     out.set_u32("general.file_type", quant::gguf_file_type(o->type));

@@ -185,6 +185,18 @@ TEST(PerplexityCommand, AnImportanceMatrixFromTheTextMakesABetterLowBitQuant) {
   }
   EXPECT_LT(kld[1], kld[0]) << "KLD with the importance matrix " << kld[1] << ", without "
                             << kld[0];
+
+  // Another model's matrix, or a file that is no importance matrix: refused before writing.
+  const std::string refused = (dir / "refused.gguf").string();
+  const std::string oracle_f16 =
+      (test::oracle_dir() / "models" / "tiny-qwen3moe-F16.gguf").string();
+  auto r = run_strata("quantize --imatrix " + im + " " + oracle_f16 + " " + refused + " Q4_K_M");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "matrices of")) << r.output;
+  r = run_strata("quantize --imatrix " + oracle_f16 + " " + oracle_f16 + " " + refused + " Q4_K_M");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.output, "holds no importance matrix")) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(refused));
 }
 
 }  // namespace
