@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <regex>
 #include <set>
 #include <vector>
@@ -228,6 +229,8 @@ void add_quantize_command(CLI::App& app) {
         v_like.emplace_back(r.layer, t.name);
     }
     std::sort(v_like.begin(), v_like.end());
+    std::map<std::string, int64_t> v_index;  // each V-like matrix's place, by name
+    for (size_t i = 0; i < v_like.size(); ++i) v_index[v_like[i].second] = static_cast<int64_t>(i);
     std::vector<Override> overrides;
     for (const std::string& spec : o->overrides) {
       const size_t eq = spec.rfind('=');
@@ -250,11 +253,9 @@ void add_quantize_command(CLI::App& app) {
       GgmlType to = t.type;
       if (quantizable(t)) {
         quant::MatrixRole r = role_of(t.name, model, t.row_length());
-        const auto v = std::find_if(v_like.begin(), v_like.end(),
-                                    [&](const auto& e) { return e.second == t.name; });
-        if (v != v_like.end()) {
-          r.v_index = v - v_like.begin();
-          r.n_v = static_cast<int64_t>(v_like.size());
+        if (const auto v = v_index.find(t.name); v != v_index.end()) {
+          r.v_index = v->second;
+          r.n_v = static_cast<int64_t>(v_index.size());
         }
         to = quant::matrix_type(o->type, r, o->pure);
         for (const Override& ov : overrides) {

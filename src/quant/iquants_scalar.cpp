@@ -102,7 +102,6 @@ int quantize_nl(float x, float s) {
   return s != 0 ? nearest_index(x / s) : 8;
 }
 
-
 float nl_error(const float* x, const int* q, int n, float s, const float* w) {
   float err = 0;
   for (int i = 0; i < n; ++i) {
@@ -217,7 +216,8 @@ void quantize_iq4xs_weighted(const float* src, void* dst, int64_t n, const float
       for (int j = 0; j < kSubs; ++j) {
         const float dl = nd * static_cast<float>(ls[j]);
         for (int e = 0; e < kGroup; ++e) nq[kGroup * j + e] = quantize_nl(src[kGroup * j + e], dl);
-        err += nl_error(src + kGroup * j, nq + kGroup * j, kGroup, dl, error_weights_from(w, kGroup * j));
+        err += nl_error(src + kGroup * j, nq + kGroup * j, kGroup, dl,
+                        error_weights_from(w, kGroup * j));
       }
       if (!(err < total)) break;
       total = err;
@@ -246,17 +246,14 @@ void quantize_iq4xs(const float* src, void* dst, int64_t n) {
 
 }  // namespace
 
-bool quantize_iquant_weighted(GgmlType type, const float* src, void* dst, int64_t n,
-                              const float* weights) {
+WeightedQuantizeFn iquant_weighted_quantizer(GgmlType type) {
   switch (type) {
     case GgmlType::IQ4_NL:
-      quantize_iq4nl_weighted(src, dst, n, weights);
-      return true;
+      return quantize_iq4nl_weighted;
     case GgmlType::IQ4_XS:
-      quantize_iq4xs_weighted(src, dst, n, weights);
-      return true;
+      return quantize_iq4xs_weighted;
     default:
-      return false;
+      return nullptr;
   }
 }
 

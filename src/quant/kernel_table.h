@@ -22,12 +22,11 @@ void fill_float_scalar(KernelTable& table);
 void fill_legacy_scalar(KernelTable& table);
 void fill_kquants_scalar(KernelTable& table);
 void fill_iquants_scalar(KernelTable& table);
-// The scalar quantizers with each value's squared error weighted (quantize_row_weighted in
-// quant.h); false for a type the file has none for.
-bool quantize_kquant_weighted(GgmlType type, const float* src, void* dst, int64_t n,
-                              const float* weights);
-bool quantize_iquant_weighted(GgmlType type, const float* src, void* dst, int64_t n,
-                              const float* weights);
+// A family's scalar quantizer of `type` with each value's squared error weighted
+// (quantize_row_weighted in quant.h); null where the family has none for the type.
+using WeightedQuantizeFn = void (*)(const float* src, void* dst, int64_t n, const float* weights);
+WeightedQuantizeFn kquant_weighted_quantizer(GgmlType type);
+WeightedQuantizeFn iquant_weighted_quantizer(GgmlType type);
 void fill_mxfp4_scalar(KernelTable& table);
 
 // AVX2 + FMA + F16C.

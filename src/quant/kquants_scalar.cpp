@@ -251,7 +251,6 @@ float round_f16(float x) {
   return f16_to_f32(f32_to_f16(x));
 }
 
-
 // ---- asymmetric: x ~= s * L - m, L in 0..nmax, s >= 0, m >= 0 ----
 
 int quantize_asym(float x, float s, float m, int nmax) {
@@ -386,8 +385,9 @@ void asym_superblock(const float* x, int subs, int len, int nmax, int smax, Asym
       for (int dmn = -1; dmn <= 1; ++dmn) {
         const int sc = r->sc[j] + dsc, mn = r->mn[j] + dmn;
         if (sc < 0 || sc > smax || mn < 0 || mn > smax) continue;
-        const float err = asym_requant_error(xs, len, nmax, d * static_cast<float>(sc),
-                                             dmin * static_cast<float>(mn), tmp, error_weights_from(w, j * len));
+        const float err =
+            asym_requant_error(xs, len, nmax, d * static_cast<float>(sc),
+                               dmin * static_cast<float>(mn), tmp, error_weights_from(w, j * len));
         if (err < best) {
           best = err;
           best_sc = sc;
@@ -397,16 +397,17 @@ void asym_superblock(const float* x, int subs, int len, int nmax, int smax, Asym
     }
     r->sc[j] = best_sc;
     r->mn[j] = best_mn;
-    total +=
-        asym_requant_error(xs, len, nmax, d * static_cast<float>(best_sc),
-                           dmin * static_cast<float>(best_mn), r->L + j * len, error_weights_from(w, j * len));
+    total += asym_requant_error(xs, len, nmax, d * static_cast<float>(best_sc),
+                                dmin * static_cast<float>(best_mn), r->L + j * len,
+                                error_weights_from(w, j * len));
   }
   // Refit d and dmin by least squares for the chosen integers: x ~= d * (sc * L) - dmin * mn.
   for (int iter = 0; iter < 2; ++iter) {
     double aa = 0, ab = 0, bb = 0, ax = 0, bx = 0;
     for (int j = 0; j < subs; ++j) {
       for (int i = j * len; i < (j + 1) * len; ++i) {
-        const double a = static_cast<double>(r->sc[j]) * r->L[i], b = -r->mn[j], wi = error_weight(w, i);
+        const double a = static_cast<double>(r->sc[j]) * r->L[i], b = -r->mn[j],
+                     wi = error_weight(w, i);
         aa += wi * a * a;
         ab += wi * a * b;
         bb += wi * b * b;
@@ -423,7 +424,8 @@ void asym_superblock(const float* x, int subs, int len, int nmax, int smax, Asym
     float err = 0;
     for (int j = 0; j < subs; ++j) {
       err += asym_requant_error(x + j * len, len, nmax, nd * static_cast<float>(r->sc[j]),
-                                ndmin * static_cast<float>(r->mn[j]), L + j * len, error_weights_from(w, j * len));
+                                ndmin * static_cast<float>(r->mn[j]), L + j * len,
+                                error_weights_from(w, j * len));
     }
     if (!(err < total)) break;
     total = err;
@@ -681,26 +683,20 @@ void quantize_q8k(const float* src, void* dst, int64_t n) {
 
 }  // namespace
 
-bool quantize_kquant_weighted(GgmlType type, const float* src, void* dst, int64_t n,
-                              const float* weights) {
+WeightedQuantizeFn kquant_weighted_quantizer(GgmlType type) {
   switch (type) {
     case GgmlType::Q2_K:
-      quantize_q2k_weighted(src, dst, n, weights);
-      return true;
+      return quantize_q2k_weighted;
     case GgmlType::Q3_K:
-      quantize_q3k_weighted(src, dst, n, weights);
-      return true;
+      return quantize_q3k_weighted;
     case GgmlType::Q4_K:
-      quantize_k4_like_weighted<BlockQ4_K, false>(src, dst, n, weights);
-      return true;
+      return quantize_k4_like_weighted<BlockQ4_K, false>;
     case GgmlType::Q5_K:
-      quantize_k4_like_weighted<BlockQ5_K, true>(src, dst, n, weights);
-      return true;
+      return quantize_k4_like_weighted<BlockQ5_K, true>;
     case GgmlType::Q6_K:
-      quantize_q6k_weighted(src, dst, n, weights);
-      return true;
+      return quantize_q6k_weighted;
     default:
-      return false;
+      return nullptr;
   }
 }
 

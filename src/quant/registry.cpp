@@ -160,25 +160,25 @@ int64_t row_bytes(GgmlType type, int64_t n) {
   return ggml_row_bytes(info, n);
 }
 
+namespace {
+
+WeightedQuantizeFn weighted_quantizer(GgmlType type) {
+  const WeightedQuantizeFn k = kquant_weighted_quantizer(type);
+  return k ? k : iquant_weighted_quantizer(type);
+}
+
+}  // namespace
+
 bool has_weighted_search(GgmlType type) {
-  switch (type) {
-    case GgmlType::Q2_K:
-    case GgmlType::Q3_K:
-    case GgmlType::Q4_K:
-    case GgmlType::Q5_K:
-    case GgmlType::Q6_K:
-    case GgmlType::IQ4_NL:
-    case GgmlType::IQ4_XS:
-      return true;
-    default:
-      return false;
-  }
+  return weighted_quantizer(type) != nullptr;
 }
 
 bool quantize_row_weighted(GgmlType type, const float* src, void* dst, int64_t n,
                            const float* weights) {
-  return quantize_kquant_weighted(type, src, dst, n, weights) ||
-         quantize_iquant_weighted(type, src, dst, n, weights);
+  const WeightedQuantizeFn quantize = weighted_quantizer(type);
+  if (!quantize) return false;
+  quantize(src, dst, n, weights);
+  return true;
 }
 
 }  // namespace strata::quant
