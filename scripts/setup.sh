@@ -19,6 +19,8 @@ packages=(
   chromium                      # the server's web page, tested in a real (headless) browser
   systemd                       # systemd-analyze verify checks `strata service install`'s unit
   python3 python3-jsonschema    # an independent JSON-schema validator for constrained outputs
+  openmpi-bin libopenmpi-dev    # --distributed: one model's layers split across MPI ranks
+  haproxy                       # deploy/haproxy: replicas behind a load balancer (tested in CI)
 )
 
 # tools/train: PyTorch and NumPy; OpenBLAS (Debian's torch uses whatever libblas.so.3 points to:
