@@ -1,5 +1,7 @@
 #include "cli/model_options.h"
 
+#include "cli/distributed_model.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
@@ -74,6 +76,13 @@ void add_model_options(CLI::App* cmd, ModelOptions& o) {
                   "The last N layers on the GPU, the others on the CPU from RAM (llama.cpp's "
                   "-ngl; N >= the layer count: every layer and the output head on the GPU)")
       ->check(CLI::Range(0, 100000));
+  cmd->add_flag("--distributed", o.distributed,
+               "Split the layers across the ranks of an MPI job (mpirun -np N [-H host1,...] "
+               "strata ... --distributed): rank 0 runs the command, each rank holds a "
+               "contiguous range of layers (each host needs the same file at the same path)");
+  cmd->add_option("--layer-split", o.layer_split,
+                  "With --distributed: layers per rank, rank 0 first (e.g. 20,28; default: in "
+                  "proportion to each host's available RAM)");
   cmd->add_option("--hot-experts", p.hot_experts,
                   "Expert popularity profile (from `strata profile` or serve's "
                   "--expert-profile): the planner keeps the busiest experts on the GPU");
@@ -170,6 +179,10 @@ std::unique_ptr<Model> load_on_cpu(const ModelOptions& options, LoadMode mode) {
 
 std::unique_ptr<Model> load_model(const ModelOptions& options) {
   warn_about_settings(options);
+  if (options.distributed) return load_distributed_model(options);
+  STRATA_CHECK(options.layer_split.empty(),
+               "--layer-split {} splits layers across MPI ranks; it needs --distributed",
+               options.layer_split);
   const LoadMode mode = options.load_mode();
 #ifdef STRATA_HAVE_VULKAN
   const uint64_t budget =

@@ -29,14 +29,16 @@ struct ModelOptions {
   std::string device = "auto";  // --device: none, auto, or vkN[,vkM]
   std::string vram_budget;      // --vram-budget SIZE ("" = the device's free memory)
   PlacementRequest placement;   // --plan, --n-cpu-moe, --cpu-moe, --gpu-layers, --hot-experts
+  bool distributed = false;     // --distributed: layers split across the ranks of an MPI job
+  std::string layer_split;      // --layer-split N0,N1,...: layers per rank ("": by RAM)
 
   int thread_count() const;
   LoadMode load_mode() const;
   GgmlType kv_cache_type() const;
 };
 
-// -m/--model, -t/--threads, --ctx, --kv-type, --load, --repack, --device, --vram-budget and the
-// placement flags.
+// -m/--model, -t/--threads, --ctx, --kv-type, --load, --repack, --device, --vram-budget, the
+// placement flags and --distributed / --layer-split.
 void add_model_options(CLI::App* cmd, ModelOptions& options);
 
 // Loads the model on the devices --device names (a GPU when given one; `auto` takes the usable
