@@ -21,6 +21,7 @@
 #include "server/server.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/termination.h"
 
 namespace strata::cli {
 namespace {
@@ -96,7 +97,8 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   cmd->add_option("--shutdown-grace", o->shutdown_grace,
-                  "Seconds running generations may finish after SIGINT/SIGTERM")
+                  "Seconds accepted generations (running and queued) may finish after "
+                  "SIGINT/SIGTERM; meanwhile /health and new requests get 503 (draining)")
       ->capture_default_str()
       ->check(CLI::Range(0, 3600));
   cmd->add_option("--max-tokens", o->max_tokens,
@@ -238,8 +240,13 @@ void add_serve_command(CLI::App& app) {
       int sig = 0;
       sigwait(&signals, &sig);
       if (sig == 0) return;  // woken by the exit path below
-      log::info("{}: finishing running requests (up to {} s), then exiting", strsignal(sig),
-                o->shutdown_grace);
+      // A distributed step waiting on a rank gives up now: under mpirun this signal means the
+      // job is ending (a rank died, or it is being stopped) and mpirun kills us a second later.
+      request_termination();
+      log::info(
+          "{}: draining: finishing running requests and queued ones (up to {} s), new ones "
+          "get 503, then exiting",
+          strsignal(sig), o->shutdown_grace);
       scheduler.shutdown(std::chrono::seconds(o->shutdown_grace));
       server.stop();
     });
@@ -271,6 +278,10 @@ void add_serve_command(CLI::App& app) {
     }
     pthread_kill(waiter.native_handle(), SIGTERM);  // release the waiter if no signal came
     waiter.join();
+    // A distributed job that lost a rank ends with an error, so whoever started it (a service
+    // manager, a script) restarts it or says so, instead of counting it a clean stop.
+    STRATA_CHECK(!o->model.distributed || scheduler.device_lost().empty(),
+                 "stopped after losing a rank of the distributed job: {}", scheduler.device_lost());
     log::info("stopped");
   });
 }

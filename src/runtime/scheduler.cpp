@@ -132,6 +132,7 @@ SchedulerStats Scheduler::stats() const {
   std::lock_guard lock(mutex_);
   SchedulerStats s = stats_;
   s.hold_reason = hold_reason_;
+  s.draining = !accepting_;
   s.kv_pages_total = kv_.total_pages();
   s.kv_page_size = kv_.page_size();
   s.kv_bytes_per_position = kv_.bytes_per_position();
@@ -162,18 +163,29 @@ void Scheduler::run() {
         return std::any_of(slots_.begin(), slots_.end(),
                            [](const auto& s) { return s->state != Slot::State::idle; });
       };
-      wake_.wait(lock, [&] {
-        return stopping_ || (!queue_.empty() && hold_reason_.empty()) || busy() ||
+      // Draining (stopping_): queued and running work may finish until the deadline; nothing
+      // accepted is dropped before it.
+      const auto drained = [&] {
+        return stopping_ && (Clock::now() >= deadline_ || (queue_.empty() && !busy()));
+      };
+      const auto ready = [&] {
+        return drained() || (!queue_.empty() && hold_reason_.empty()) || busy() ||
                !cancelled_.empty();
-      });
+      };
+      while (!ready()) {
+        if (stopping_) {
+          wake_.wait_until(lock, deadline_);
+        } else {
+          wake_.wait(lock);
+        }
+      }
       cancelled.swap(cancelled_);
-      if (stopping_) {
-        // Queued work is dropped; running work may finish until the deadline.
+      if (drained()) {
         while (!queue_.empty()) {
           dropped.push_back(std::move(queue_.front()));
           queue_.pop_front();
         }
-        stop_now = !busy() || Clock::now() >= deadline_;
+        stop_now = true;
       }
       // Cancelled jobs still in the queue never start.
       for (auto it = queue_.begin(); it != queue_.end();) {

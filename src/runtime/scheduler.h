@@ -99,6 +99,7 @@ struct SchedulerStats {
            generated_tokens = 0, steps = 0, drafted_tokens = 0, accepted_tokens = 0;
   double busy_seconds = 0;  // time spent in forward steps
   std::string hold_reason;  // why queued requests wait (hold_new_work), empty when they do not
+  bool draining = false;    // shutdown began: new jobs are refused, accepted ones finish
 };
 
 class Scheduler {
@@ -114,8 +115,8 @@ class Scheduler {
   std::optional<uint64_t> submit(GenerationJob job);
   // Thread-safe; the job ends (cancelled) at the next step. Unknown ids are ignored.
   void cancel(uint64_t id);
-  // Stops accepting jobs, cancels queued ones, lets running ones finish for up to `grace`, then
-  // cancels them; returns when the worker has stopped.
+  // Stops accepting jobs (drains): queued and running ones go on for up to `grace`, then the
+  // rest are cancelled; returns when the worker has stopped.
   void shutdown(std::chrono::milliseconds grace);
 
   SchedulerStats stats() const;

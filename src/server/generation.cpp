@@ -42,6 +42,13 @@ GenerationRun::GenerationRun(Scheduler& scheduler, const Tokenizer& tokenizer, G
   } catch (const DeviceLost& e) {
     throw device_unavailable(e.what());
   }
+  if (!id && scheduler_.stats().draining) {
+    // A load balancer retries it on another replica (send_error adds Retry-After).
+    throw ApiError(503, "server_error",
+                   "the server is shutting down and takes no new requests; retry on another "
+                   "replica or later",
+                   {}, "shutting_down");
+  }
   if (!id) {
     throw ApiError(503, "server_busy",
                    "the server is busy: all slots are in use and the queue is full; retry later");

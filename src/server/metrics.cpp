@@ -70,7 +70,9 @@ std::string HttpMetrics::render(const SchedulerStats& s) const {
   out += fmt::format("strata_responses_total{{status=\"2xx\"}} {}\n", status_2xx_.load());
   out += fmt::format("strata_responses_total{{status=\"4xx\"}} {}\n", status_4xx_.load());
   out += fmt::format("strata_responses_total{{status=\"5xx\"}} {}\n", status_5xx_.load());
-  metric("rejected_busy_total", "counter", "Requests refused with 503 because the queue was full.",
+  metric("rejected_busy_total", "counter",
+         "Responses with status 503: a full queue, a draining server, a lost device (health "
+         "checks included).",
          status_503_.load());
   metric("prompt_tokens_total", "counter", "Prompt tokens of started generations.",
          s.prompt_tokens);
@@ -91,6 +93,8 @@ std::string HttpMetrics::render(const SchedulerStats& s) const {
   metric("queue_depth", "gauge", "Requests waiting for a slot.", s.queue_depth);
   metric("slots_busy", "gauge", "Slots running a generation.", s.slots_busy);
   metric("slots_total", "gauge", "Slots (--parallel).", s.slots_total);
+  metric("draining", "gauge", "1 after SIGTERM: new requests get 503, accepted ones finish.",
+         s.draining ? 1 : 0);
   metric("kv_pages_used", "gauge", "KV cache pages in use (running and cached sequences).",
          s.kv_pages_used);
   metric("kv_pages_active", "gauge", "KV cache pages held by running generations.",

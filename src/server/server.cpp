@@ -262,12 +262,21 @@ void Server::handle_models(const httplib::Request&, httplib::Response& res) {
 }
 
 void Server::handle_health(const httplib::Request&, httplib::Response& res) {
+  // A load balancer's health check: 200 only while new requests are taken; the load is read
+  // from the same scheduler counters as /metrics.
   const std::string lost = scheduler_.device_lost();
-  if (lost.empty()) {
-    send_json(res, 200, {{"status", "ok"}});
-  } else {
-    send_json(res, 503, {{"status", "error"}, {"error", lost}});
+  const SchedulerStats stats = scheduler_.stats();
+  nlohmann::ordered_json body = {{"status", "ok"}};
+  if (!lost.empty()) {
+    body = {{"status", "error"}, {"error", lost}};
+  } else if (stats.draining) {
+    body["status"] = "draining";
   }
+  body["slots_busy"] = stats.slots_busy;
+  body["slots_total"] = stats.slots_total;
+  body["queue_depth"] = stats.queue_depth;
+  body["max_queue"] = scheduler_.options().max_queue;
+  send_json(res, body["status"] == "ok" ? 200 : 503, body);
 }
 
 void Server::handle_metrics(const httplib::Request&, httplib::Response& res) {

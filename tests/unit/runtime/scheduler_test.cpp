@@ -126,6 +126,40 @@ TEST(Scheduler, BoundedQueueRefusesWhenFull) {
   EXPECT_EQ(queued.done.get_future().get().reason, FinishReason::length);
 }
 
+// Draining (serve's SIGTERM): nothing accepted is lost within the grace period; queued jobs run
+// too, new ones are refused, and the stats say so.
+TEST(Scheduler, ShutdownFinishesQueuedJobsWithinTheGrace) {
+  auto model = tiny_model();
+  ThreadPool pool(1);
+  Scheduler scheduler(*model, pool, {.n_slots = 1, .n_ctx = 128, .max_queue = 4});
+  scheduler.hold_new_work("test: keep them queued");
+  Collected first, second, after;
+  ASSERT_TRUE(scheduler.submit(greedy_job(prompt_of(1, 4), 3, first)));
+  ASSERT_TRUE(scheduler.submit(greedy_job(prompt_of(2, 4), 3, second)));
+  EXPECT_FALSE(scheduler.stats().draining);
+  std::thread drain([&] { scheduler.shutdown(std::chrono::seconds(60)); });
+  while (!scheduler.stats().draining) std::this_thread::yield();
+  EXPECT_FALSE(scheduler.submit(greedy_job(prompt_of(3, 4), 3, after)));
+  EXPECT_EQ(scheduler.stats().queue_depth, 2);
+  scheduler.hold_new_work("");
+  EXPECT_EQ(first.done.get_future().get().reason, FinishReason::length);
+  EXPECT_EQ(second.done.get_future().get().reason, FinishReason::length);
+  drain.join();  // returns as soon as the work is done, long before the grace ends
+  EXPECT_EQ(scheduler.stats().jobs_finished, 2u);
+}
+
+// Past the grace, what is still queued or running is cancelled (its on_done still called).
+TEST(Scheduler, ShutdownCancelsWhatTheGraceLeaves) {
+  auto model = tiny_model();
+  ThreadPool pool(1);
+  Scheduler scheduler(*model, pool, {.n_slots = 1, .n_ctx = 128, .max_queue = 4});
+  scheduler.hold_new_work("test: keep it queued");
+  Collected queued;
+  ASSERT_TRUE(scheduler.submit(greedy_job(prompt_of(1, 4), 3, queued)));
+  scheduler.shutdown(std::chrono::milliseconds(50));
+  EXPECT_EQ(queued.done.get_future().get().reason, FinishReason::cancelled);
+}
+
 TEST(Scheduler, RefusesInvalidJobs) {
   auto model = tiny_model();
   ThreadPool pool(1);

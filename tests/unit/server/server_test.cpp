@@ -524,6 +524,59 @@ TEST(Server, FullQueueAnswers503WithRetryAfter) {
   busy.join();
 }
 
+// What a load balancer reads: the load in /health (the scheduler's counters), and once shutdown
+// begins (SIGTERM) a 503 "draining" there and for new generations (retried elsewhere), while the
+// requests already accepted still finish.
+TEST(Server, HealthShowsTheLoadAndDraining) {
+  ServerStack s({.n_slots = 1, .n_ctx = 256, .max_queue = 3});
+  auto c = s.client();
+  const auto health = [&] {
+    auto r = c.Get("/health");
+    EXPECT_TRUE(r);
+    return std::pair(r ? r->status : 0, r ? Json::parse(r->body) : Json());
+  };
+  auto [status, h] = health();
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(h, Json({{"status", "ok"},
+                     {"slots_busy", 0},
+                     {"slots_total", 1},
+                     {"queue_depth", 0},
+                     {"max_queue", 3}}));
+
+  s.scheduler.hold_new_work("test: keep the request queued");
+  int queued_status = 0;
+  std::string queued_body;
+  std::thread queued([&] {
+    auto r = s.client().Post("/v1/chat/completions", chat_body(), "application/json");
+    if (r) queued_status = r->status, queued_body = r->body;
+  });
+  for (int i = 0; i < 2000 && health().second["queue_depth"] != 1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  std::thread drain([&] { s.scheduler.shutdown(std::chrono::seconds(60)); });
+  for (int i = 0; i < 2000 && health().first != 503; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  std::tie(status, h) = health();
+  EXPECT_EQ(status, 503);
+  EXPECT_EQ(h["status"], "draining");
+  EXPECT_EQ(h["queue_depth"], 1);
+
+  auto refused = c.Post("/v1/chat/completions", chat_body(), "application/json");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 503);
+  EXPECT_EQ(refused->get_header_value("Retry-After"), "1");
+  EXPECT_EQ(Json::parse(refused->body)["error"]["code"], "shutting_down") << refused->body;
+  auto metrics = c.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("strata_draining 1"), std::string::npos);
+
+  s.scheduler.hold_new_work("");
+  queued.join();
+  drain.join();
+  EXPECT_EQ(queued_status, 200) << queued_body;
+  const Json finish = Json::parse(queued_body)["choices"][0]["finish_reason"];
+  EXPECT_TRUE(finish == "length" || finish == "stop") << queued_body;
+}
+
 TEST(Server, EightConcurrentStreamsAllCompleteAndAccountingReturnsToZero) {
   ServerStack s({.n_slots = 4, .n_ctx = 256, .kv_positions = 4 * 256, .page_size = 16});
   std::atomic<int> good{0};
