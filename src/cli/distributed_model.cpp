@@ -82,8 +82,8 @@ Assignment assign_layers(const ModelOptions& options, const GgufFile& file,
   }
   try {
     if (!options.layer_split.empty()) {
-      a.ranges = plan::parse_layer_split(options.layer_split, n_layer,
-                                         static_cast<int64_t>(ranks.size()));
+      a.ranges =
+          plan::parse_layer_split(options.layer_split, n_layer, static_cast<int64_t>(ranks.size()));
     } else {
       const plan::ModelInventory inventory = plan::inventory_from_gguf(file);
       a.ranges = plan::split_layers(plan::layer_weight_bytes(inventory),
@@ -179,8 +179,8 @@ std::unique_ptr<Model> load_distributed_model(const ModelOptions& options) {
   log::info("{}", pipeline->placement_summary());
   for (const Model::DeviceMemory& m : pipeline->device_memory()) {
     if (m.allocated_bytes > m.budget_bytes) {
-      log::warn("{} holds {} of weights with {} of RAM available: it will page from disk",
-                m.device, format_bytes(m.allocated_bytes), format_bytes(m.budget_bytes));
+      log::warn("{} holds {} of weights with {} of RAM available: it will page from disk", m.device,
+                format_bytes(m.allocated_bytes), format_bytes(m.budget_bytes));
     }
   }
   return pipeline;

@@ -77,9 +77,9 @@ void add_model_options(CLI::App* cmd, ModelOptions& o) {
                   "-ngl; N >= the layer count: every layer and the output head on the GPU)")
       ->check(CLI::Range(0, 100000));
   cmd->add_flag("--distributed", o.distributed,
-               "Split the layers across the ranks of an MPI job (mpirun -np N [-H host1,...] "
-               "strata ... --distributed): rank 0 runs the command, each rank holds a "
-               "contiguous range of layers (each host needs the same file at the same path)");
+                "Split the layers across the ranks of an MPI job (mpirun -np N [-H host1,...] "
+                "strata ... --distributed): rank 0 runs the command, each rank holds a "
+                "contiguous range of layers (each host needs the same file at the same path)");
   cmd->add_option("--layer-split", o.layer_split,
                   "With --distributed: layers per rank, rank 0 first (e.g. 20,28; default: in "
                   "proportion to each host's available RAM)");

@@ -15,10 +15,9 @@ std::vector<LayerRange> split_layers(std::span<const uint64_t> layer_bytes, uint
   STRATA_CHECK(ranks <= n_layer, "{} ranks for a model of {} layers: each rank needs a layer",
                ranks, n_layer);
   for (int64_t r = 0; r < ranks; ++r)
-    STRATA_CHECK(capacity[static_cast<size_t>(r)] > 0, "rank {} has no capacity to hold layers",
-                 r);
-  const double total = static_cast<double>(
-      std::accumulate(layer_bytes.begin(), layer_bytes.end(), head_bytes));
+    STRATA_CHECK(capacity[static_cast<size_t>(r)] > 0, "rank {} has no capacity to hold layers", r);
+  const double total =
+      static_cast<double>(std::accumulate(layer_bytes.begin(), layer_bytes.end(), head_bytes));
   const double capacity_total = std::accumulate(capacity.begin(), capacity.end(), 0.0);
 
   // Walk the layers once: rank r ends at the boundary where the running total comes closest to
@@ -48,8 +47,7 @@ std::vector<LayerRange> split_layers(std::span<const uint64_t> layer_bytes, uint
   return out;
 }
 
-std::vector<LayerRange> parse_layer_split(const std::string& text, int64_t n_layer,
-                                          int64_t ranks) {
+std::vector<LayerRange> parse_layer_split(const std::string& text, int64_t n_layer, int64_t ranks) {
   std::vector<LayerRange> out;
   int64_t layer = 0;
   size_t start = 0;
@@ -72,8 +70,9 @@ std::vector<LayerRange> parse_layer_split(const std::string& text, int64_t n_lay
   STRATA_CHECK(static_cast<int64_t>(out.size()) == ranks,
                "--layer-split {}: {} counts for {} ranks (give one per rank, rank 0 first)", text,
                out.size(), ranks);
-  STRATA_CHECK(layer == n_layer, "--layer-split {}: the counts add up to {}, the model has {} layers",
-               text, layer, n_layer);
+  STRATA_CHECK(layer == n_layer,
+               "--layer-split {}: the counts add up to {}, the model has {} layers", text, layer,
+               n_layer);
   return out;
 }
 

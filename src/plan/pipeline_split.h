@@ -27,8 +27,7 @@ std::vector<LayerRange> split_layers(std::span<const uint64_t> layer_bytes, uint
 // The split a user asked for: "N0,N1,..." layers per rank, in rank order. Throws strata::Error
 // naming the problem when the list does not have one positive count per rank or does not add up
 // to n_layer.
-std::vector<LayerRange> parse_layer_split(const std::string& text, int64_t n_layer,
-                                          int64_t ranks);
+std::vector<LayerRange> parse_layer_split(const std::string& text, int64_t n_layer, int64_t ranks);
 
 // Each layer's weights (dense parts and every routed expert) and rank 0's extra (embeddings,
 // output head, other tensors).

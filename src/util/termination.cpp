@@ -8,7 +8,11 @@ namespace {
 std::atomic<bool> terminating{false};
 }
 
-void request_termination() { terminating.store(true, std::memory_order_relaxed); }
-bool termination_requested() { return terminating.load(std::memory_order_relaxed); }
+void request_termination() {
+  terminating.store(true, std::memory_order_relaxed);
+}
+bool termination_requested() {
+  return terminating.load(std::memory_order_relaxed);
+}
 
 }  // namespace strata

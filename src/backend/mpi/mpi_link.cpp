@@ -107,8 +107,7 @@ void MpiLink::send(int to, Tag tag, std::span<const uint8_t> bytes) const {
     throw DeviceLost(fmt::format("sending to {} failed: {}", describe(to), mpi_error_text(code)));
 }
 
-std::vector<uint8_t> MpiLink::receive(int from, Tag tag, const char* waiting_for,
-                                      bool idle) const {
+std::vector<uint8_t> MpiLink::receive(int from, Tag tag, const char* waiting_for, bool idle) const {
   MPI_Status status;
   const int code = poll(from, waiting_for, idle, [&] {
     int ready = 0;
@@ -116,8 +115,8 @@ std::vector<uint8_t> MpiLink::receive(int from, Tag tag, const char* waiting_for
     return std::pair{probe, ready != 0};
   });
   if (code != MPI_SUCCESS) {
-    throw DeviceLost(fmt::format("waiting for {} ({}): {}", describe(from), waiting_for,
-                                 mpi_error_text(code)));
+    throw DeviceLost(
+        fmt::format("waiting for {} ({}): {}", describe(from), waiting_for, mpi_error_text(code)));
   }
   int count = 0;
   MPI_Get_count(&status, MPI_BYTE, &count);

@@ -13,11 +13,11 @@
 namespace strata::mpi {
 
 enum class Tag : int {
-  hello = 1,     // rank r -> 0 at start: who r is (RankIdentity)
-  assign = 2,    // 0 -> r: r's layers, or why the job cannot run
-  command = 3,   // 0 -> r: what to do next (Command)
-  hidden = 4,    // r -> r + 1 (the last rank -> 0): a step's hidden states
-  reply = 5,     // r -> 0: the answer to a command that wants one
+  hello = 1,    // rank r -> 0 at start: who r is (RankIdentity)
+  assign = 2,   // 0 -> r: r's layers, or why the job cannot run
+  command = 3,  // 0 -> r: what to do next (Command)
+  hidden = 4,   // r -> r + 1 (the last rank -> 0): a step's hidden states
+  reply = 5,    // r -> 0: the answer to a command that wants one
 };
 
 class MpiLink {
@@ -40,8 +40,7 @@ class MpiLink {
   // The next message from `from` with `tag`. Throws strata::DeviceLost naming the rank and what
   // was awaited when MPI reports an error or the process is being stopped while it waits.
   // idle: the wait may be long (a rank between commands): poll gently instead of spinning.
-  std::vector<uint8_t> receive(int from, Tag tag, const char* waiting_for,
-                               bool idle = false) const;
+  std::vector<uint8_t> receive(int from, Tag tag, const char* waiting_for, bool idle = false) const;
 
  private:
   // Calls check() -> {MPI code, done} until done or an error code, which it returns; throws

@@ -17,8 +17,7 @@ PipelineModel::PipelineModel(std::unique_ptr<MpiLink> link, std::unique_ptr<Deco
       local_(std::move(local)),
       ranges_(std::move(ranges)),
       ranks_(std::move(ranks)) {
-  STRATA_CHECK(static_cast<int>(ranges_.size()) == link_->size() &&
-                   ranges_.size() == ranks_.size(),
+  STRATA_CHECK(static_cast<int>(ranges_.size()) == link_->size() && ranges_.size() == ranks_.size(),
                "a pipeline of {} ranks with {} layer ranges", link_->size(), ranges_.size());
   for (const plan::LayerRange& range : ranges_) slices_.push_back(state_slice(*local_, range));
   const std::vector<bool> kv_layers = local_->kv_layers();
@@ -192,7 +191,9 @@ void PipelineModel::recurrent_state_read(float* state) {
   }
 }
 
-void PipelineModel::recurrent_state_written(const float* state) { written_.insert(state); }
+void PipelineModel::recurrent_state_written(const float* state) {
+  written_.insert(state);
+}
 
 void PipelineModel::recurrent_state_released(const float* state) {
   written_.erase(state);

@@ -34,9 +34,7 @@ class PipelineModel : public Model {
                ThreadPool& pool, ForwardStats* stats) override;
   int64_t dense_bytes_per_token() const override { return local_->dense_bytes_per_token(); }
   int64_t expert_bytes() const override { return local_->expert_bytes(); }
-  int64_t recurrent_bytes_per_token() const override {
-    return local_->recurrent_bytes_per_token();
-  }
+  int64_t recurrent_bytes_per_token() const override { return local_->recurrent_bytes_per_token(); }
   int64_t recurrent_state_floats() const override { return local_->recurrent_state_floats(); }
   bool layer_has_kv(int64_t layer) const override { return local_->layer_has_kv(layer); }
   void kv_slots_copied(const void* storage, int64_t from, int64_t to, int64_t n) override;

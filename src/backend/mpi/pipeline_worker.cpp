@@ -13,8 +13,7 @@ namespace {
 
 class PipelineWorker {
  public:
-  PipelineWorker(const MpiLink& link, DecoderModel& model, plan::LayerRange range,
-                 ThreadPool& pool)
+  PipelineWorker(const MpiLink& link, DecoderModel& model, plan::LayerRange range, ThreadPool& pool)
       : link_(link),
         model_(model),
         range_(range),
@@ -29,18 +28,26 @@ class PipelineWorker {
       WireReader r(message);
       const auto op = r.get<Op>();
       switch (op) {
-        case Op::forward: forward(read_step(r)); break;
-        case Op::state_get: send_state(r.get<uint64_t>()); break;
-        case Op::state_drop: states_.erase(r.get<uint64_t>()); break;
+        case Op::forward:
+          forward(read_step(r));
+          break;
+        case Op::state_get:
+          send_state(r.get<uint64_t>());
+          break;
+        case Op::state_drop:
+          states_.erase(r.get<uint64_t>());
+          break;
         case Op::kv_copy: {
           const auto key = r.get<uint64_t>();
           const auto from = r.get<int64_t>(), to = r.get<int64_t>(), n = r.get<int64_t>();
           kv_.copy_slots(key, from, to, n);
           break;
         }
-        case Op::shutdown: return;
-        default: fail("{}: unknown command {} from rank 0", link_.describe(link_.rank()),
-                      static_cast<int>(op));
+        case Op::shutdown:
+          return;
+        default:
+          fail("{}: unknown command {} from rank 0", link_.describe(link_.rank()),
+               static_cast<int>(op));
       }
     }
   }

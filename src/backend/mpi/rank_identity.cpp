@@ -82,8 +82,9 @@ std::string identity_mismatch(const RankIdentity& rank0, const RankIdentity& oth
     return fmt::format(
         "rank {} runs another strata build ({}) than rank 0 ({}); install the same build on "
         "every host",
-        rank, other.protocol != kProtocolVersion ? fmt::format("protocol {}", other.protocol)
-                                                 : other.build,
+        rank,
+        other.protocol != kProtocolVersion ? fmt::format("protocol {}", other.protocol)
+                                           : other.build,
         rank0.build);
   }
   if (other.file_bytes != rank0.file_bytes || other.fingerprint != rank0.fingerprint) {

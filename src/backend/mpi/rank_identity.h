@@ -20,7 +20,8 @@ struct RankIdentity {
   std::string host;
   std::string model_path;
   uint64_t file_bytes = 0;
-  uint64_t fingerprint = 0;  // the file's header (metadata, tensor table) and its first and last MiB
+  uint64_t fingerprint =
+      0;  // the file's header (metadata, tensor table) and its first and last MiB
   uint64_t ram_available = 0;
   int32_t threads = 0;
 

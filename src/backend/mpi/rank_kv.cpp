@@ -23,7 +23,7 @@ void RankKvStores::grow(Store& store, int64_t slots) const {
 }
 
 const std::vector<ops::KvLayerView>& RankKvStores::views(const KvDescription& kv,
-                                                          int64_t max_position) {
+                                                         int64_t max_position) {
   STRATA_CHECK(kv.type == GgmlType::F16 || kv.type == GgmlType::Q8_0,
                "rank 0 names a KV cache of type {}, not F16 or Q8_0", ggml_type_name(kv.type));
   STRATA_CHECK(kv.head_row_bytes > 0 && kv.page_size >= 0 && kv.capacity >= 0,
@@ -41,8 +41,8 @@ const std::vector<ops::KvLayerView>& RankKvStores::views(const KvDescription& kv
   int64_t slots = max_position + 1;
   if (kv.page_size > 0) {
     STRATA_CHECK(static_cast<int64_t>(kv.pages.size()) * kv.page_size >= kv.capacity,
-                 "rank 0's page table of {} pages does not cover its {} positions",
-                 kv.pages.size(), kv.capacity);
+                 "rank 0's page table of {} pages does not cover its {} positions", kv.pages.size(),
+                 kv.capacity);
     for (const int32_t page : kv.pages) {
       STRATA_CHECK(page >= 0, "rank 0's page table names page {}", page);
       slots = std::max(slots, (int64_t{page} + 1) * kv.page_size);

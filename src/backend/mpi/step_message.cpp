@@ -32,10 +32,10 @@ StepCommand read_step(WireReader& r) {
   step.tokens = r.get_array<int32_t>();
   step.sequence = r.get_array<int32_t>();
   step.position = r.get_array<int64_t>();
-  STRATA_CHECK(step.sequence.size() == step.tokens.size() &&
-                   step.position.size() == step.tokens.size(),
-               "a step command has {} tokens, {} sequence ids and {} positions",
-               step.tokens.size(), step.sequence.size(), step.position.size());
+  STRATA_CHECK(
+      step.sequence.size() == step.tokens.size() && step.position.size() == step.tokens.size(),
+      "a step command has {} tokens, {} sequence ids and {} positions", step.tokens.size(),
+      step.sequence.size(), step.position.size());
   step.has_kv = r.get<uint8_t>() != 0;
   step.has_state = r.get<uint8_t>() != 0;
   step.count_experts = r.get<uint8_t>() != 0;

@@ -28,9 +28,7 @@ class WireWriter {
     put<int64_t>(static_cast<int64_t>(values.size()));
     append(values.data(), values.size_bytes());
   }
-  void put_string(const std::string& s) {
-    put_array(std::span<const char>(s.data(), s.size()));
-  }
+  void put_string(const std::string& s) { put_array(std::span<const char>(s.data(), s.size())); }
   std::vector<uint8_t>& bytes() { return bytes_; }
 
  private:
@@ -60,7 +58,8 @@ class WireReader {
     STRATA_CHECK(n >= 0 && static_cast<uint64_t>(n) <= (bytes_.size() - at_) / sizeof(T),
                  "a message between ranks is cut short (an array of {} values)", n);
     std::vector<T> out(static_cast<size_t>(n));
-    if (n) std::memcpy(out.data(), take(static_cast<size_t>(n) * sizeof(T)), out.size() * sizeof(T));
+    if (n)
+      std::memcpy(out.data(), take(static_cast<size_t>(n) * sizeof(T)), out.size() * sizeof(T));
     return out;
   }
   // Copies the next array into `out` (which must have its size).

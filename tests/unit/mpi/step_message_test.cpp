@@ -96,7 +96,8 @@ TEST(RankKvStores, SlotsFollowRankZerosPagesAndSurviveGrowth) {
 }
 
 TEST(RankIdentity, AnotherFileOrBuildIsRefusedNamingBoth) {
-  const GgufFile file = GgufFile::open((test::test_data_dir() / "tiny-qwen3moe-Q4_K_M.gguf").string());
+  const GgufFile file =
+      GgufFile::open((test::test_data_dir() / "tiny-qwen3moe-Q4_K_M.gguf").string());
   const RankIdentity a = identify(file, "host-a", 2);
   RankIdentity b = identify(file, "host-b", 4);
   EXPECT_EQ(identity_mismatch(a, b, 1), "");
@@ -107,7 +108,8 @@ TEST(RankIdentity, AnotherFileOrBuildIsRefusedNamingBoth) {
   EXPECT_EQ(read.host, "host-b");
   EXPECT_EQ(read.fingerprint, a.fingerprint);
 
-  const GgufFile other = GgufFile::open((test::test_data_dir() / "strata-coder-tiny-Q4_0.gguf").string());
+  const GgufFile other =
+      GgufFile::open((test::test_data_dir() / "strata-coder-tiny-Q4_0.gguf").string());
   b = identify(other, "host-b", 4);
   const std::string file_error = identity_mismatch(a, b, 1);
   EXPECT_NE(file_error.find("rank 1 (host host-b) has another model file"), std::string::npos)
@@ -115,8 +117,7 @@ TEST(RankIdentity, AnotherFileOrBuildIsRefusedNamingBoth) {
   EXPECT_NE(file_error.find("rank 0 (host host-a"), std::string::npos) << file_error;
   b = a;
   b.build = "strata 0.0.9";
-  EXPECT_NE(identity_mismatch(a, b, 2).find("rank 2 runs another strata build"),
-            std::string::npos);
+  EXPECT_NE(identity_mismatch(a, b, 2).find("rank 2 runs another strata build"), std::string::npos);
   b = a;
   b.protocol = kProtocolVersion + 1;
   EXPECT_NE(identity_mismatch(a, b, 2).find("protocol"), std::string::npos);
