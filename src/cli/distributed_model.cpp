@@ -129,9 +129,7 @@ std::unique_ptr<Model> load_distributed_model(const ModelOptions& options) {
   std::unique_ptr<DecoderModel> model(dynamic_cast<DecoderModel*>(loaded.get()));
   STRATA_CHECK(model, "--distributed: {} is not a decoder model", options.path);
   loaded.release();
-  ops::MatmulSettings settings;
-  settings.tile_gemm = options.repack == "on";
-  model->set_matmul_settings(settings);
+  apply_matmul_settings(*model, options);
 
   const RankIdentity self = mpi::identify(model->file(), link->host(), options.thread_count());
   if (rank != 0) {

@@ -117,15 +117,6 @@ std::vector<int> chosen_devices(const ModelOptions& options) {
 
 namespace {
 
-// --repack, and whether decode GEMVs prefetch (measured on the file's weights), for the CPU's
-// products (a GPU model's CPU layers and RAM experts too).
-void apply_matmul_settings(Model& model, const ModelOptions& options) {
-  ops::MatmulSettings settings;
-  settings.tile_gemm = options.repack == "on";
-  settings.gemv_prefetch = tune_decode_prefetch(model.file()).prefetch;
-  model.set_matmul_settings(settings);
-}
-
 #ifdef STRATA_HAVE_VULKAN
 // Tests only: STRATA_VK_LOSE_DEVICE_AFTER=N makes the GPU look lost at the (N+1)-th model step
 // (tests/server/run_device_lost.sh covers the server's recovery on any machine).
@@ -176,6 +167,13 @@ std::unique_ptr<Model> load_on_cpu(const ModelOptions& options, LoadMode mode) {
 }
 
 }  // namespace
+
+void apply_matmul_settings(Model& model, const ModelOptions& options) {
+  ops::MatmulSettings settings;
+  settings.tile_gemm = options.repack == "on";
+  settings.gemv_prefetch = tune_decode_prefetch(model.file()).prefetch;
+  model.set_matmul_settings(settings);
+}
 
 std::unique_ptr<Model> load_model(const ModelOptions& options) {
   warn_about_settings(options);

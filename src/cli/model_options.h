@@ -48,6 +48,10 @@ void add_model_options(CLI::App* cmd, ModelOptions& options);
 // them during each step.
 std::unique_ptr<Model> load_model(const ModelOptions& options);
 
+// --repack, and whether decode GEMVs prefetch (measured on the file's weights), for the CPU's
+// matrix products of `model` (a GPU model's CPU layers and RAM experts too).
+void apply_matmul_settings(Model& model, const ModelOptions& options);
+
 // For each of --threads, --load and --kv-type the user did not give on `cmd`, takes the value
 // the planner chooses for a CPU-only run keeping kv_positions positions (plan/cpu_settings.h),
 // and logs why.

@@ -108,10 +108,26 @@ serve_up() {
 }
 answer() { curl -s "$url/v1/chat/completions" -H 'Content-Type: application/json' -d "$request" |
   python3 -c 'import json,sys; print(json.load(sys.stdin)["choices"][0]["message"]["content"])'; }
+# Three requests at once (two slots run together, so their steps are split into micro-batches
+# across the ranks); prints each answer in request order.
+answers_at_once() {
+  local i clients=()
+  for i in 1 2 3; do
+    curl -s -o "$work/at-once-$i.json" "$url/v1/chat/completions" -H 'Content-Type: application/json' \
+      -d "{\"messages\":[{\"role\":\"user\",\"content\":\"Write a function that does this: $i\"}],\"max_tokens\":40}" &
+    clients+=($!)
+  done
+  wait "${clients[@]}"
+  for i in 1 2 3; do
+    python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["choices"][0]["message"]["content"])' \
+      "$work/at-once-$i.json"
+  done
+}
 
 serve_up "$work/serve-one.log"
 trap 'kill $pid 2>/dev/null || true' EXIT
 expected=$(answer)
+expected_at_once=$(answers_at_once)
 kill -TERM $pid
 wait $pid || fail "single-process serve did not stop cleanly"
 
@@ -119,6 +135,12 @@ serve_up "$work/serve-mpi.log" mpirun --oversubscribe -np 2
 got=$(answer)
 [[ $got == "$expected" ]] || fail "served through 2 ranks: '$got', one process: '$expected'"
 echo "ok: served through 2 ranks, the same answer as one process ($(wc -c <<< "$got") bytes)"
+got=$(answers_at_once)
+[[ $got == "$expected_at_once" ]] ||
+  fail "three requests at once through 2 ranks: '$got', one process: '$expected_at_once'"
+grep -q 'runs as 2 micro-batches down the pipeline' "$work/serve-mpi.log" ||
+  { cat "$work/serve-mpi.log"; fail "no step ran as micro-batches"; }
+echo "ok: three requests at once through 2 ranks, steps in 2 micro-batches, the same answers"
 curl -s "$url/status" | grep -q 'rank 1' || fail "/status does not show rank 1's layers"
 
 # A long generation, then rank 1 killed in the middle of it.

@@ -50,6 +50,12 @@ MpiLink::MpiLink() {
   host_.assign(name, static_cast<size_t>(length));
 }
 
+struct MpiLink::PendingSend {
+  int to = 0;
+  std::vector<uint8_t> bytes;
+  MPI_Request request = MPI_REQUEST_NULL;
+};
+
 MpiLink::~MpiLink() {
   // A job being taken down may have sends to a dead rank still pending, which MPI_Finalize would
   // wait for; mpirun ends this process within a second anyway.
@@ -105,6 +111,36 @@ void MpiLink::send(int to, Tag tag, std::span<const uint8_t> bytes) const {
   }
   if (code != MPI_SUCCESS)
     throw DeviceLost(fmt::format("sending to {} failed: {}", describe(to), mpi_error_text(code)));
+}
+
+void MpiLink::start_send(int to, Tag tag, std::vector<uint8_t> bytes) {
+  STRATA_CHECK(bytes.size() <= static_cast<size_t>(INT32_MAX),
+               "a message of {} bytes to {} is larger than MPI sends at once", bytes.size(),
+               describe(to));
+  auto pending = std::make_unique<PendingSend>();
+  pending->to = to;
+  pending->bytes = std::move(bytes);
+  const int code =
+      MPI_Isend(pending->bytes.data(), static_cast<int>(pending->bytes.size()), MPI_BYTE, to,
+                static_cast<int>(tag), MPI_COMM_WORLD, &pending->request);
+  if (code != MPI_SUCCESS)
+    throw DeviceLost(fmt::format("sending to {} failed: {}", describe(to), mpi_error_text(code)));
+  pending_.push_back(std::move(pending));
+}
+
+void MpiLink::finish_sends() {
+  for (const std::unique_ptr<PendingSend>& p : pending_) {
+    const int code = poll(p->to, "taking a message", false, [&] {
+      int done = 0;
+      const int test = MPI_Test(&p->request, &done, MPI_STATUS_IGNORE);
+      return std::pair{test, done != 0};
+    });
+    if (code != MPI_SUCCESS) {
+      throw DeviceLost(
+          fmt::format("sending to {} failed: {}", describe(p->to), mpi_error_text(code)));
+    }
+  }
+  pending_.clear();
 }
 
 std::vector<uint8_t> MpiLink::receive(int from, Tag tag, const char* waiting_for, bool idle) const {

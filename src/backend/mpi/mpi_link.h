@@ -6,6 +6,7 @@
 // (util/termination.h) gives up at once.
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -37,6 +38,10 @@ class MpiLink {
   void set_rank_hosts(std::vector<std::string> hosts) { hosts_ = std::move(hosts); }
 
   void send(int to, Tag tag, std::span<const uint8_t> bytes) const;
+  // A send that goes on while this rank works (a large message waits for its receiver): the link
+  // keeps the bytes until finish_sends() saw every started send taken.
+  void start_send(int to, Tag tag, std::vector<uint8_t> bytes);
+  void finish_sends();
   // The next message from `from` with `tag`. Throws strata::DeviceLost naming the rank and what
   // was awaited when MPI reports an error or the process is being stopped while it waits.
   // idle: the wait may be long (a rank between commands): poll gently instead of spinning.
@@ -48,6 +53,8 @@ class MpiLink {
   template <typename Check>
   int poll(int rank, const char* waiting_for, bool idle, Check check) const;
 
+  struct PendingSend;
+  std::vector<std::unique_ptr<PendingSend>> pending_;
   int rank_ = 0, size_ = 1;
   std::string host_;
   std::vector<std::string> hosts_;

@@ -98,10 +98,16 @@ void PipelineModel::forward(const ForwardBatch& batch, std::span<const SequenceK
       stats && static_cast<int64_t>(stats->expert_counts.size()) == hp.n_layer * hp.n_expert;
 
   // Every other rank learns the step first, so it prepares its caches while this one computes.
+  StepCommand step = step_command(batch, kv);
+  step.count_experts = count_experts;
+  step.groups = micro_batches(step.sequence, link_->size());
+  if (step.groups.size() > 2 && !said_micro_batches_) {
+    log::info("a step of {} sequences runs as {} micro-batches down the pipeline", kv.size(),
+              step.groups.size() - 1);
+    said_micro_batches_ = true;
+  }
   {
     STRATA_PROFILE("pipeline commands");
-    StepCommand step = step_command(batch, kv);
-    step.count_experts = count_experts;
     for (int r = 1; r < link_->size(); ++r) {
       const StateSlice& slice = slices_[static_cast<size_t>(r)];
       for (size_t s = 0; s < step.sequences.size() && recurrent; ++s) {
@@ -118,35 +124,52 @@ void PipelineModel::forward(const ForwardBatch& batch, std::span<const SequenceK
     }
   }
 
+  // Each micro-batch goes down the pipeline as soon as this rank ran its layers on it.
   x_.resize(static_cast<size_t>(n * hp.n_embd));
   {
     STRATA_PROFILE("embedding");
     embed_tokens(local_->token_embd(), rows_.tokens(), x_.data());
   }
-  local_->forward_layers(batch, kv, 0, ranges_[0].last, x_.data(), pool, stats);
-
-  HiddenStates hidden;
-  {
+  const size_t groups = step.groups.size() - 1;
+  const std::vector<uint64_t> no_counts(
+      count_experts ? static_cast<size_t>(hp.n_layer * hp.n_expert) : 0, 0);
+  for (size_t g = 0; g < groups; ++g) {
+    const int64_t begin = step.groups[g], end = step.groups[g + 1];
+    const ForwardBatch group = group_batch(step, begin, end, batch.recurrent);
+    float* x = x_.data() + begin * hp.n_embd;
+    local_->forward_layers(group, kv, 0, ranges_[0].last, x, pool, stats);
     STRATA_PROFILE("pipeline");
-    hidden.x = std::move(x_);
-    if (count_experts) hidden.expert_counts = stats->expert_counts;
+    HiddenStates hidden;
+    hidden.x.assign(x, x + (end - begin) * hp.n_embd);
+    hidden.expert_counts = no_counts;  // the other ranks add theirs
     WireWriter w;
     hidden.write(w);
-    link_->send(1, Tag::hidden, w.bytes());
+    link_->start_send(1, Tag::hidden, std::move(w.bytes()));
+  }
+  std::string error;
+  for (size_t g = 0; g < groups; ++g) {
+    STRATA_PROFILE("pipeline");
+    const int64_t begin = step.groups[g], end = step.groups[g + 1];
     const std::vector<uint8_t> message =
         link_->receive(link_->size() - 1, Tag::hidden, "the hidden states of a step");
     WireReader r(message);
-    hidden = HiddenStates::read(r);
+    const HiddenStates hidden = HiddenStates::read(r);
+    if (!hidden.error.empty()) {
+      if (error.empty()) error = hidden.error;
+      continue;
+    }
+    STRATA_CHECK(static_cast<int64_t>(hidden.x.size()) == (end - begin) * hp.n_embd,
+                 "{} sent {} hidden values for {} rows", link_->describe(link_->size() - 1),
+                 hidden.x.size(), end - begin);
+    std::copy(hidden.x.begin(), hidden.x.end(), x_.begin() + begin * hp.n_embd);
+    if (stats) {
+      stats->distinct_experts += hidden.distinct_experts;
+      for (size_t i = 0; i < hidden.expert_counts.size() && count_experts; ++i)
+        stats->expert_counts[i] += hidden.expert_counts[i];
+    }
   }
-  STRATA_CHECK(hidden.error.empty(), "{}", hidden.error);
-  STRATA_CHECK(static_cast<int64_t>(hidden.x.size()) == n * hp.n_embd,
-               "{} sent {} hidden values for {} rows", link_->describe(link_->size() - 1),
-               hidden.x.size(), n);
-  x_ = std::move(hidden.x);
-  if (stats) {
-    stats->distinct_experts += hidden.distinct_experts;
-    if (count_experts) stats->expert_counts = std::move(hidden.expert_counts);
-  }
+  link_->finish_sends();
+  STRATA_CHECK(error.empty(), "{}", error);
   rows_.advance_states(batch.recurrent);
   for (const float* state : batch.recurrent) written_.erase(state);
 

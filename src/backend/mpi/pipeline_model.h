@@ -68,6 +68,7 @@ class PipelineModel : public Model {
   BatchRows rows_;
   std::vector<float> x_;
   BlockWorkspace head_workspace_;
+  bool said_micro_batches_ = false;  // logged once, when steps first split
 };
 
 }  // namespace strata::mpi

@@ -13,7 +13,7 @@ namespace {
 
 class PipelineWorker {
  public:
-  PipelineWorker(const MpiLink& link, DecoderModel& model, plan::LayerRange range, ThreadPool& pool)
+  PipelineWorker(MpiLink& link, DecoderModel& model, plan::LayerRange range, ThreadPool& pool)
       : link_(link),
         model_(model),
         range_(range),
@@ -83,18 +83,14 @@ class PipelineWorker {
     link_.send(0, Tag::reply, w.bytes());
   }
 
-  // The batch and its caches as rank 0 sees them (the decoder orders the rows the same way).
+  // The caches and states of a step as rank 0 sees them.
   struct Step {
-    ForwardBatch batch;
     std::vector<std::vector<ops::KvLayerView>> views;
     std::vector<SequenceKv> kv;
     std::vector<float*> states;
   };
 
   void prepare(StepCommand& step, Step& out) {
-    out.batch.tokens = step.tokens;
-    out.batch.sequences = step.sequence;
-    out.batch.positions = step.position;
     std::vector<int64_t> max_position(step.sequences.size(), 0);
     for (size_t t = 0; t < step.sequence.size(); ++t) {
       const auto s = static_cast<size_t>(step.sequence[t]);
@@ -120,11 +116,11 @@ class PipelineWorker {
       }
     }
     for (const auto& v : out.views) out.kv.emplace_back(v);
-    out.batch.recurrent = out.states;
   }
 
-  // Runs this rank's layers on the hidden states the previous rank sends and passes them on; a
-  // failure here travels on in their place, so rank 0 reports it and no rank waits forever.
+  // Runs this rank's layers on each micro-batch's hidden states as the previous rank sends them
+  // and passes them on; a failure travels on in their place, so rank 0 reports it and no rank
+  // waits forever.
   void forward(StepCommand step) {
     Step prepared;
     std::string error;
@@ -133,35 +129,41 @@ class PipelineWorker {
     } catch (const std::exception& e) {
       error = e.what();
     }
-    const std::vector<uint8_t> message =
-        link_.receive(link_.rank() - 1, Tag::hidden, "the hidden states of a step");
-    WireReader r(message);
-    HiddenStates hidden = HiddenStates::read(r);
-    if (hidden.error.empty() && error.empty()) {
-      try {
-        ForwardStats stats;
-        if (step.count_experts) stats.expert_counts.swap(hidden.expert_counts);
-        STRATA_CHECK(static_cast<int64_t>(hidden.x.size()) ==
-                         static_cast<int64_t>(step.tokens.size()) * model_.hparams().n_embd,
-                     "{} hidden values for {} rows", hidden.x.size(), step.tokens.size());
-        model_.forward_layers(prepared.batch, prepared.kv, range_.first, range_.last,
-                              hidden.x.data(), pool_, &stats);
-        hidden.distinct_experts += stats.distinct_experts;
-        hidden.expert_counts.swap(stats.expert_counts);
-      } catch (const std::exception& e) {
-        error = e.what();
+    const int next = (link_.rank() + 1) % link_.size();
+    for (size_t g = 0; g + 1 < step.groups.size(); ++g) {
+      const int64_t begin = step.groups[g], end = step.groups[g + 1];
+      const std::vector<uint8_t> message =
+          link_.receive(link_.rank() - 1, Tag::hidden, "the hidden states of a step");
+      WireReader r(message);
+      HiddenStates hidden = HiddenStates::read(r);
+      if (hidden.error.empty() && error.empty()) {
+        try {
+          ForwardStats stats;
+          if (step.count_experts) stats.expert_counts.swap(hidden.expert_counts);
+          STRATA_CHECK(
+              static_cast<int64_t>(hidden.x.size()) == (end - begin) * model_.hparams().n_embd,
+              "{} hidden values for {} rows", hidden.x.size(), end - begin);
+          const ForwardBatch batch = group_batch(step, begin, end, prepared.states);
+          model_.forward_layers(batch, prepared.kv, range_.first, range_.last, hidden.x.data(),
+                                pool_, &stats);
+          hidden.distinct_experts += stats.distinct_experts;
+          hidden.expert_counts.swap(stats.expert_counts);
+        } catch (const std::exception& e) {
+          error = e.what();
+        }
       }
+      if (hidden.error.empty() && !error.empty()) {
+        hidden.error = fmt::format("{}: {}", link_.describe(link_.rank()), error);
+        log::error("{}", hidden.error);
+      }
+      WireWriter w;
+      hidden.write(w);
+      link_.start_send(next, Tag::hidden, std::move(w.bytes()));
     }
-    if (hidden.error.empty() && !error.empty()) {
-      hidden.error = fmt::format("{}: {}", link_.describe(link_.rank()), error);
-      log::error("{}", hidden.error);
-    }
-    WireWriter w;
-    hidden.write(w);
-    link_.send((link_.rank() + 1) % link_.size(), Tag::hidden, w.bytes());
+    link_.finish_sends();
   }
 
-  const MpiLink& link_;
+  MpiLink& link_;
   DecoderModel& model_;
   plan::LayerRange range_;
   ThreadPool& pool_;
@@ -172,7 +174,7 @@ class PipelineWorker {
 
 }  // namespace
 
-void run_pipeline_worker(const MpiLink& link, DecoderModel& model, plan::LayerRange range,
+void run_pipeline_worker(MpiLink& link, DecoderModel& model, plan::LayerRange range,
                          ThreadPool& pool) {
   PipelineWorker(link, model, range, pool).run();
 }

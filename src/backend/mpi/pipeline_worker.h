@@ -11,7 +11,7 @@
 namespace strata::mpi {
 
 // Returns when rank 0 sends shutdown; throws strata::DeviceLost when a rank it waits on is gone.
-void run_pipeline_worker(const MpiLink& link, DecoderModel& model, plan::LayerRange range,
+void run_pipeline_worker(MpiLink& link, DecoderModel& model, plan::LayerRange range,
                          ThreadPool& pool);
 
 }  // namespace strata::mpi

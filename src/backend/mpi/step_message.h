@@ -43,8 +43,11 @@ struct StepSequence {
 };
 
 struct StepCommand {
-  std::vector<int32_t> tokens, sequence;  // [rows] in batch order
+  std::vector<int32_t> tokens, sequence;  // [rows] in the order the decoder runs them
   std::vector<int64_t> position;
+  // Micro-batches: rows [groups[g], groups[g + 1]) travel the pipeline one after another, so
+  // while a rank runs one, the rank before it runs the next.
+  std::vector<int64_t> groups;
   std::vector<StepSequence> sequences;
   bool has_kv = false, has_state = false;
   bool count_experts = false;
@@ -72,5 +75,15 @@ struct StateSlice {
   int64_t size() const { return last - first; }
 };
 StateSlice state_slice(const DecoderModel& model, plan::LayerRange range);
+
+// Row boundaries [0, ..., n] of at most max_groups micro-batches of rows whose sequences are
+// `sequence` (in the decoder's order): cut only where the sequence changes, so each sequence's
+// rows stay in one micro-batch and run exactly as in one batch, as evenly as that allows.
+std::vector<int64_t> micro_batches(std::span<const int32_t> sequence, int64_t max_groups);
+
+// Rows [begin, end) of `step` as a batch of their own (several-sequence form, no logits): every
+// sequence's caches and states stay where the whole step has them.
+ForwardBatch group_batch(const StepCommand& step, int64_t begin, int64_t end,
+                         std::span<float* const> states);
 
 }  // namespace strata::mpi

@@ -18,6 +18,7 @@ TEST(StepMessage, ACommandReadsBackAsItWasWritten) {
   step.tokens = {5, 6, 7};
   step.sequence = {0, 1, 1};
   step.position = {9, 0, 1};
+  step.groups = {0, 1, 3};
   step.has_kv = step.has_state = step.count_experts = true;
   step.sequences.resize(2);
   step.sequences[0].kv = {0x1234, GgmlType::Q8_0, 68, 16, 32, {3, 1}};
@@ -33,6 +34,7 @@ TEST(StepMessage, ACommandReadsBackAsItWasWritten) {
   EXPECT_EQ(back.tokens, step.tokens);
   EXPECT_EQ(back.sequence, step.sequence);
   EXPECT_EQ(back.position, step.position);
+  EXPECT_EQ(back.groups, step.groups);
   EXPECT_TRUE(back.has_kv && back.has_state && back.count_experts);
   ASSERT_EQ(back.sequences.size(), 2u);
   EXPECT_EQ(back.sequences[0].kv.key, 0x1234u);
@@ -47,6 +49,7 @@ TEST(StepMessage, ACutMessageIsAnErrorNotAReadPastItsEnd) {
   StepCommand step;
   step.tokens = step.sequence = {1, 2};
   step.position = {0, 1};
+  step.groups = {0, 2};
   WireWriter w;
   write_step(w, step);
   for (size_t cut : {size_t{0}, size_t{4}, w.bytes().size() / 2, w.bytes().size() - 1}) {
@@ -121,6 +124,43 @@ TEST(RankIdentity, AnotherFileOrBuildIsRefusedNamingBoth) {
   b = a;
   b.protocol = kProtocolVersion + 1;
   EXPECT_NE(identity_mismatch(a, b, 2).find("protocol"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace strata::mpi
+
+namespace strata::mpi {
+namespace {
+
+TEST(MicroBatches, CutOnlyBetweenSequencesAsEvenlyAsThatAllows) {
+  using Rows = std::vector<int32_t>;
+  using Cuts = std::vector<int64_t>;
+  EXPECT_EQ(micro_batches(Rows{0, 0, 0, 0}, 3), (Cuts{0, 4}));  // one sequence: one batch
+  EXPECT_EQ(micro_batches(Rows{0, 1, 2, 3}, 2), (Cuts{0, 2, 4}));
+  EXPECT_EQ(micro_batches(Rows{0, 1, 2, 3}, 4), (Cuts{0, 1, 2, 3, 4}));
+  EXPECT_EQ(micro_batches(Rows{0, 1}, 3), (Cuts{0, 1, 2}));  // fewer sequences than ranks
+  // A long prompt chunk beside two decode rows: the cut falls where the prompt ends.
+  EXPECT_EQ(micro_batches(Rows{2, 2, 2, 2, 2, 2, 0, 1}, 2), (Cuts{0, 6, 8}));
+  EXPECT_EQ(micro_batches(Rows{0, 1, 2, 2, 2, 2, 2, 2}, 2), (Cuts{0, 2, 8}));
+  EXPECT_EQ(micro_batches(Rows{0, 0, 1, 1, 2, 2}, 3), (Cuts{0, 2, 4, 6}));
+  EXPECT_EQ(micro_batches(Rows{}, 2), (Cuts{0, 0}));
+  EXPECT_EQ(micro_batches(Rows{5, 5, 7}, 1), (Cuts{0, 3}));
+}
+
+TEST(MicroBatches, AGroupIsABatchOfItsRows) {
+  StepCommand step;
+  step.tokens = {10, 11, 12, 13};
+  step.sequence = {0, 0, 1, 1};
+  step.position = {4, 5, 0, 1};
+  float a = 0, b = 0;
+  std::vector<float*> states{&a, &b};
+  const ForwardBatch batch = group_batch(step, 2, 4, states);
+  EXPECT_EQ(std::vector<int32_t>(batch.tokens.begin(), batch.tokens.end()),
+            (std::vector<int32_t>{12, 13}));
+  EXPECT_EQ(batch.sequences[0], 1);
+  EXPECT_EQ(batch.positions[1], 1);
+  EXPECT_EQ(batch.recurrent.size(), 2u);
+  EXPECT_TRUE(batch.logit_rows.empty());
 }
 
 }  // namespace
