@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/distributed_plan.h"
 #include "cli/plan_quality.h"
 #include "cli/plan_report.h"
 #include "gguf/gguf_file.h"
@@ -63,6 +64,19 @@ nlohmann::json given_json(const plan::GivenEvaluation& g, const plan::Plan& p) {
   return j;
 }
 
+int64_t context_tokens(const std::string& text) {
+  int64_t ctx = 0;
+  try {
+    size_t used = 0;
+    ctx = std::stoll(text, &used);
+    if (used != text.size()) ctx = 0;
+  } catch (const std::exception&) {
+    ctx = 0;
+  }
+  STRATA_CHECK(ctx > 0, "--ctx: expected a positive number of tokens or 'max', found '{}'", text);
+  return ctx;
+}
+
 }  // namespace
 
 void add_plan_command(CLI::App& app) {
@@ -88,6 +102,8 @@ void add_plan_command(CLI::App& app) {
     std::string vram_budget;  // caps each probed GPU's memory (an 8 GB card on a bigger GPU)
     plan::GivenFlags given;   // a placement to price next to the plan
     std::vector<std::string> quality;  // measured quality of files to compare (plan_quality.h)
+    std::string hosts;                 // a split across hosts (plan/pipeline_plan.h)
+    std::string link;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -154,6 +170,13 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--override-tensor,--ot", o->given.overrides,
                   "Price llama.cpp's -ot REGEX=DEVICE next to the plan (repeatable), e.g. "
                   "'blk\\.([5-9]|[1-9][0-9])\\.ffn_.*_exps=CPU'");
+  cmd->add_option("--hosts", o->hosts,
+                  "Plan the model split across hosts (--distributed): NAME=RAM:GB/s:CORES,... "
+                  "(e.g. desk=64G:40:8,old=32G:20:4), a JSON file, or 'measure' under mpirun "
+                  "(each rank probes its host, the link is measured)");
+  cmd->add_option("--link", o->link,
+                  "With --hosts: the network between them, GBIT:MS (default 1:0.2, a gigabit "
+                  "LAN)");
   cmd->callback([o] {
     STRATA_CHECK(o->model_path.empty() != o->arch.empty(),
                  "plan: give exactly one of -m FILE.gguf or --arch PRESET");
@@ -193,6 +216,19 @@ void add_plan_command(CLI::App& app) {
     }
     if (!o->profile.empty()) plan::load_expert_popularity(inv, o->profile, o->model_path);
 
+    STRATA_CHECK(o->link.empty() || !o->hosts.empty(), "--link describes the network of --hosts");
+    if (!o->hosts.empty()) {
+      plan::PlanGoals goals;
+      goals.kv_type = o->kv_type;
+      plan::kv_type_bytes(goals.kv_type);  // validates
+      STRATA_CHECK(o->ctx != "max", "--hosts plans a given context; --ctx max is for one machine");
+      goals.context = context_tokens(o->ctx);
+      STRATA_CHECK(o->gpus.empty() && o->ram.empty() && o->cores == 0,
+                   "--hosts describes every host; --gpu, --ram and --cores describe one machine");
+      print_pipeline_plan(inv, o->hosts, o->link, goals, o->json);
+      return;
+    }
+
     MachineInputs machine;
     machine.model_path = o->model_path;
     machine.device = o->device;
@@ -217,17 +253,7 @@ void add_plan_command(CLI::App& app) {
     if (o->ctx == "max") {
       goals.max_context = true;
     } else {
-      int64_t ctx = 0;
-      try {
-        size_t used = 0;
-        ctx = std::stoll(o->ctx, &used);
-        STRATA_CHECK(used == o->ctx.size(), "");
-      } catch (const std::exception&) {
-        ctx = 0;
-      }
-      STRATA_CHECK(ctx > 0, "--ctx: expected a positive number of tokens or 'max', found '{}'",
-                   o->ctx);
-      goals.context = ctx;
+      goals.context = context_tokens(o->ctx);
     }
     // GPUs probed here run strata's own executor: its step buffers are counted as run counts
     // them. Hypothetical GPUs keep FIELD's runtime margin (fitted on llama.cpp's runs).

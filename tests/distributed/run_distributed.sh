@@ -87,6 +87,30 @@ fi
 [[ $out == *"one rank"* ]] || fail "no clear one-rank error: $out"
 echo "ok: one rank refused"
 
+# --- the planner ----------------------------------------------------------------------------
+# Measured under mpirun: each rank probes its host, rank 0 measures the link and prints the plan.
+mpi 2 "$strata" plan -m "$data/strata-coder-tiny-Q4_0.gguf" --hosts measure --ctx 2048 --json \
+  > "$work/plan-measured.json" 2> "$work/plan-measured.log" ||
+  { cat "$work/plan-measured.log"; fail "plan --hosts measure failed"; }
+python3 - "$work/plan-measured.json" <<'PY' || fail "plan --hosts measure: unexpected plan"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["fits"] and len(p["ranks"]) == 2, p
+assert p["link"]["source"].startswith("measured by MPI ping-pong"), p["link"]
+assert p["link"]["gbytes_per_second"] > 0 and p["link"]["latency_ms"] > 0, p["link"]
+assert p["ranks"][0]["first_layer"] == 0 and p["ranks"][1]["last_layer"] == 3, p["ranks"]
+assert p["decode_tok_s"] > 0 and p["prompt_tok_s"] > 0, p
+print(f"ok: plan --hosts measure: link {p['link']['gbytes_per_second']:.2f} GB/s, "
+      f"{p['link']['latency_ms'] * 1000:.0f} us; layers {p['ranks'][0]['last_layer'] + 1} + "
+      f"{p['ranks'][1]['last_layer'] - p['ranks'][1]['first_layer'] + 1}")
+PY
+# Given hosts: a model that fits on neither host alone fits across both.
+out=$("$strata" plan --arch qwen3-235b-a22b --quant-size 133GB --hosts desk=96G:60:8,old=64G:35:6 \
+  --link 1:0.2 --ctx 32768 2>&1) || fail "plan --hosts (given) failed: $out"
+[[ $(grep -c 'alone: .* does not fit' <<< "$out") == 2 ]] || fail "plan --hosts: $out"
+grep -q '^bottleneck: ' <<< "$out" || fail "plan --hosts names no bottleneck: $out"
+echo "ok: plan --hosts for Qwen3-235B-A22B on 96G + 64G hosts: $(grep 'decode, one stream' <<< "$out")"
+
 # --- serving through rank 0 ----------------------------------------------------------------
 request='{"messages":[{"role":"user","content":"Write a function that does this: Return the sum of a list of numbers."}],"max_tokens":48}'
 # serve_up LOG [mpirun -np N]: starts strata serve (through mpirun when given), sets url and pid.

@@ -1,0 +1,105 @@
+#include "cli/distributed_plan.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <map>
+
+#include "plan/pipeline_plan.h"
+#include "util/error.h"
+#include "util/log.h"
+
+#ifdef STRATA_HAVE_MPI
+#include "backend/mpi/link_probe.h"
+#include "backend/mpi/mpi_link.h"
+#include "backend/mpi/wire.h"
+#endif
+
+namespace strata::cli {
+
+namespace {
+
+#ifdef STRATA_HAVE_MPI
+// Each rank's host, probed (RAM size, what is available, read bandwidth, cores), gathered on rank
+// 0 with the slowest link; the other ranks end the process when they have answered.
+std::vector<plan::HostSpec> measured_hosts(plan::LinkSpec& link_spec) {
+  mpi::MpiLink link;
+  STRATA_CHECK(link.size() >= 2,
+               "--hosts measure: this MPI job has one rank; start it with mpirun -np N -H "
+               "host1,host2,... (one rank per host)");
+  plan::ProbeOptions probe;
+  probe.calibrate = false;  // the link and RAM are what a split is about; rates come from RAM
+  const plan::HardwareProfile hw = plan::make_hardware_profile({}, probe);
+  mpi::WireWriter w;
+  w.put_string(link.host());
+  w.put(hw.ram_total_bytes);
+  w.put(hw.ram_available_bytes);
+  w.put(hw.ram_bandwidth_gbps);
+  w.put<int32_t>(hw.physical_cores);
+  const mpi::MeasuredLink measured = mpi::measure_links(link);
+  if (link.rank() != 0) {
+    link.send(0, mpi::Tag::hello, w.bytes());
+    return {};
+  }
+  std::vector<plan::HostSpec> hosts;
+  std::map<std::string, int> ranks_on;
+  for (int r = 0; r < link.size(); ++r) {
+    const std::vector<uint8_t> bytes =
+        r == 0 ? w.bytes() : link.receive(r, mpi::Tag::hello, "its host's measurements");
+    mpi::WireReader reader(bytes);
+    plan::HostSpec h;
+    h.name = reader.get_string();
+    h.hw.cpu_model = "probed";
+    h.hw.ram_total_bytes = reader.get<uint64_t>();
+    h.hw.ram_available_bytes = reader.get<uint64_t>();
+    h.hw.ram_bandwidth_gbps = reader.get<double>();
+    h.hw.ram_bandwidth_source = "measured by its rank";
+    h.hw.physical_cores = h.hw.threads = reader.get<int32_t>();
+    h.source = fmt::format("probed by rank {}", r);
+    ++ranks_on[h.name];
+    hosts.push_back(h);
+  }
+  for (plan::HostSpec& h : hosts) {
+    // Ranks that share a host share its RAM.
+    h.usable_ram_bytes = h.hw.ram_available_bytes / static_cast<uint64_t>(ranks_on[h.name]);
+    if (ranks_on[h.name] > 1) h.name += fmt::format(" ({} ranks)", ranks_on[h.name]);
+  }
+  link_spec.gbytes_per_second = measured.gbytes_per_second;
+  link_spec.latency_ms = measured.latency_ms;
+  link_spec.source =
+      fmt::format("measured by MPI ping-pong, slowest: rank 0 to rank {}", measured.slowest_rank);
+  return hosts;
+}
+#endif
+
+}  // namespace
+
+void print_pipeline_plan(const plan::ModelInventory& inv, const std::string& hosts_text,
+                         const std::string& link_text, const plan::PlanGoals& goals, bool json) {
+  plan::LinkSpec link;
+  std::vector<plan::HostSpec> hosts;
+  if (hosts_text == "measure") {
+#ifdef STRATA_HAVE_MPI
+    STRATA_CHECK(link_text.empty(), "--hosts measure measures the link; leave --link out");
+    STRATA_CHECK(mpi::launched_by_mpi(),
+                 "--hosts measure runs under mpirun, one rank per host: mpirun -np N -H "
+                 "host1,host2,... strata plan -m FILE --hosts measure");
+    hosts = measured_hosts(link);
+    if (hosts.empty()) std::exit(0);  // a rank other than 0: it answered
+#else
+    fail("--hosts measure: this strata was built without MPI (install libopenmpi-dev, rebuild)");
+#endif
+  } else {
+    hosts = plan::parse_hosts(hosts_text, &link);
+    if (!link_text.empty()) link = plan::parse_link(link_text);
+  }
+  const plan::PipelinePlan p = plan::plan_pipeline(inv, hosts, link, goals);
+  if (json) {
+    fmt::print("{}\n", plan::pipeline_json(p).dump(2));
+  } else {
+    fmt::print("{}", plan::pipeline_text(inv, p));
+  }
+  STRATA_CHECK(p.fits, "{}", p.fit_error);
+}
+
+}  // namespace strata::cli
