@@ -73,7 +73,7 @@ std::vector<double> rank_capacities(const std::vector<RankIdentity>& ranks) {
 
 // Rank 0: checks what every rank said and splits the layers.
 Assignment assign_layers(const ModelOptions& options, const GgufFile& file,
-                         const std::vector<RankIdentity>& ranks, int64_t n_layer) {
+                         const std::vector<RankIdentity>& ranks) {
   Assignment a;
   for (const RankIdentity& r : ranks) a.hosts.push_back(r.host);
   for (size_t r = 1; r < ranks.size(); ++r) {
@@ -81,11 +81,11 @@ Assignment assign_layers(const ModelOptions& options, const GgufFile& file,
     if (!a.error.empty()) return a;
   }
   try {
+    const plan::ModelInventory inventory = plan::inventory_from_gguf(file);
     if (!options.layer_split.empty()) {
-      a.ranges =
-          plan::parse_layer_split(options.layer_split, n_layer, static_cast<int64_t>(ranks.size()));
+      a.ranges = plan::parse_layer_split(options.layer_split, inventory.n_layer,
+                                         static_cast<int64_t>(ranks.size()));
     } else {
-      const plan::ModelInventory inventory = plan::inventory_from_gguf(file);
       a.ranges = plan::split_layers(plan::layer_weight_bytes(inventory),
                                     plan::head_weight_bytes(inventory), rank_capacities(ranks));
     }
@@ -124,14 +124,13 @@ std::unique_ptr<Model> load_distributed_model(const ModelOptions& options) {
     pthread_sigmask(SIG_UNBLOCK, &signals, nullptr);
   }
 
-  // Each rank maps the file and reads only the weights of its own layers.
-  std::unique_ptr<Model> loaded = Model::load(options.path, LoadMode::mmap);
-  std::unique_ptr<DecoderModel> model(dynamic_cast<DecoderModel*>(loaded.get()));
-  STRATA_CHECK(model, "--distributed: {} is not a decoder model", options.path);
-  loaded.release();
-  apply_matmul_settings(*model, options);
-
-  const RankIdentity self = mpi::identify(model->file(), link->host(), options.thread_count());
+  // First only the header and the fingerprint's samples: which layers this rank holds decides
+  // what it reads of the rest.
+  const ByteRange header_part{0, uint64_t{1} << 20};
+  const GgufFile header = GgufFile::open(options.path, LoadMode::mmap, {&header_part, 1});
+  const RankIdentity self = mpi::identify(header, link->host(), options.thread_count());
+  Assignment a;
+  std::vector<RankIdentity> ranks{self};
   if (rank != 0) {
     WireWriter hello;
     self.write(hello);
@@ -139,15 +138,53 @@ std::unique_ptr<Model> load_distributed_model(const ModelOptions& options) {
     const std::vector<uint8_t> message =
         link->receive(0, Tag::assign, "the layer assignment", /*idle=*/true);
     WireReader r(message);
-    const Assignment a = Assignment::read(r);
+    a = Assignment::read(r);
     if (!a.error.empty()) {
       log::error("rank {}: rank 0 refused the job: {}", rank, a.error);
       end_worker(std::move(link), 1);
     }
-    link->set_rank_hosts(a.hosts);
+  } else {
+    for (int r = 1; r < size; ++r) {
+      const std::vector<uint8_t> message = link->receive(r, Tag::hello, "its start-up message");
+      WireReader reader(message);
+      ranks.push_back(RankIdentity::read(reader));
+    }
+    a = assign_layers(options, header, ranks);
+    WireWriter w;
+    a.write(w);
+    for (int r = 1; r < size; ++r) link->send(r, Tag::assign, w.bytes());
+    STRATA_CHECK(a.error.empty(), "--distributed: {}", a.error);
+  }
+  link->set_rank_hosts(a.hosts);
+
+  // This rank's tensors only: mapped (read ahead) or read into RAM (--load); the rest of the file
+  // takes no memory here.
+  const std::vector<ByteRange> held = plan::rank_byte_ranges(header, a.ranges, rank);
+  std::unique_ptr<Model> loaded =
+      Model::from_file(GgufFile::open(options.path, options.load_mode(), held));
+  std::unique_ptr<DecoderModel> model(dynamic_cast<DecoderModel*>(loaded.get()));
+  STRATA_CHECK(model, "--distributed: {} is not a decoder model", options.path);
+  loaded.release();
+  STRATA_CHECK(a.ranges.back().last == model->hparams().n_layer,
+               "--distributed: the split covers {} layers, {} has {}", a.ranges.back().last,
+               options.path, model->hparams().n_layer);
+  // The prefetch decision is a measurement of memory reads: ranks sharing a host would disturb
+  // each other's, so they take turns.
+  const std::vector<uint8_t> nothing;
+  if (rank > 0) link->receive(rank - 1, Tag::turn, "its turn to measure", /*idle=*/true);
+  apply_matmul_settings(*model, options, [&](const GgufTensorInfo& t) {
+    return plan::rank_holds_tensor(t.name, a.ranges, rank);
+  });
+  if (rank + 1 < size) link->send(rank + 1, Tag::turn, nothing);
+  uint64_t held_bytes = 0;
+  for (const ByteRange& r : held) held_bytes += r.size;
+
+  if (rank != 0) {
     const plan::LayerRange range = a.ranges[static_cast<size_t>(rank)];
-    log::info("{}: layers {}-{} of {}, {} threads", link->describe(rank), range.first,
-              range.last - 1, options.path, options.thread_count());
+    log::info("{}: layers {}-{} of {} ({} {}), {} threads", link->describe(rank), range.first,
+              range.last - 1, options.path, format_bytes(held_bytes),
+              options.load_mode() == LoadMode::ram ? "read into RAM" : "mapped",
+              options.thread_count());
     int status = 0;
     try {
       ThreadPool pool(options.thread_count());
@@ -160,21 +197,10 @@ std::unique_ptr<Model> load_distributed_model(const ModelOptions& options) {
     end_worker(std::move(link), status);
   }
 
-  std::vector<RankIdentity> ranks{self};
-  for (int r = 1; r < size; ++r) {
-    const std::vector<uint8_t> message = link->receive(r, Tag::hello, "its start-up message");
-    WireReader reader(message);
-    ranks.push_back(RankIdentity::read(reader));
-  }
-  const Assignment a = assign_layers(options, model->file(), ranks, model->hparams().n_layer);
-  WireWriter w;
-  a.write(w);
-  for (int r = 1; r < size; ++r) link->send(r, Tag::assign, w.bytes());
-  STRATA_CHECK(a.error.empty(), "--distributed: {}", a.error);
-  link->set_rank_hosts(a.hosts);
   auto pipeline =
       std::make_unique<mpi::PipelineModel>(std::move(link), std::move(model), a.ranges, ranks);
-  log::info("{}", pipeline->placement_summary());
+  log::info("{} (rank 0: {} {})", pipeline->placement_summary(), format_bytes(held_bytes),
+            options.load_mode() == LoadMode::ram ? "read into RAM" : "mapped");
   for (const Model::DeviceMemory& m : pipeline->device_memory()) {
     if (m.allocated_bytes > m.budget_bytes) {
       log::warn("{} holds {} of weights with {} of RAM available: it will page from disk", m.device,

@@ -168,10 +168,11 @@ std::unique_ptr<Model> load_on_cpu(const ModelOptions& options, LoadMode mode) {
 
 }  // namespace
 
-void apply_matmul_settings(Model& model, const ModelOptions& options) {
+void apply_matmul_settings(Model& model, const ModelOptions& options,
+                           const std::function<bool(const GgufTensorInfo&)>& held) {
   ops::MatmulSettings settings;
   settings.tile_gemm = options.repack == "on";
-  settings.gemv_prefetch = tune_decode_prefetch(model.file()).prefetch;
+  settings.gemv_prefetch = tune_decode_prefetch(model.file(), {}, held).prefetch;
   model.set_matmul_settings(settings);
 }
 

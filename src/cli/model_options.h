@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,7 +51,9 @@ std::unique_ptr<Model> load_model(const ModelOptions& options);
 
 // --repack, and whether decode GEMVs prefetch (measured on the file's weights), for the CPU's
 // matrix products of `model` (a GPU model's CPU layers and RAM experts too).
-void apply_matmul_settings(Model& model, const ModelOptions& options);
+// held: the tensors this process reads (null: all), for the prefetch measurement.
+void apply_matmul_settings(Model& model, const ModelOptions& options,
+                           const std::function<bool(const GgufTensorInfo&)>& held = nullptr);
 
 // For each of --threads, --load and --kv-type the user did not give on `cmd`, takes the value
 // the planner chooses for a CPU-only run keeping kv_positions positions (plan/cpu_settings.h),

@@ -201,10 +201,10 @@ GgufFile::GgufFile(GgufFile&&) noexcept = default;
 GgufFile& GgufFile::operator=(GgufFile&&) noexcept = default;
 GgufFile::~GgufFile() = default;
 
-GgufFile GgufFile::open(const std::string& path, LoadMode mode) {
+GgufFile GgufFile::open(const std::string& path, LoadMode mode, std::span<const ByteRange> only) {
   GgufFile file;
   file.name_ = path;
-  file.mapped_ = std::make_unique<MappedFile>(path, mode);
+  file.mapped_ = std::make_unique<MappedFile>(path, mode, only);
   file.bytes_ = file.mapped_->bytes();
   file.parse_all();
   return file;

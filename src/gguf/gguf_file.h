@@ -39,7 +39,9 @@ struct GgufTensorInfo {
 class GgufFile {
  public:
   // Opens and parses a file; the tensor views stay valid as long as this object lives.
-  static GgufFile open(const std::string& path, LoadMode mode = LoadMode::mmap);
+  // only: the byte ranges this process will use (empty: all; see MappedFile).
+  static GgufFile open(const std::string& path, LoadMode mode = LoadMode::mmap,
+                       std::span<const ByteRange> only = {});
   // Parses bytes owned by the caller (they must outlive the result); `name` appears in errors.
   static GgufFile parse(std::string name, std::span<const uint8_t> bytes);
 

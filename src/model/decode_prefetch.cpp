@@ -8,10 +8,11 @@ namespace strata {
 namespace {
 
 // The largest tensor a GEMV can run on (a weight type, whole blocks per row), or nullptr.
-const GgufTensorInfo* largest_weight_matrix(const GgufFile& file) {
+const GgufTensorInfo* largest_weight_matrix(
+    const GgufFile& file, const std::function<bool(const GgufTensorInfo&)>& held) {
   const GgufTensorInfo* largest = nullptr;
   for (const GgufTensorInfo& t : file.tensors()) {
-    if (t.shape.size() < 2 || !quant::is_supported(t.type)) continue;
+    if (t.shape.size() < 2 || !quant::is_supported(t.type) || (held && !held(t))) continue;
     const quant::TypeTraits& traits = quant::traits(t.type);
     if (!traits.kernels.vec_dot || t.row_length() % traits.block_elems != 0) continue;
     if (!largest || t.bytes > largest->bytes) largest = &t;
@@ -21,9 +22,10 @@ const GgufTensorInfo* largest_weight_matrix(const GgufFile& file) {
 
 }  // namespace
 
-ops::GemvPrefetchResult tune_decode_prefetch(const GgufFile& file,
-                                             const ops::GemvPrefetchOptions& options) {
-  const GgufTensorInfo* t = largest_weight_matrix(file);
+ops::GemvPrefetchResult tune_decode_prefetch(
+    const GgufFile& file, const ops::GemvPrefetchOptions& options,
+    const std::function<bool(const GgufTensorInfo&)>& held) {
+  const GgufTensorInfo* t = largest_weight_matrix(file, held);
   if (!t) return {};
   const int64_t cols = t->row_length();
   const ops::WeightMatrix w{t->type, t->data.data(), cols, t->rows(),

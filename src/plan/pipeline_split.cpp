@@ -1,8 +1,11 @@
 #include "plan/pipeline_split.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
+#include "model/tensor_role.h"
 #include "util/error.h"
 
 namespace strata::plan {
@@ -92,6 +95,37 @@ uint64_t range_bytes(std::span<const uint64_t> layer_bytes, LayerRange range) {
   for (int64_t il = range.first; il < range.last; ++il)
     total += layer_bytes[static_cast<size_t>(il)];
   return total;
+}
+
+bool rank_holds_tensor(const std::string& name, std::span<const LayerRange> ranges, int rank) {
+  const std::optional<int> layer = tensor_layer(name);
+  for (size_t r = 0; r < ranges.size(); ++r) {
+    if (layer && *layer >= ranges[r].first && *layer < ranges[r].last)
+      return static_cast<int>(r) == rank;
+  }
+  return rank == 0;
+}
+
+std::vector<ByteRange> rank_byte_ranges(const GgufFile& file, std::span<const LayerRange> ranges,
+                                        int rank) {
+  std::vector<ByteRange> out{{0, file.data_offset()}};
+  std::vector<ByteRange> held;
+  for (const GgufTensorInfo& t : file.tensors()) {
+    if (!rank_holds_tensor(t.name, ranges, rank)) continue;
+    held.push_back({static_cast<uint64_t>(t.data.data() - file.bytes().data()), t.data.size()});
+  }
+  std::sort(held.begin(), held.end(),
+            [](const ByteRange& a, const ByteRange& b) { return a.offset < b.offset; });
+  for (const ByteRange& r : held) {
+    ByteRange& last = out.back();
+    // Alignment padding between neighbours is read along with them.
+    if (r.offset <= last.offset + last.size + file.alignment()) {
+      last.size = std::max(last.size, r.offset + r.size - last.offset);
+    } else {
+      out.push_back(r);
+    }
+  }
+  return out;
 }
 
 }  // namespace strata::plan

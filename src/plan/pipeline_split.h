@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "gguf/gguf_file.h"
 #include "plan/inventory.h"
+#include "util/mapped_file.h"
 
 namespace strata::plan {
 
@@ -36,5 +38,14 @@ uint64_t head_weight_bytes(const ModelInventory& inventory);
 
 // Bytes of weights a rank holding `range` keeps (rank 0: with head_bytes).
 uint64_t range_bytes(std::span<const uint64_t> layer_bytes, LayerRange range);
+
+// Whether rank `rank` of a split holds tensor `name`: the tensors of its layers; rank 0 also
+// every tensor outside the other ranks' layers (embeddings, output head, a NextN block).
+bool rank_holds_tensor(const std::string& name, std::span<const LayerRange> ranges, int rank);
+
+// The bytes of `file` that rank `rank` reads: the header and the tensors it holds, adjacent ones
+// merged, in file order.
+std::vector<ByteRange> rank_byte_ranges(const GgufFile& file, std::span<const LayerRange> ranges,
+                                        int rank);
 
 }  // namespace strata::plan

@@ -1,5 +1,8 @@
 #pragma once
-// A read-only view of a whole file: mmap'ed in place (zero copy), or read fully into RAM.
+// A read-only view of a whole file: mmap'ed in place (zero copy), or read fully into RAM. Or of
+// the parts of a file one process uses (a rank of a distributed run: its own layers): the view
+// spans the whole file, but only those byte ranges are read ahead (mmap) or read (ram); the rest
+// takes no memory (ram: it reads as zeros).
 
 #include <cstddef>
 #include <cstdint>
@@ -10,10 +13,16 @@ namespace strata {
 
 enum class LoadMode { mmap, ram };
 
+struct ByteRange {
+  uint64_t offset = 0, size = 0;
+};
+
 class MappedFile {
  public:
   // Throws strata::Error naming the path and the OS error when the file cannot be opened or read.
-  explicit MappedFile(const std::string& path, LoadMode mode = LoadMode::mmap);
+  // only: the ranges to read (empty: the whole file).
+  explicit MappedFile(const std::string& path, LoadMode mode = LoadMode::mmap,
+                      std::span<const ByteRange> only = {});
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
@@ -28,7 +37,8 @@ class MappedFile {
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
   LoadMode mode_;
-  void* owned_ = nullptr;  // heap buffer for LoadMode::ram
+  void* owned_ = nullptr;  // LoadMode::ram: the anonymous mapping data_ lies in
+  size_t owned_size_ = 0;
 };
 
 }  // namespace strata

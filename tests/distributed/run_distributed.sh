@@ -56,6 +56,9 @@ compare "$data/strata-coder-tiny-Q4_0.gguf" 3
 compare "$data/strata-coder-tiny-Q4_0.gguf" 2 --layer-split 3,1
 compare "$data/tiny-qwen35moe-mtp-Q8_0.gguf" 2
 compare "$data/tiny-qwen35moe-mtp-Q8_0.gguf" 3
+# Each rank reads only its own tensors into RAM (the MTP block on rank 0).
+compare "$data/tiny-qwen35moe-mtp-Q8_0.gguf" 2 --load ram
+compare "$data/strata-coder-tiny-Q4_0.gguf" 3 --load ram
 for model in archs/models/tiny-glm4moe-Q4_K_M archs/models/tiny-gpt-oss-MXFP4_MOE \
   archs/models/tiny-qwen3next-Q8_0 models/tiny-llama-Q8_0; do
   if [[ -f $oracle/$model.gguf ]]; then

@@ -19,6 +19,7 @@ enum class Tag : int {
   command = 3,  // 0 -> r: what to do next (Command)
   hidden = 4,   // r -> r + 1 (the last rank -> 0): a step's hidden states
   reply = 5,    // r -> 0: the answer to a command that wants one
+  turn = 6,     // r -> r + 1 at start: r measured this machine, r + 1 may begin
 };
 
 class MpiLink {
