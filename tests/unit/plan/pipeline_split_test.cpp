@@ -86,3 +86,47 @@ TEST(PipelineSplit, RangeBytesAddTheLayersOfTheRange) {
 
 }  // namespace
 }  // namespace strata::plan
+
+#include "gguf/gguf_file.h"
+#include "support/test_support.h"
+
+namespace strata::plan {
+namespace {
+
+// Each rank reads the header and exactly the tensors it holds; rank 0 those outside the others'
+// layers.
+TEST(PipelineSplit, EachRankReadsTheHeaderAndItsOwnTensors) {
+  const GgufFile file =
+      GgufFile::open((test::test_data_dir() / "tiny-qwen35moe-mtp-Q8_0.gguf").string());
+  const std::vector<LayerRange> ranges{{0, 1}, {1, 3}, {3, 4}};
+  for (int rank = 0; rank < 3; ++rank) {
+    const std::vector<ByteRange> read = rank_byte_ranges(file, ranges, rank);
+    ASSERT_FALSE(read.empty());
+    EXPECT_EQ(read[0].offset, 0u);
+    EXPECT_GE(read[0].size, file.data_offset());
+    auto covered = [&](uint64_t offset, uint64_t size) {
+      for (const ByteRange& r : read)
+        if (offset >= r.offset && offset + size <= r.offset + r.size) return true;
+      return false;
+    };
+    int held = 0;
+    for (const GgufTensorInfo& t : file.tensors()) {
+      const auto offset = static_cast<uint64_t>(t.data.data() - file.bytes().data());
+      const bool holds = rank_holds_tensor(t.name, ranges, rank);
+      held += holds;
+      if (holds) {
+        EXPECT_TRUE(covered(offset, t.data.size())) << rank << " " << t.name;
+      } else if (t.name.rfind("blk.", 0) == 0) {
+        EXPECT_FALSE(covered(offset, t.data.size())) << rank << " " << t.name;
+      }
+    }
+    EXPECT_GT(held, 0) << rank;
+  }
+  EXPECT_TRUE(rank_holds_tensor("token_embd.weight", ranges, 0));
+  EXPECT_FALSE(rank_holds_tensor("token_embd.weight", ranges, 1));
+  EXPECT_TRUE(rank_holds_tensor("blk.2.attn_norm.weight", ranges, 1));
+  EXPECT_TRUE(rank_holds_tensor("blk.4.nextn.eh_proj.weight", ranges, 0));  // the MTP block
+}
+
+}  // namespace
+}  // namespace strata::plan
