@@ -106,36 +106,57 @@ void PipelineModel::forward(const ForwardBatch& batch, std::span<const SequenceK
               step.groups.size() - 1);
     said_micro_batches_ = true;
   }
-  {
-    STRATA_PROFILE("pipeline commands");
-    for (int r = 1; r < link_->size(); ++r) {
-      const StateSlice& slice = slices_[static_cast<size_t>(r)];
-      for (size_t s = 0; s < step.sequences.size() && recurrent; ++s) {
-        StepSequence& seq = step.sequences[s];
-        seq.state_part.clear();
-        const float* state = batch.recurrent[s];
-        if (slice.size() > 0 && written_.count(state))
-          seq.state_part.assign(state + slice.first, state + slice.last);
-      }
-      WireWriter w;
-      w.put(Op::forward);
-      write_step(w, step);
-      send_command(r, w.bytes());
-    }
-  }
-
-  // Each micro-batch goes down the pipeline as soon as this rank ran its layers on it.
+  send_step(step, batch.recurrent);
   x_.resize(static_cast<size_t>(n * hp.n_embd));
   {
     STRATA_PROFILE("embedding");
     embed_tokens(local_->token_embd(), rows_.tokens(), x_.data());
   }
+  run_pipeline(step, batch.recurrent, kv, pool, stats);
+  rows_.advance_states(batch.recurrent);
+  for (const float* state : batch.recurrent) written_.erase(state);
+
+  if (batch.hidden) {
+    for (int64_t i = 0; i < n; ++i) {
+      ops::rms_norm(x_.data() + i * hp.n_embd, local_->output_norm(),
+                    batch.hidden + rows_.batch_row(i) * hp.n_embd, hp.n_embd, hp.rms_eps);
+    }
+  }
+  STRATA_PROFILE("output head");
+  output_head(local_->output(), local_->output_norm(), hp.rms_eps, x_.data(), rows_.logit_rows(),
+              logits, head_workspace_, pool);
+}
+
+void PipelineModel::send_step(StepCommand& step, std::span<float* const> states) {
+  STRATA_PROFILE("pipeline commands");
+  for (int r = 1; r < link_->size(); ++r) {
+    // Each rank gets its part of the states rank 0 changed since it last saw them.
+    const StateSlice& slice = slices_[static_cast<size_t>(r)];
+    for (size_t s = 0; s < step.sequences.size() && step.has_state; ++s) {
+      StepSequence& seq = step.sequences[s];
+      seq.state_part.clear();
+      const float* state = states[s];
+      if (slice.size() > 0 && written_.count(state))
+        seq.state_part.assign(state + slice.first, state + slice.last);
+    }
+    WireWriter w;
+    w.put(Op::forward);
+    write_step(w, step);
+    send_command(r, w.bytes());
+  }
+}
+
+void PipelineModel::run_pipeline(const StepCommand& step, std::span<float* const> states,
+                                 std::span<const SequenceKv> kv, ThreadPool& pool,
+                                 ForwardStats* stats) {
+  const ModelHParams& hp = hparams_;
+  // Each micro-batch goes down the pipeline as soon as this rank ran its layers on it.
   const size_t groups = step.groups.size() - 1;
   const std::vector<uint64_t> no_counts(
-      count_experts ? static_cast<size_t>(hp.n_layer * hp.n_expert) : 0, 0);
+      step.count_experts ? static_cast<size_t>(hp.n_layer * hp.n_expert) : 0, 0);
   for (size_t g = 0; g < groups; ++g) {
     const int64_t begin = step.groups[g], end = step.groups[g + 1];
-    const ForwardBatch group = group_batch(step, begin, end, batch.recurrent);
+    const ForwardBatch group = group_batch(step, begin, end, states);
     float* x = x_.data() + begin * hp.n_embd;
     local_->forward_layers(group, kv, 0, ranges_[0].last, x, pool, stats);
     STRATA_PROFILE("pipeline");
@@ -146,6 +167,7 @@ void PipelineModel::forward(const ForwardBatch& batch, std::span<const SequenceK
     hidden.write(w);
     link_->start_send(1, Tag::hidden, std::move(w.bytes()));
   }
+  // Back from the last rank, in order; a rank's failure comes in place of its hidden states.
   std::string error;
   for (size_t g = 0; g < groups; ++g) {
     STRATA_PROFILE("pipeline");
@@ -164,24 +186,12 @@ void PipelineModel::forward(const ForwardBatch& batch, std::span<const SequenceK
     std::copy(hidden.x.begin(), hidden.x.end(), x_.begin() + begin * hp.n_embd);
     if (stats) {
       stats->distinct_experts += hidden.distinct_experts;
-      for (size_t i = 0; i < hidden.expert_counts.size() && count_experts; ++i)
+      for (size_t i = 0; i < hidden.expert_counts.size() && step.count_experts; ++i)
         stats->expert_counts[i] += hidden.expert_counts[i];
     }
   }
   link_->finish_sends();
   STRATA_CHECK(error.empty(), "{}", error);
-  rows_.advance_states(batch.recurrent);
-  for (const float* state : batch.recurrent) written_.erase(state);
-
-  if (batch.hidden) {
-    for (int64_t i = 0; i < n; ++i) {
-      ops::rms_norm(x_.data() + i * hp.n_embd, local_->output_norm(),
-                    batch.hidden + rows_.batch_row(i) * hp.n_embd, hp.n_embd, hp.rms_eps);
-    }
-  }
-  STRATA_PROFILE("output head");
-  output_head(local_->output(), local_->output_norm(), hp.rms_eps, x_.data(), rows_.logit_rows(),
-              logits, head_workspace_, pool);
 }
 
 void PipelineModel::kv_slots_copied(const void* storage, int64_t from, int64_t to, int64_t n) {

@@ -54,6 +54,12 @@ class PipelineModel : public Model {
 
  private:
   StepCommand step_command(const ForwardBatch& batch, std::span<const SequenceKv> kv) const;
+  // Tells every other rank the step (with the state parts it lacks).
+  void send_step(StepCommand& step, std::span<float* const> states);
+  // Runs this rank's layers on each micro-batch of x_, sends it on, and takes back what the last
+  // rank returns (x_ then holds every row's final hidden state).
+  void run_pipeline(const StepCommand& step, std::span<float* const> states,
+                    std::span<const SequenceKv> kv, ThreadPool& pool, ForwardStats* stats);
   void send_command(int rank, const std::vector<uint8_t>& bytes) const;
   void send_to_all(Op op, uint64_t key) const;
 

@@ -1,6 +1,7 @@
 // CPU calibration: the micro-benchmarks give positive finite numbers and are cached per CPU model
 // and thread count; the calibrated cost model's arithmetic on a tiny oracle model.
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -245,7 +246,6 @@ TEST(Calibration, RoundSpreadComparesWholeRounds) {
 // calibration is used, says so, and is not cached.
 TEST(Calibration, ARoundTheMachineRanSlowInIsSeenAndNotCached) {
   ::unsetenv("STRATA_CALIBRATION_LOAD_CHECK");
-  const std::string path = (test::temp_dir() / "unsteady" / "hardware.json").string();
   CalibrationOptions options = quick({GgmlType::Q4_K});
   options.window_seconds = 0.01;
   const long cpus = std::max(2L, ::sysconf(_SC_NPROCESSORS_ONLN));
@@ -264,7 +264,14 @@ TEST(Calibration, ARoundTheMachineRanSlowInIsSeenAndNotCached) {
     });
   }
   options.on_round = [&](int round) { spin = round == 1; };  // the middle round of three
-  const CpuCalibration c = cached_cpu_calibration(path, "Test CPU", options, false);
+  // Another test loading the same cores at the same moment can slow all three rounds alike and
+  // hide the one slowed here: up to three tries (a detector that never fires fails all three).
+  CpuCalibration c;
+  std::string path;  // each try its own cache
+  for (int attempt = 0; attempt < 3 && c.round_spread <= kMaxRoundSpread; ++attempt) {
+    path = (test::temp_dir() / fmt::format("unsteady-{}", attempt) / "hardware.json").string();
+    c = cached_cpu_calibration(path, "Test CPU", options, false);
+  }
   quit = true;
   for (auto& t : spinners) t.join();
   EXPECT_GT(c.round_spread, kMaxRoundSpread);
