@@ -51,7 +51,7 @@ class WireReader {
     std::memcpy(&value, take(sizeof(T)), sizeof(T));
     return value;
   }
-  // A view of the next array (valid while the message lives); copied when misaligned.
+  // The next array, copied out of the message.
   template <typename T>
   std::vector<T> get_array() {
     const auto n = get<int64_t>();
