@@ -41,28 +41,35 @@ std::vector<plan::HostSpec> measured_hosts(plan::LinkSpec& link_spec) {
     link.send(0, mpi::Tag::hello, w.bytes());
     return {};
   }
-  std::vector<plan::HostSpec> hosts;
+  struct Probed {
+    std::string host;
+    uint64_t ram_total = 0, ram_available = 0;
+    double ram_gbs = 0;
+    int32_t cores = 1;
+  };
+  std::vector<Probed> probed;
   std::map<std::string, int> ranks_on;
   for (int r = 0; r < link.size(); ++r) {
     const std::vector<uint8_t> bytes =
         r == 0 ? w.bytes() : link.receive(r, mpi::Tag::hello, "its host's measurements");
     mpi::WireReader reader(bytes);
-    plan::HostSpec h;
-    h.name = reader.get_string();
-    h.hw.cpu_model = "probed";
-    h.hw.ram_total_bytes = reader.get<uint64_t>();
-    h.hw.ram_available_bytes = reader.get<uint64_t>();
-    h.hw.ram_bandwidth_gbps = reader.get<double>();
-    h.hw.ram_bandwidth_source = "measured by its rank";
-    h.hw.physical_cores = h.hw.threads = reader.get<int32_t>();
-    h.source = fmt::format("probed by rank {}", r);
-    ++ranks_on[h.name];
-    hosts.push_back(h);
+    Probed p;
+    p.host = reader.get_string();
+    p.ram_total = reader.get<uint64_t>();
+    p.ram_available = reader.get<uint64_t>();
+    p.ram_gbs = reader.get<double>();
+    p.cores = reader.get<int32_t>();
+    ++ranks_on[p.host];
+    probed.push_back(p);
   }
-  for (plan::HostSpec& h : hosts) {
+  std::vector<plan::HostSpec> hosts;
+  for (const Probed& p : probed) {
     // Ranks that share a host share its RAM.
-    h.usable_ram_bytes = h.hw.ram_available_bytes / static_cast<uint64_t>(ranks_on[h.name]);
-    if (ranks_on[h.name] > 1) h.name += fmt::format(" ({} ranks)", ranks_on[h.name]);
+    const int sharing = ranks_on[p.host];
+    hosts.push_back(
+        plan::host_spec(sharing > 1 ? fmt::format("{} ({} ranks)", p.host, sharing) : p.host,
+                        p.ram_total, p.ram_available / static_cast<uint64_t>(sharing), p.ram_gbs,
+                        p.cores, "measured by its rank"));
   }
   link_spec.gbytes_per_second = measured.gbytes_per_second;
   link_spec.latency_ms = measured.latency_ms;

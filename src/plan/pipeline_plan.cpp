@@ -21,23 +21,6 @@ constexpr double kPayloadGBytesPerGbit = 0.125 * 0.94;
 // A hidden-state message's header and the step's bookkeeping beside the floats.
 constexpr double kMessageOverheadBytes = 256;
 
-HostSpec given_host(const std::string& name, uint64_t ram, double gbs, int cores) {
-  HostSpec h;
-  h.name = name;
-  h.hw.cpu_model = "given";
-  h.hw.physical_cores = cores;
-  h.hw.threads = cores;
-  h.hw.ram_total_bytes = ram;
-  h.hw.ram_bandwidth_gbps = gbs;
-  h.hw.ram_bandwidth_source = "given";
-  h.hw.hypothetical = true;
-  const uint64_t reserve = MemoryConstants{}.os_reserve_bytes;
-  h.usable_ram_bytes = ram > reserve ? ram - reserve : 0;
-  h.hw.ram_available_bytes = h.usable_ram_bytes;
-  h.source = "given";
-  return h;
-}
-
 double leading_number(const std::string& text, const std::string& what) {
   size_t used = 0;
   double v = 0;
@@ -48,6 +31,33 @@ double leading_number(const std::string& text, const std::string& what) {
   }
   STRATA_CHECK(used > 0 && v > 0, "{}: expected a positive number, found '{}'", what, text);
   return v;
+}
+
+}  // namespace
+
+HostSpec host_spec(const std::string& name, uint64_t ram_total, uint64_t usable, double ram_gbs,
+                   int cores, const std::string& source) {
+  HostSpec h;
+  h.name = name;
+  h.hw.cpu_model = source;
+  h.hw.physical_cores = cores;
+  h.hw.threads = cores;
+  h.hw.ram_total_bytes = ram_total;
+  h.hw.ram_available_bytes = usable;
+  h.hw.ram_bandwidth_gbps = ram_gbs;
+  h.hw.ram_bandwidth_source = source;
+  h.hw.hypothetical = source == "given";
+  h.usable_ram_bytes = usable;
+  h.source = source;
+  return h;
+}
+
+namespace {
+
+// A host given on the command line: the OS keeps a desktop's idle footprint of its RAM.
+HostSpec given_host(const std::string& name, uint64_t ram, double gbs, int cores) {
+  const uint64_t reserve = MemoryConstants{}.os_reserve_bytes;
+  return host_spec(name, ram, ram > reserve ? ram - reserve : 0, gbs, cores, "given");
 }
 
 }  // namespace
@@ -161,6 +171,7 @@ PipelinePlan plan_pipeline(const ModelInventory& inv, const std::vector<HostSpec
   for (const LayerInventory& l : inv.layers) total_kv += layer_kv(l);
 
   p.fits = true;
+  std::vector<DecodeEstimate> decodes;  // [rank] one token, empty cache
   for (size_t r = 0; r < hosts.size(); ++r) {
     RankPlan rank;
     rank.host = hosts[r].name;
@@ -185,6 +196,7 @@ PipelinePlan plan_pipeline(const ModelInventory& inv, const std::vector<HostSpec
         estimate_decode(part, hosts[r].hw, placement, kv_element, goals.context, c);
     const PrefillEstimate prefill = estimate_prefill(part, hosts[r].hw, placement, c);
     rank.decode_ms = d.total_ms;
+    decodes.push_back(d);
     rank.decode_full_ms = full.total_ms;
     rank.prefill_batch_ms = prefill.micro_batch_ms;
     rank.step_cost = estimate_speculation(part, placement, d, prefill, c).verify_cost;
@@ -236,12 +248,9 @@ PipelinePlan plan_pipeline(const ModelInventory& inv, const std::vector<HostSpec
         100 * link_ms / p.decode_ms, hosts.size(), p.hop_ms, link.latency_ms,
         link.gbytes_per_second);
   } else {
-    const ModelInventory part = range_inventory(inv, ranges[worst], worst == 0);
-    const DecodeEstimate d =
-        estimate_decode(part, hosts[worst].hw, cpu_placement(part), kv_element, 0, c);
     p.bottleneck = fmt::format("rank {} ({}): {:.0f}% of each token; within it, {}", worst,
                                hosts[worst].name, 100 * p.ranks[worst].decode_ms / p.decode_ms,
-                               bottleneck_sentence(d, hosts[worst].hw, c));
+                               bottleneck_sentence(decodes[worst], hosts[worst].hw, c));
   }
 
   const uint64_t total_weights = inv.total_bytes();

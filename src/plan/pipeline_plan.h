@@ -32,6 +32,11 @@ struct LinkSpec {
   std::string source = "assumed: a gigabit LAN";
 };
 
+// A host of `usable` bytes of RAM for the model, read at ram_gbs, with `cores` physical cores;
+// source says where the figures come from ("given", "measured by its rank").
+HostSpec host_spec(const std::string& name, uint64_t ram_total, uint64_t usable, double ram_gbs,
+                   int cores, const std::string& source);
+
 // "name=64G:40:8" (RAM : read GB/s : physical cores) entries separated by commas, or the path of
 // a JSON file {"hosts": [{"name", "ram", "ram_gbs", "cores"}], "link": {"gbit", "latency_ms"}}
 // (link: also set in `link` when the file has one). Throws strata::Error naming the bad entry.

@@ -93,53 +93,45 @@ std::string MpiLink::describe(int rank) const {
   return fmt::format("rank {}", rank);
 }
 
-void MpiLink::send(int to, Tag tag, std::span<const uint8_t> bytes) const {
+void MpiLink::begin_send(int to, Tag tag, std::span<const uint8_t> bytes,
+                         MPI_Request& request) const {
   STRATA_CHECK(bytes.size() <= static_cast<size_t>(INT32_MAX),
                "a message of {} bytes to {} is larger than MPI sends at once", bytes.size(),
                describe(to));
-  // A large message waits for the receiver to take it: poll, so a rank that is gone cannot hold
-  // this one forever.
-  MPI_Request request;
-  int code = MPI_Isend(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, to,
-                       static_cast<int>(tag), MPI_COMM_WORLD, &request);
-  if (code == MPI_SUCCESS) {
-    code = poll(to, "taking a message", false, [&] {
-      int done = 0;
-      const int test = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-      return std::pair{test, done != 0};
-    });
-  }
+  const int code = MPI_Isend(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, to,
+                             static_cast<int>(tag), MPI_COMM_WORLD, &request);
   if (code != MPI_SUCCESS)
     throw DeviceLost(fmt::format("sending to {} failed: {}", describe(to), mpi_error_text(code)));
 }
 
+void MpiLink::await_send(int to, MPI_Request& request) const {
+  // A large message waits for the receiver to take it: poll, so a rank that is gone cannot hold
+  // this one forever.
+  const int code = poll(to, "taking a message", false, [&] {
+    int done = 0;
+    const int test = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    return std::pair{test, done != 0};
+  });
+  if (code != MPI_SUCCESS)
+    throw DeviceLost(fmt::format("sending to {} failed: {}", describe(to), mpi_error_text(code)));
+}
+
+void MpiLink::send(int to, Tag tag, std::span<const uint8_t> bytes) const {
+  MPI_Request request;
+  begin_send(to, tag, bytes, request);
+  await_send(to, request);
+}
+
 void MpiLink::start_send(int to, Tag tag, std::vector<uint8_t> bytes) {
-  STRATA_CHECK(bytes.size() <= static_cast<size_t>(INT32_MAX),
-               "a message of {} bytes to {} is larger than MPI sends at once", bytes.size(),
-               describe(to));
   auto pending = std::make_unique<PendingSend>();
   pending->to = to;
   pending->bytes = std::move(bytes);
-  const int code =
-      MPI_Isend(pending->bytes.data(), static_cast<int>(pending->bytes.size()), MPI_BYTE, to,
-                static_cast<int>(tag), MPI_COMM_WORLD, &pending->request);
-  if (code != MPI_SUCCESS)
-    throw DeviceLost(fmt::format("sending to {} failed: {}", describe(to), mpi_error_text(code)));
+  begin_send(to, tag, pending->bytes, pending->request);
   pending_.push_back(std::move(pending));
 }
 
 void MpiLink::finish_sends() {
-  for (const std::unique_ptr<PendingSend>& p : pending_) {
-    const int code = poll(p->to, "taking a message", false, [&] {
-      int done = 0;
-      const int test = MPI_Test(&p->request, &done, MPI_STATUS_IGNORE);
-      return std::pair{test, done != 0};
-    });
-    if (code != MPI_SUCCESS) {
-      throw DeviceLost(
-          fmt::format("sending to {} failed: {}", describe(p->to), mpi_error_text(code)));
-    }
-  }
+  for (const std::unique_ptr<PendingSend>& p : pending_) await_send(p->to, p->request);
   pending_.clear();
 }
 

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <mpi.h>
+
 namespace strata::mpi {
 
 enum class Tag : int {
@@ -53,6 +55,9 @@ class MpiLink {
   // DeviceLost when the process is told to stop meanwhile.
   template <typename Check>
   int poll(int rank, const char* waiting_for, bool idle, Check check) const;
+  // MPI_Isend of `bytes` (which must live until await_send returns), and the wait for it.
+  void begin_send(int to, Tag tag, std::span<const uint8_t> bytes, MPI_Request& request) const;
+  void await_send(int to, MPI_Request& request) const;
 
   struct PendingSend;
   std::vector<std::unique_ptr<PendingSend>> pending_;

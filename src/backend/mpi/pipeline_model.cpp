@@ -35,7 +35,7 @@ PipelineModel::~PipelineModel() {
   try {
     WireWriter w;
     w.put(Op::shutdown);
-    for (int r = 1; r < link_->size(); ++r) link_->send(r, Tag::command, w.bytes());
+    send_to_others(w.bytes());
   } catch (const std::exception& e) {
     log::warn("could not tell the other ranks to stop: {}", e.what());
   }
@@ -45,11 +45,8 @@ void PipelineModel::send_command(int rank, const std::vector<uint8_t>& bytes) co
   link_->send(rank, Tag::command, bytes);
 }
 
-void PipelineModel::send_to_all(Op op, uint64_t key) const {
-  WireWriter w;
-  w.put(op);
-  w.put(key);
-  for (int r = 1; r < link_->size(); ++r) send_command(r, w.bytes());
+void PipelineModel::send_to_others(const std::vector<uint8_t>& bytes) const {
+  for (int r = 1; r < link_->size(); ++r) send_command(r, bytes);
 }
 
 StepCommand PipelineModel::step_command(const ForwardBatch& batch,
@@ -201,7 +198,7 @@ void PipelineModel::kv_slots_copied(const void* storage, int64_t from, int64_t t
   w.put(from);
   w.put(to);
   w.put(n);
-  for (int r = 1; r < link_->size(); ++r) send_command(r, w.bytes());
+  send_to_others(w.bytes());
 }
 
 void PipelineModel::recurrent_state_read(float* state) {
@@ -230,7 +227,10 @@ void PipelineModel::recurrent_state_written(const float* state) {
 
 void PipelineModel::recurrent_state_released(const float* state) {
   written_.erase(state);
-  send_to_all(Op::state_drop, reinterpret_cast<uint64_t>(state));
+  WireWriter w;
+  w.put(Op::state_drop);
+  w.put(reinterpret_cast<uint64_t>(state));
+  send_to_others(w.bytes());
 }
 
 std::string PipelineModel::placement_summary() const {
@@ -249,7 +249,11 @@ std::vector<Model::DeviceMemory> PipelineModel::device_memory() const {
     DeviceMemory m;
     m.device = fmt::format("rank {} ({})", r, ranks_[r].host);
     m.allocated_bytes = rank_bytes_[r];
-    m.budget_bytes = ranks_[r].ram_available;
+    // Ranks on one host share its RAM, as the split counts it.
+    const auto sharing = std::count_if(ranks_.begin(), ranks_.end(), [&](const RankIdentity& o) {
+      return o.host == ranks_[r].host;
+    });
+    m.budget_bytes = ranks_[r].ram_available / static_cast<uint64_t>(sharing);
     out.push_back(m);
   }
   return out;

@@ -61,7 +61,7 @@ class PipelineModel : public Model {
   void run_pipeline(const StepCommand& step, std::span<float* const> states,
                     std::span<const SequenceKv> kv, ThreadPool& pool, ForwardStats* stats);
   void send_command(int rank, const std::vector<uint8_t>& bytes) const;
-  void send_to_all(Op op, uint64_t key) const;
+  void send_to_others(const std::vector<uint8_t>& bytes) const;  // every rank but 0
 
   std::unique_ptr<MpiLink> link_;
   std::unique_ptr<DecoderModel> local_;
