@@ -46,7 +46,8 @@ def main():
     base = json.loads(run([a.strata, "perplexity", "-m", a.base, *common, "--save-logits", logits],
                           "perplexity of the base"))
     rows = [("base", a.base, base, None)]
-    weighted = {"Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS"}
+    weighted = {"Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS", "Q4_0", "Q4_1", "Q5_0",
+                "Q5_1"}
 
     def kld_of(t, out, extra):
         run([a.strata, "quantize", "--allow-requantize", "-t", str(a.threads), *extra, a.base, out,

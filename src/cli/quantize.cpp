@@ -160,8 +160,8 @@ std::vector<ColumnWeights> importance_weights(const std::string& path, const Ggu
   log::info("--imatrix {}: {} matrices weighted ({} not in it)", path, weighted, missing);
   for (const std::string& type : unweighted_types)
     log::warn(
-        "--imatrix: strata has no weighted search for {} yet; those matrices are quantized "
-        "without the importance matrix",
+        "--imatrix: {} has no weighted search (nor has it in llama-quantize); those matrices "
+        "are quantized without the importance matrix",
         type);
   return out;
 }

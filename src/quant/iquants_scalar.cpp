@@ -13,6 +13,7 @@
 #include "quant/error_weights.h"
 #include "quant/kernel_table.h"
 #include "quant/kquants_common.h"
+#include "quant/scale_fit.h"
 
 namespace strata::quant {
 namespace {
@@ -146,10 +147,6 @@ float fit_nl(const float* x, int n, const float* w) {
     }
   }
   return best_s;
-}
-
-float round_f16(float x) {
-  return f16_to_f32(f32_to_f16(x));
 }
 
 void quantize_iq4nl_weighted(const float* src, void* dst, int64_t n, const float* w) {

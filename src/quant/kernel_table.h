@@ -27,6 +27,7 @@ void fill_iquants_scalar(KernelTable& table);
 using WeightedQuantizeFn = void (*)(const float* src, void* dst, int64_t n, const float* weights);
 WeightedQuantizeFn kquant_weighted_quantizer(GgmlType type);
 WeightedQuantizeFn iquant_weighted_quantizer(GgmlType type);
+WeightedQuantizeFn legacy_weighted_quantizer(GgmlType type);
 void fill_mxfp4_scalar(KernelTable& table);
 
 // AVX2 + FMA + F16C.

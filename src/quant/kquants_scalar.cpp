@@ -14,6 +14,7 @@
 #include "quant/error_weights.h"
 #include "quant/kernel_table.h"
 #include "quant/kquants_common.h"
+#include "quant/scale_fit.h"
 
 namespace strata::quant {
 namespace {
@@ -247,10 +248,6 @@ float vec_dot_q6k(int64_t n, const void* w, const void* act) {
 // the super-block scale refitted by least squares. Every choice is judged by the squared error of
 // the decoded values, computed with the f16-rounded super-block scales.
 
-float round_f16(float x) {
-  return f16_to_f32(f32_to_f16(x));
-}
-
 // ---- asymmetric: x ~= s * L - m, L in 0..nmax, s >= 0, m >= 0 ----
 
 int quantize_asym(float x, float s, float m, int nmax) {
@@ -258,7 +255,7 @@ int quantize_asym(float x, float s, float m, int nmax) {
   return nearest_int(std::clamp((x + m) / s, 0.0f, static_cast<float>(nmax)));
 }
 
-float asym_error(const float* x, const int* L, int n, float s, float m, const float* w) {
+float asymmetric_error(const float* x, const int* L, int n, float s, float m, const float* w) {
   float err = 0;
   for (int i = 0; i < n; ++i) {
     const float e = s * static_cast<float>(L[i]) - m - x[i];
@@ -313,7 +310,7 @@ float fit_asym(const float* x, int n, int nmax, float* s_out, float* m_out, cons
     *s_out = 0;
     *m_out = -lo;
     std::fill(L, L + n, 0);
-    return asym_error(x, L, n, 0, -lo, w);
+    return asymmetric_error(x, L, n, 0, -lo, w);
   }
   float best = std::numeric_limits<float>::infinity();
   // Candidate steps map the range onto nmax-1 .. nmax+2 levels (beyond nmax clips the ends).
@@ -331,7 +328,7 @@ float fit_asym(const float* x, int n, int nmax, float* s_out, float* m_out, cons
         m = std::min(m, -lo + 2 * step);
       }
     }
-    const float err = asym_error(x, L, n, s, m, w);
+    const float err = asymmetric_error(x, L, n, s, m, w);
     if (err < best) {
       best = err;
       *s_out = s;
@@ -345,7 +342,7 @@ float fit_asym(const float* x, int n, int nmax, float* s_out, float* m_out, cons
 float asym_requant_error(const float* x, int n, int nmax, float s, float m, int* L,
                          const float* w) {
   for (int i = 0; i < n; ++i) L[i] = quantize_asym(x[i], s, m, nmax);
-  return asym_error(x, L, n, s, m, w);
+  return asymmetric_error(x, L, n, s, m, w);
 }
 
 // Shared super-block search of Q2_K, Q4_K, Q5_K: `subs` sub-blocks of `len`, quants 0..nmax,
@@ -474,61 +471,7 @@ void quantize_k4_like_weighted(const float* src, void* dst, int64_t n, const flo
   }
 }
 
-// ---- symmetric: x ~= s * L, L in -nneg..npos, s of either sign ----
-
-int quantize_sym(float x, float s, int nneg, int npos) {
-  if (s == 0) return 0;
-  return nearest_int(std::clamp(x / s, -static_cast<float>(nneg), static_cast<float>(npos)));
-}
-
-float sym_error(const float* x, const int* L, int n, float s, const float* w) {
-  float err = 0;
-  for (int i = 0; i < n; ++i) {
-    const float e = s * static_cast<float>(L[i]) - x[i];
-    err += error_weight(w, i) * e * e;
-  }
-  return err;
-}
-
-// Best s for one sub-block. The error for fixed L is sum(x^2) - (sum xL)^2 / sum L^2 at the
-// least-squares scale s = sum xL / sum L^2, so candidates are ranked by (sum xL)^2 / sum L^2.
-float fit_sym(const float* x, int n, int nneg, int npos, const float* w) {
-  float amax = 0, vmax = 0;
-  for (int i = 0; i < n; ++i) {
-    if (std::fabs(x[i]) > amax) {
-      amax = std::fabs(x[i]);
-      vmax = x[i];
-    }
-  }
-  if (amax == 0) return 0;
-  double best_score = -1;
-  float best_s = 0;
-  int L[32];
-  // The extreme value maps to -nneg (using the extra negative level) or to +npos.
-  for (int side = 0; side < 2; ++side) {
-    const float target = side == 0 ? -static_cast<float>(nneg) : static_cast<float>(npos);
-    for (int k = -12; k <= 12; ++k) {
-      const float levels = target + (side == 0 ? -0.1f : 0.1f) * static_cast<float>(k);
-      float s = vmax / levels;
-      for (int iter = 0; iter < 3; ++iter) {
-        double sxl = 0, sll = 0;
-        for (int i = 0; i < n; ++i) {
-          L[i] = quantize_sym(x[i], s, nneg, npos);
-          sxl += error_weight(w, i) * static_cast<double>(x[i]) * L[i];
-          sll += error_weight(w, i) * static_cast<double>(L[i]) * L[i];
-        }
-        if (sll == 0) break;
-        const double score = sxl * sxl / sll;
-        if (score > best_score) {
-          best_score = score;
-          best_s = static_cast<float>(sxl / sll);
-        }
-        s = static_cast<float>(sxl / sll);
-      }
-    }
-  }
-  return best_s;
-}
+// ---- symmetric: x ~= s * L (scale_fit.h) ----
 
 // Shared super-block search of Q3_K and Q6_K: 16 sub-blocks of 16, quants -nneg..npos, signed
 // integer scales -sneg..spos against d.
@@ -544,7 +487,7 @@ void sym_superblock(const float* x, int nneg, int npos, int sneg, int spos, SymR
   float s[kSubs];
   float smax_abs = 0, smax = 0;
   for (int j = 0; j < kSubs; ++j) {
-    s[j] = fit_sym(x + j * kLen, kLen, nneg, npos, error_weights_from(w, j * kLen));
+    s[j] = fit_symmetric_scale(x + j * kLen, kLen, nneg, npos, error_weights_from(w, j * kLen));
     if (std::fabs(s[j]) > smax_abs) {
       smax_abs = std::fabs(s[j]);
       smax = s[j];
@@ -561,8 +504,8 @@ void sym_superblock(const float* x, int nneg, int npos, int sneg, int spos, SymR
     int best_sc = guess;
     for (int sc = std::max(guess - 1, -sneg); sc <= std::min(guess + 1, spos); ++sc) {
       const float ds = d * static_cast<float>(sc);
-      for (int i = 0; i < kLen; ++i) tmp[i] = quantize_sym(xs[i], ds, nneg, npos);
-      const float err = sym_error(xs, tmp, kLen, ds, error_weights_from(w, j * kLen));
+      for (int i = 0; i < kLen; ++i) tmp[i] = quantize_symmetric(xs[i], ds, nneg, npos);
+      const float err = symmetric_error(xs, tmp, kLen, ds, error_weights_from(w, j * kLen));
       if (err < best) {
         best = err;
         best_sc = sc;
@@ -570,7 +513,7 @@ void sym_superblock(const float* x, int nneg, int npos, int sneg, int spos, SymR
     }
     r->sc[j] = best_sc;
     const float ds = d * static_cast<float>(best_sc);
-    for (int i = 0; i < kLen; ++i) r->L[j * kLen + i] = quantize_sym(xs[i], ds, nneg, npos);
+    for (int i = 0; i < kLen; ++i) r->L[j * kLen + i] = quantize_symmetric(xs[i], ds, nneg, npos);
     total += best;
   }
   // Refit d by least squares for the chosen integers: x ~= d * (sc * L).
@@ -587,8 +530,9 @@ void sym_superblock(const float* x, int nneg, int npos, int sneg, int spos, SymR
     float err = 0;
     for (int j = 0; j < kSubs; ++j) {
       const float ds = nd * static_cast<float>(r->sc[j]);
-      for (int i = j * kLen; i < (j + 1) * kLen; ++i) L[i] = quantize_sym(x[i], ds, nneg, npos);
-      err += sym_error(x + j * kLen, L + j * kLen, kLen, ds, error_weights_from(w, j * kLen));
+      for (int i = j * kLen; i < (j + 1) * kLen; ++i)
+        L[i] = quantize_symmetric(x[i], ds, nneg, npos);
+      err += symmetric_error(x + j * kLen, L + j * kLen, kLen, ds, error_weights_from(w, j * kLen));
     }
     if (!(err < total)) break;
     total = err;

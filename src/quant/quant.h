@@ -74,8 +74,8 @@ TypeKernels kernels_at(GgmlType type, Isa isa);
 // Quantizes one row of n values of `type`, the squared error of each value weighted by
 // weights[i] (an importance matrix's mean squares of the column: `strata quantize --imatrix`),
 // with the scalar search (the same bytes on every CPU; null weights: the unweighted quantizer's
-// bytes). The types has_weighted_search names (K-quants, IQ4_NL, IQ4_XS); false, and nothing
-// written, for the others (the legacy types keep the reference quantizer's bytes).
+// bytes, for the legacy types the reference quantizer's). The types has_weighted_search names
+// (K-quants, IQ4_NL, IQ4_XS, Q4_0, Q4_1, Q5_0, Q5_1); false, and nothing written, for the others.
 bool has_weighted_search(GgmlType type);
 bool quantize_row_weighted(GgmlType type, const float* src, void* dst, int64_t n,
                            const float* weights);

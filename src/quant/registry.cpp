@@ -163,8 +163,11 @@ int64_t row_bytes(GgmlType type, int64_t n) {
 namespace {
 
 WeightedQuantizeFn weighted_quantizer(GgmlType type) {
-  const WeightedQuantizeFn k = kquant_weighted_quantizer(type);
-  return k ? k : iquant_weighted_quantizer(type);
+  for (auto family :
+       {kquant_weighted_quantizer, iquant_weighted_quantizer, legacy_weighted_quantizer}) {
+    if (const WeightedQuantizeFn quantize = family(type)) return quantize;
+  }
+  return nullptr;
 }
 
 }  // namespace
