@@ -18,12 +18,14 @@ const std::string kModel =
     (test::test_data_dir() / ".." / ".." / "tools" / "train" / "strata-coder-tiny.gguf").string();
 const std::string kText = (test::test_data_dir() / "perplexity-text.txt").string();
 
-nlohmann::json reference(int ctx) {
+// llama-perplexity's run at `ctx` with its attention computed as `attention` says: "flash" (its
+// default), "f16" (-fa off) or "f32" (-fa off, f32 KV cache).
+nlohmann::json reference(int ctx, const std::string& attention = "flash") {
   std::ifstream f(test::test_data_dir() / "perplexity-llama.json");
   const nlohmann::json all = nlohmann::json::parse(f);
   for (const auto& run : all["runs"])
-    if (run["ctx"] == ctx) return run;
-  throw std::runtime_error("no reference run at ctx " + std::to_string(ctx));
+    if (run["ctx"] == ctx && run["attention"] == attention) return run;
+  throw std::runtime_error("no reference run at ctx " + std::to_string(ctx) + ", " + attention);
 }
 
 nlohmann::json ours(const std::string& flags, const std::string& env = "") {
@@ -34,20 +36,27 @@ nlohmann::json ours(const std::string& flags, const std::string& env = "") {
 }
 
 TEST(PerplexityCommand, AgreesWithLlamaPerplexityOnTheTrainedModel) {
-  for (const int ctx : {128, 256}) {
+  for (const int ctx : {128, 256, 512}) {
     SCOPED_TRACE(ctx);
-    const nlohmann::json ref = reference(ctx);
     const nlohmann::json got = ours("--ctx " + std::to_string(ctx) + " --device none");
-    EXPECT_EQ(got["chunks"], ref["running_ppl"].size());
+    const nlohmann::json f32 = reference(ctx, "f32");
+    EXPECT_EQ(got["chunks"], f32["running_ppl"].size());
     EXPECT_EQ(got["tokens_scored"], got["chunks"].get<int>() * (ctx - ctx / 2 - 1));
-    // Measured (Zen 5): 0.054% at 128, 0.104% at 256; a router near-tie here and there moves a
-    // token's experts between the two engines' roundings.
-    const double ppl = ref["ppl"];
-    EXPECT_NEAR(got["ppl"].get<double>(), ppl, 0.002 * ppl);
-    EXPECT_NEAR(got["ppl_error"].get<double>(), ref["ppl_error"].get<double>(),
-                0.01 * ref["ppl_error"].get<double>());
-    for (size_t i = 0; i < ref["running_ppl"].size(); ++i) {
-      const double r = ref["running_ppl"][i];
+    // llama-perplexity's own figure moves with how it computes attention: its default (flash
+    // attention, f16 query and sums) is 0.11% from its all-f32 run at 128 and 512. strata computes
+    // attention in f32 over the f16 cache. Measured (Zen 5) against the f32 run: -0.058% at 128,
+    // -0.091% at 256, +0.003% at 512; against the default: +0.054%, -0.104%, -0.114%. The bound
+    // leaves room for other CPUs' kernels (scalar and AVX-512 differ by 0.03% here).
+    const double ppl = got["ppl"];
+    EXPECT_NEAR(ppl, f32["ppl"].get<double>(), 0.0015 * f32["ppl"].get<double>());
+    for (const char* attention : {"flash", "f16"}) {
+      const double theirs = reference(ctx, attention)["ppl"];
+      EXPECT_NEAR(ppl, theirs, 0.002 * theirs) << attention;
+    }
+    EXPECT_NEAR(got["ppl_error"].get<double>(), f32["ppl_error"].get<double>(),
+                0.01 * f32["ppl_error"].get<double>());
+    for (size_t i = 0; i < f32["running_ppl"].size(); ++i) {
+      const double r = f32["running_ppl"][i];
       EXPECT_NEAR(got["running_ppl"][i].get<double>(), r, 0.01 * r) << "after chunk " << i + 1;
     }
   }
