@@ -6,6 +6,9 @@ BASE is quantized), then for every file: its size, `strata perplexity` on TEXT w
 divergence from BASE (every token kept), and `strata bench` (median of runs). Prints a markdown
 table. The BASE row is the reference (KLD 0). With --imatrix FILE, each type is also quantized
 with that importance matrix and its KLD shown beside (types without a weighted search: "-").
+With --llama-perplexity PATH (llama.cpp's tool, built outside this repository), every file strata
+wrote is also scored by llama.cpp with its attention in f32, and its PPL shown beside strata's: the
+files load there, and the other engine reads the same values.
 
     bench/quant_table.py --strata build/release/bin/strata --base tools/train/strata-coder-tiny.gguf \
         --text tests/data/perplexity-text.txt --ctx 128 --out-dir models/quant-table
@@ -13,12 +16,13 @@ with that importance matrix and its KLD shown beside (types without a weighted s
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
 
 TYPES = ["Q6_K", "Q5_K_M", "Q5_K_S", "Q5_1", "Q5_0", "Q4_K_M", "Q4_K_S", "Q4_1", "IQ4_NL",
-         "Q4_0", "IQ4_XS", "Q3_K_L", "Q3_K_M", "Q3_K_S", "Q2_K"]
+         "Q4_0", "IQ4_XS", "Q3_K_L", "Q3_K_M", "Q3_K_S", "Q2_K", "MXFP4_MOE"]
 
 
 def run(args, what):
@@ -39,6 +43,7 @@ def main():
     ap.add_argument("--out-dir", required=True)
     ap.add_argument("--types", default=",".join(TYPES))
     ap.add_argument("--imatrix", help="also quantize with this importance matrix")
+    ap.add_argument("--llama-perplexity", help="llama.cpp's llama-perplexity: score each file there too")
     a = ap.parse_args()
     os.makedirs(a.out_dir, exist_ok=True)
     logits = os.path.join(a.out_dir, "base.stkl")
@@ -49,11 +54,31 @@ def main():
     weighted = {"Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS", "Q4_0", "Q4_1", "Q5_0",
                 "Q5_1"}
 
+    def llama_ppl(path):
+        if not a.llama_perplexity:
+            return None
+        # Its log is written by a thread that can lose the last lines at exit: tried up to 3 times.
+        for _ in range(3):
+            r = subprocess.run([a.llama_perplexity, "-m", path, "-f", a.text, "-c", str(a.ctx),
+                                "-b", str(a.ctx), "-t", str(a.threads), "-fa", "off", "-ctk", "f32",
+                                "-ctv", "f32"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+            m = re.search(r"Final estimate: PPL = ([0-9.]+)", r.stdout)
+            if r.returncode == 0 and m:
+                return float(m.group(1))
+        sys.exit(f"llama-perplexity failed on {path} ({r.returncode}):\n{r.stdout[-3000:]}")
+
+    cross = []  # (file, strata PPL, llama PPL)
+
     def kld_of(t, out, extra):
         run([a.strata, "quantize", "--allow-requantize", "-t", str(a.threads), *extra, a.base, out,
              t], f"quantize {t}")
-        return json.loads(run([a.strata, "perplexity", "-m", out, *common, "--kld", logits],
-                              f"perplexity of {t}"))
+        scored = json.loads(run([a.strata, "perplexity", "-m", out, *common, "--kld", logits],
+                                f"perplexity of {t}"))
+        theirs = llama_ppl(out)
+        if theirs is not None:
+            cross.append((os.path.basename(out), scored["ppl"], theirs))
+        return scored
 
     for t in a.types.split(","):
         out = os.path.join(a.out_dir, f"{t}.gguf")
@@ -81,6 +106,11 @@ def main():
         print(f"| {name} | {size:.2f} MiB | {ppl['ppl']:.3f} | {k.get('mean', 0):.4f} |{im} "
               f"{k.get('p99', 0):.3f} | {100 * k.get('same_top', 1):.1f}% | {tg:.0f} | {pp:.0f} |",
               flush=True)
+    if cross:
+        print("\n| file | PPL in strata | PPL in llama.cpp (f32 attention) | difference |")
+        print("|---|---:|---:|---:|")
+        for name, ours, theirs in cross:
+            print(f"| {name} | {ours:.4f} | {theirs:.4f} | {100 * (ours / theirs - 1):+.3f}% |")
 
 
 if __name__ == "__main__":

@@ -114,14 +114,8 @@ float nl_error(const float* x, const int* q, int n, float s, const float* w) {
 
 // Best scale for one group of 32 (either sign: the table is not symmetric).
 float fit_nl(const float* x, int n, const float* w) {
-  float amax = 0, vmax = 0;
-  for (int i = 0; i < n; ++i) {
-    if (std::fabs(x[i]) > amax) {
-      amax = std::fabs(x[i]);
-      vmax = x[i];
-    }
-  }
-  if (amax == 0) return 0;
+  const float vmax = signed_absmax(x, n);
+  if (vmax == 0) return 0;
   double best_score = -1;
   float best_s = 0;
   int q[kGroup];

@@ -18,23 +18,12 @@
 
 #include "quant/kernel_table.h"
 #include "quant/legacy_common.h"
+#include "quant/scale_fit.h"
 
 namespace strata::quant {
 namespace {
 
 constexpr int kHalf = kQK / 2;
-
-// Largest-magnitude value with its sign (the first one on ties).
-float signed_absmax(const float* x) {
-  float amax = 0.0f, max = 0.0f;
-  for (int j = 0; j < kQK; ++j) {
-    if (std::fabs(x[j]) > amax) {
-      amax = std::fabs(x[j]);
-      max = x[j];
-    }
-  }
-  return max;
-}
 
 void min_max(const float* x, float& min, float& max) {
   min = x[0];
@@ -66,7 +55,7 @@ void dequantize_q4_0(const void* src, float* dst, int64_t n) {
 void quantize_q4_0(const float* src, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ4_0*>(dst);
   for (int64_t i = 0; i < n / kQK; ++i, src += kQK) {
-    const float d = signed_absmax(src) / -8.0f;
+    const float d = signed_absmax(src, kQK) / -8.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     b[i].d = f32_to_f16(d);
     for (int j = 0; j < kHalf; ++j) {
@@ -160,7 +149,7 @@ void dequantize_q5_0(const void* src, float* dst, int64_t n) {
 void quantize_q5_0(const float* src, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ5_0*>(dst);
   for (int64_t i = 0; i < n / kQK; ++i, src += kQK) {
-    const float d = signed_absmax(src) / -16.0f;
+    const float d = signed_absmax(src, kQK) / -16.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     b[i].d = f32_to_f16(d);
     uint32_t qh = 0;

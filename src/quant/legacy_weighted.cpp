@@ -10,7 +10,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <type_traits>
 
 #include "quant/error_weights.h"
 #include "quant/kernel_table.h"
@@ -28,16 +27,39 @@ float weighted_block_error(const float* x, const float* y, const float* w) {
   return err;
 }
 
-// Codes 0..15 (or 0..31) into the block's nibbles (element j low, j + 16 high) and, with qh, bit 4
-// of element j into bit j of qh.
-void pack_codes(const int* q, uint8_t* qs, uint8_t* qh) {
+// Codes 0..15 (or 0..31) into the block's nibbles (element j low, j + 16 high) and, for the 5-bit
+// formats, bit 4 of element j into bit j of qh.
+template <typename Block>
+void pack_codes(const int* q, Block& b) {
   uint32_t high = 0;
   for (int j = 0; j < kHalf; ++j) {
-    qs[j] = static_cast<uint8_t>((q[j] & 0x0f) | ((q[j + kHalf] & 0x0f) << 4));
+    b.qs[j] = static_cast<uint8_t>((q[j] & 0x0f) | ((q[j + kHalf] & 0x0f) << 4));
     high |= static_cast<uint32_t>(q[j] >> 4) << j;
     high |= static_cast<uint32_t>(q[j + kHalf] >> 4) << (j + kHalf);
   }
-  if (qh) std::memcpy(qh, &high, sizeof high);
+  if constexpr (requires { b.qh; }) std::memcpy(b.qh, &high, sizeof high);
+}
+
+// Every block as the reference quantizer writes it; with weights, replaced by the block `search`
+// writes when that one decodes with the smaller weighted error.
+template <typename Block, typename Search>
+void quantize_blocks_weighted(const float* src, void* dst, int64_t n, const float* w, GgmlType type,
+                              Search search) {
+  const TypeKernels ref = kernels_exact(type, Isa::scalar);
+  auto* blocks = static_cast<Block*>(dst);
+  for (int64_t ib = 0; ib < n / kQK; ++ib, src += kQK) {
+    Block& b = blocks[ib];
+    ref.quantize_row(src, &b, kQK);
+    if (!w) continue;
+    const float* bw = error_weights_from(w, static_cast<int>(ib * kQK));
+    Block found = b;
+    search(src, bw, found);
+    float ref_values[kQK], found_values[kQK];
+    ref.dequantize_row(&b, ref_values, kQK);
+    ref.dequantize_row(&found, found_values, kQK);
+    if (weighted_block_error(src, found_values, bw) < weighted_block_error(src, ref_values, bw))
+      b = found;
+  }
 }
 
 // ---- affine: x ~= d * q + m, q in 0..nmax (Q4_1, Q5_1), d >= 0, m of either sign ----
@@ -113,71 +135,39 @@ AffineFit fit_affine(const float* x, int nmax, const float* w) {
   return best;
 }
 
-template <typename Block>
-void quantize_affine_weighted(const float* src, void* dst, int64_t n, const float* w, GgmlType type,
-                              int nmax) {
-  const TypeKernels ref = kernels_exact(type, Isa::scalar);
-  auto* blocks = static_cast<Block*>(dst);
-  for (int64_t ib = 0; ib < n / kQK; ++ib, src += kQK) {
-    const float* bw = error_weights_from(w, static_cast<int>(ib * kQK));
-    Block& b = blocks[ib];
-    ref.quantize_row(src, &b, kQK);
-    if (!w) continue;
-    float y[kQK];
-    ref.dequantize_row(&b, y, kQK);
-    const AffineFit fit = fit_affine(src, nmax, bw);
-    if (!(fit.error < weighted_block_error(src, y, bw))) continue;
-    b.d = f32_to_f16(fit.d);
-    b.m = f32_to_f16(fit.m);
-    if constexpr (std::is_same_v<Block, BlockQ5_1>) {
-      pack_codes(fit.q, b.qs, b.qh);
-    } else {
-      pack_codes(fit.q, b.qs, nullptr);
-    }
-  }
-}
-
 // ---- symmetric: x ~= d * (q - half), q in 0..2*half-1 (Q4_0, Q5_0) ----
 
-template <typename Block>
-void quantize_symmetric_weighted(const float* src, void* dst, int64_t n, const float* w,
-                                 GgmlType type, int half) {
-  const TypeKernels ref = kernels_exact(type, Isa::scalar);
-  auto* blocks = static_cast<Block*>(dst);
-  for (int64_t ib = 0; ib < n / kQK; ++ib, src += kQK) {
-    const float* bw = error_weights_from(w, static_cast<int>(ib * kQK));
-    Block& b = blocks[ib];
-    ref.quantize_row(src, &b, kQK);
-    if (!w) continue;
-    float y[kQK];
-    ref.dequantize_row(&b, y, kQK);
-    const float d = round_f16(fit_symmetric_scale(src, kQK, half, half - 1, bw));
-    int L[kQK], q[kQK];
-    for (int i = 0; i < kQK; ++i) {
-      L[i] = quantize_symmetric(src[i], d, half, half - 1);
-      q[i] = L[i] + half;
-    }
-    if (!(symmetric_error(src, L, kQK, d, bw) < weighted_block_error(src, y, bw))) continue;
-    b.d = f32_to_f16(d);
-    if constexpr (std::is_same_v<Block, BlockQ5_0>) {
-      pack_codes(q, b.qs, b.qh);
-    } else {
-      pack_codes(q, b.qs, nullptr);
-    }
-  }
+template <typename Block, int kHalfRange>
+void search_symmetric(const float* x, const float* w, Block& b) {
+  const float d = round_f16(fit_symmetric_scale(x, kQK, kHalfRange, kHalfRange - 1, w));
+  int q[kQK];
+  for (int i = 0; i < kQK; ++i)
+    q[i] = quantize_symmetric(x[i], d, kHalfRange, kHalfRange - 1) + kHalfRange;
+  b.d = f32_to_f16(d);
+  pack_codes(q, b);
+}
+
+template <typename Block, int kMaxCode>
+void search_affine(const float* x, const float* w, Block& b) {
+  const AffineFit fit = fit_affine(x, kMaxCode, w);
+  b.d = f32_to_f16(fit.d);
+  b.m = f32_to_f16(fit.m);
+  pack_codes(fit.q, b);
 }
 
 void quantize_q4_0_weighted(const float* src, void* dst, int64_t n, const float* w) {
-  quantize_symmetric_weighted<BlockQ4_0>(src, dst, n, w, GgmlType::Q4_0, 8);
+  quantize_blocks_weighted<BlockQ4_0>(src, dst, n, w, GgmlType::Q4_0,
+                                      search_symmetric<BlockQ4_0, 8>);
 }
 void quantize_q5_0_weighted(const float* src, void* dst, int64_t n, const float* w) {
-  quantize_symmetric_weighted<BlockQ5_0>(src, dst, n, w, GgmlType::Q5_0, 16);
+  quantize_blocks_weighted<BlockQ5_0>(src, dst, n, w, GgmlType::Q5_0,
+                                      search_symmetric<BlockQ5_0, 16>);
 }
 void quantize_q4_1_weighted(const float* src, void* dst, int64_t n, const float* w) {
-  quantize_affine_weighted<BlockQ4_1>(src, dst, n, w, GgmlType::Q4_1, 15);
+  quantize_blocks_weighted<BlockQ4_1>(src, dst, n, w, GgmlType::Q4_1, search_affine<BlockQ4_1, 15>);
 }
 void quantize_q5_1_weighted(const float* src, void* dst, int64_t n, const float* w) {
-  quantize_affine_weighted<BlockQ5_1>(src, dst, n, w, GgmlType::Q5_1, 31);
+  quantize_blocks_weighted<BlockQ5_1>(src, dst, n, w, GgmlType::Q5_1, search_affine<BlockQ5_1, 31>);
 }
 
 }  // namespace

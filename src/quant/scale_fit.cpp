@@ -15,6 +15,17 @@ float round_f16(float x) {
   return f16_to_f32(f32_to_f16(x));
 }
 
+float signed_absmax(const float* x, int n) {
+  float amax = 0, vmax = 0;
+  for (int i = 0; i < n; ++i) {
+    if (std::fabs(x[i]) > amax) {
+      amax = std::fabs(x[i]);
+      vmax = x[i];
+    }
+  }
+  return vmax;
+}
+
 int quantize_symmetric(float x, float s, int nneg, int npos) {
   if (s == 0) return 0;
   return nearest_int(std::clamp(x / s, -static_cast<float>(nneg), static_cast<float>(npos)));
@@ -30,14 +41,8 @@ float symmetric_error(const float* x, const int* L, int n, float s, const float*
 }
 
 float fit_symmetric_scale(const float* x, int n, int nneg, int npos, const float* w) {
-  float amax = 0, vmax = 0;
-  for (int i = 0; i < n; ++i) {
-    if (std::fabs(x[i]) > amax) {
-      amax = std::fabs(x[i]);
-      vmax = x[i];
-    }
-  }
-  if (amax == 0) return 0;
+  const float vmax = signed_absmax(x, n);
+  if (vmax == 0) return 0;
   double best_score = -1;
   float best_s = 0;
   int L[32];

@@ -7,6 +7,9 @@ namespace strata::quant {
 // x rounded through f16, as a block's stored scale is.
 float round_f16(float x);
 
+// The value of largest magnitude, with its sign (the first one on ties; 0 when all are 0).
+float signed_absmax(const float* x, int n);
+
 // x ~= s * L with integer L in -nneg..npos (s of either sign): L for one value.
 int quantize_symmetric(float x, float s, int nneg, int npos);
 // Weighted squared error of s * L against x.
