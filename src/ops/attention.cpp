@@ -9,6 +9,7 @@
 #include <new>
 #include <vector>
 
+#include "ops/attention_q8.h"
 #include "quant/blocks.h"
 #include "quant/quant.h"
 #include "util/cpu_features.h"
@@ -365,53 +366,6 @@ __attribute__((target("avx512f"))) void f32_keys_t_avx512(const float* rows, int
   }
 }
 
-// keys_t as f32_keys_t makes it from Q8_0 rows dequantized row by row (code * d, one rounding),
-// without the f32 rows: two blocks of 16 keys are transposed as 16 x 16 dwords (4 codes each),
-// then each dword's 4 codes are sign-extended, converted and scaled per key. d a multiple of 32.
-__attribute__((target("avx512f"))) void q8_0_keys_t_avx512(const uint8_t* const* rows,
-                                                           int64_t count, int64_t d,
-                                                           float* keys_t) {
-  constexpr int64_t kBlock = sizeof(quant::BlockQ8_0);
-  const int64_t n_blocks = d / quant::kQK;
-  for (int64_t j0 = 0; j0 < count; j0 += kLanes) {
-    const int64_t n = std::min(kLanes, count - j0);
-    for (int64_t b0 = 0; b0 < n_blocks; b0 += 2) {
-      const int64_t pair = std::min<int64_t>(2, n_blocks - b0);
-      __m512 r[16];
-      alignas(32) uint16_t scales[2][16] = {};
-      for (int m = 0; m < 16; ++m) {
-        if (m >= n) {
-          r[m] = _mm512_setzero_ps();
-          continue;
-        }
-        const uint8_t* block = rows[j0 + m] + b0 * kBlock;
-        const __m256i first = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
-        const __m256i second =
-            pair == 2 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + kBlock + 2))
-                      : _mm256_setzero_si256();
-        r[m] = _mm512_castsi512_ps(_mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1));
-        std::memcpy(&scales[0][m], block, 2);
-        if (pair == 2) std::memcpy(&scales[1][m], block + kBlock, 2);
-      }
-      transpose16_avx512(r);  // r[8h + g]: dword g of block b0 + h, key m in lane m
-      for (int h = 0; h < pair; ++h) {
-        const __m512 scale =
-            _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales[h])));
-        float* dst = keys_t + (b0 + h) * quant::kQK * kChunk + j0;
-        for (int g = 0; g < 8; ++g) {
-          const __m512i codes = _mm512_castps_si512(r[8 * h + g]);
-          for (int t = 0; t < 4; ++t) {
-            const __m512i v =
-                _mm512_srai_epi32(_mm512_sllv_epi32(codes, _mm512_set1_epi32(24 - 8 * t)), 24);
-            _mm512_store_ps(dst + (4 * g + t) * kChunk,
-                            _mm512_mul_ps(_mm512_cvtepi32_ps(v), scale));
-          }
-        }
-      }
-    }
-  }
-}
-
 // An F16 row of d values (a multiple of the vector width) to f32.
 __attribute__((target("avx512f"))) void f16_row_avx512(const uint8_t* src, int64_t d, float* out) {
   for (int64_t i = 0; i < d; i += 16) {
@@ -436,27 +390,37 @@ struct ChunkKernels {
   void (*f16_keys_t)(const uint8_t* const*, int64_t, int64_t, float*);  // null: via f32 rows
   void (*f32_keys_t)(const float*, int64_t, int64_t, float*);
   void (*f16_row)(const uint8_t*, int64_t, float*);  // null: the type's dequantize_row
-  // null: Q8_0 keys are dequantized to f32 rows and transposed by f32_keys_t.
-  void (*q8_0_keys_t)(const uint8_t* const*, int64_t, int64_t, float*) = nullptr;
+  // Scores over Q8_0 keys in integers (attention_q8.h): every level has them.
+  q8_scores::Kernels q8{};
 };
 
 // The kernels for head size d: the register-blocked AVX-512 ones where d is a multiple of 16,
 // else the loops for the best instruction set (same arithmetic either way).
 const ChunkKernels& chunk_kernels(int64_t d) {
   static const CpuFeatures& cpu = cpu_features();
-  static const ChunkKernels avx512{scores_avx512,     values_avx512_blocks, softmax_avx512_row,
-                                   f16_keys_t_avx512, f32_keys_t_avx512,    f16_row_avx512,
-                                   q8_0_keys_t_avx512};
-  static const ChunkKernels avx512_loops{scores_loop_avx512,      values_loop_avx512,
-                                         softmax_avx512,          nullptr,
-                                         transpose_keys_portable, nullptr};
-  static const ChunkKernels avx2{scores_loop_avx2, values_loop_avx2,        softmax_avx2,
-                                 nullptr,          transpose_keys_portable, f16_row_avx2};
-  static const ChunkKernels avx2_odd{scores_loop_avx2, values_loop_avx2,        softmax_avx2,
-                                     nullptr,          transpose_keys_portable, nullptr};
-  static const ChunkKernels baseline{scores_loop_baseline,    values_loop_baseline,
-                                     softmax_baseline,        nullptr,
-                                     transpose_keys_portable, nullptr};
+  static const ChunkKernels avx512{
+      scores_avx512,     values_avx512_blocks, softmax_avx512_row,         f16_keys_t_avx512,
+      f32_keys_t_avx512, f16_row_avx512,       q8_scores::kernels_avx512()};
+  static const ChunkKernels avx512_loops{scores_loop_avx512,
+                                         values_loop_avx512,
+                                         softmax_avx512,
+                                         nullptr,
+                                         transpose_keys_portable,
+                                         nullptr,
+                                         q8_scores::kernels_avx512()};
+  static const ChunkKernels avx2{
+      scores_loop_avx2, values_loop_avx2,         softmax_avx2, nullptr, transpose_keys_portable,
+      f16_row_avx2,     q8_scores::kernels_avx2()};
+  static const ChunkKernels avx2_odd{
+      scores_loop_avx2, values_loop_avx2,         softmax_avx2, nullptr, transpose_keys_portable,
+      nullptr,          q8_scores::kernels_avx2()};
+  static const ChunkKernels baseline{scores_loop_baseline,
+                                     values_loop_baseline,
+                                     softmax_baseline,
+                                     nullptr,
+                                     transpose_keys_portable,
+                                     nullptr,
+                                     q8_scores::kernels_baseline()};
   if (cpu.has_avx512_level()) return d % 16 == 0 ? avx512 : avx512_loops;
   if (cpu.has_avx2_level()) return d % 8 == 0 ? avx2 : avx2_odd;
   return baseline;
@@ -464,12 +428,18 @@ const ChunkKernels& chunk_kernels(int64_t d) {
 
 // Per-thread buffers for one chunk, reused across calls.
 struct Workspace {
-  AlignedFloats keys_t;            // [d][kChunk]
-  AlignedFloats values;            // [kChunk][d]
-  AlignedFloats rows;              // [kChunk][d] keys decoded row by row
-  AlignedFloats queries;           // [n_rows][d]
-  std::vector<float> running_max;  // [n_rows]
-  std::vector<float> lane_sum;     // [n_rows][kLanes]
+  AlignedFloats keys_t;   // [d][kChunk]
+  AlignedFloats values;   // [kChunk][d]
+  AlignedFloats rows;     // [kChunk][d] keys decoded row by row
+  AlignedFloats queries;  // [n_rows][d]
+  // Q8_0 keys scored in integers: the chunk's keys and scales (attention_q8.h), the query rows.
+  std::vector<uint32_t, Aligned64<uint32_t>> q8_keys;  // [d / 4][kChunk]
+  AlignedFloats q8_key_scales;                         // [d / 32][kChunk]
+  std::vector<uint32_t> q8_query_dwords;               // [n_rows][d / 4]
+  std::vector<float> q8_query_scales;                  // [n_rows][d / 32]
+  std::vector<int32_t> q8_query_offsets;               // [n_rows][d / 32]
+  std::vector<float> running_max;                      // [n_rows]
+  std::vector<float> lane_sum;                         // [n_rows][kLanes]
 };
 
 // The key and value rows of positions [p0, p0 + count) of kv_head, run by run, a run being
@@ -523,8 +493,8 @@ void decode_chunk(const KvLayerView& kv, int64_t kv_head, int64_t p0, int64_t co
     k.f16_keys_t(k_rows, count, d, ws.keys_t.data());
     return;
   }
-  if (kv.type == GgmlType::Q8_0 && k.q8_0_keys_t && d % quant::kQK == 0) {
-    k.q8_0_keys_t(k_rows, count, d, ws.keys_t.data());
+  if (kv.type == GgmlType::Q8_0) {  // scored in integers (a Q8_0 row is whole blocks)
+    k.q8.keys(k_rows, count, d / quant::kQK, kChunk, ws.q8_keys.data(), ws.q8_key_scales.data());
     return;
   }
   float* rows = ws.rows.data();
@@ -553,13 +523,24 @@ void attend_block(const KvLayerView& kv, int64_t kv_head, const float* q, int64_
   ws.keys_t.resize(static_cast<size_t>(d * kChunk));
   ws.values.resize(static_cast<size_t>(kChunk * d));
   ws.rows.resize(static_cast<size_t>(kChunk * d));
-  ws.queries.resize(static_cast<size_t>(n_rows * d));
+  const bool q8_keys = kv.type == GgmlType::Q8_0;
+  const int64_t n_blocks = d / quant::kQK;
+  if (q8_keys) {
+    ws.q8_keys.resize(static_cast<size_t>(d / 4 * kChunk));
+    ws.q8_key_scales.resize(static_cast<size_t>(n_blocks * kChunk));
+    ws.q8_query_dwords.resize(static_cast<size_t>(n_rows * d / 4));
+    ws.q8_query_scales.resize(static_cast<size_t>(n_rows * n_blocks));
+    ws.q8_query_offsets.resize(static_cast<size_t>(n_rows * n_blocks));
+  } else {
+    ws.queries.resize(static_cast<size_t>(n_rows * d));
+  }
   ws.running_max.assign(static_cast<size_t>(n_rows), -std::numeric_limits<float>::infinity());
   ws.lane_sum.assign(static_cast<size_t>(n_rows * kLanes), 0.0f);
 
   // Queries meet the keys rounded to the keys' partner format (F16 for F16 keys, Q8_0 for
-  // Q8_0), as other GGUF engines compute Q.K; then everything runs on f32 copies of a chunk of
-  // keys and values, each decoded once for the whole block of query rows.
+  // Q8_0), as other GGUF engines compute Q.K: F16 keys on f32 copies, Q8_0 keys in integers
+  // (attention_q8.h); values on f32 copies. A chunk's keys and values are decoded once for the
+  // whole block of query rows.
   const quant::TypeTraits& qt = quant::traits(quant::traits(kv.type).activation_type);
   alignas(64) uint8_t packed[kMaxHeadDim * 2];
   int64_t max_positions = 0, min_first = INT64_MAX;
@@ -573,7 +554,14 @@ void attend_block(const KvLayerView& kv, int64_t kv_head, const float* q, int64_
     min_first = std::min(min_first, first_of(t));
     for (int64_t g = 0; g < n_group; ++g) {
       qt.kernels.quantize_row(q + t * q_stride + g * d, packed, d);
-      qt.kernels.dequantize_row(packed, ws.queries.data() + (t * n_group + g) * d, d);
+      const int64_t row = t * n_group + g;
+      if (q8_keys) {
+        q8_scores::prepare_query(packed, n_blocks, ws.q8_query_dwords.data() + row * d / 4,
+                                 ws.q8_query_scales.data() + row * n_blocks,
+                                 ws.q8_query_offsets.data() + row * n_blocks);
+      } else {
+        qt.kernels.dequantize_row(packed, ws.queries.data() + row * d, d);
+      }
       float* o = out + t * out_stride + g * d;
       for (int64_t i = 0; i < d; ++i) o[i] = 0.0f;
     }
@@ -595,8 +583,16 @@ void attend_block(const KvLayerView& kv, int64_t kv_head, const float* q, int64_
         const int64_t nr = std::min(kRowBlock, n_group - g0);
         const int64_t row0 = t * n_group + g0;
         float* acc = out + t * out_stride + g0 * d;
-        k.scores(ws.queries.data() + row0 * d, nr, ws.keys_t.data(), round_up_lanes(count) / kLanes,
-                 d, scale, scores);
+        const int64_t n_vectors = round_up_lanes(count) / kLanes;
+        if (q8_keys) {
+          const q8_scores::QueryRows rows{ws.q8_query_dwords.data() + row0 * d / 4,
+                                          ws.q8_query_scales.data() + row0 * n_blocks,
+                                          ws.q8_query_offsets.data() + row0 * n_blocks};
+          k.q8.scores(rows, nr, ws.q8_keys.data(), ws.q8_key_scales.data(), n_vectors, n_blocks,
+                      kChunk, scale, scores);
+        } else {
+          k.scores(ws.queries.data() + row0 * d, nr, ws.keys_t.data(), n_vectors, d, scale, scores);
+        }
         for (int64_t r = 0; r < nr; ++r) {
           // exp(-inf - max) is ~1e-38 after the kernels' clamp: nothing against the window's
           // own weights (the largest is 1); the values below skip those positions outright.

@@ -1,0 +1,243 @@
+#include "ops/attention_q8.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "quant/blocks.h"
+#include "util/fp16.h"
+
+namespace strata::ops::q8_scores {
+namespace {
+
+constexpr int64_t kLanes = 16;
+constexpr int64_t kDwords = quant::kQK / 4;  // dwords of codes per block
+constexpr int64_t kBlockBytes = sizeof(quant::BlockQ8_0);
+constexpr uint32_t kBias = 0x80808080u;  // + 128 on each code byte
+
+// ---- the loops: one chain per (query, key), vectorized over keys ----------------------------
+
+// Exact integer sum of code products of one block: the key dwords carry codes + 128.
+inline int32_t biased_dot(uint32_t kw, uint32_t qw) {
+  int32_t s = 0;
+  for (int t = 0; t < 4; ++t) {
+    s += static_cast<int32_t>((kw >> (8 * t)) & 0xff) *
+         static_cast<int32_t>(static_cast<int8_t>((qw >> (8 * t)) & 0xff));
+  }
+  return s;
+}
+
+#define STRATA_Q8_SCORES_BODY(MADD)                                              \
+  const int64_t n = n_vectors * kLanes;                                          \
+  for (int64_t r = 0; r < n_rows; ++r) {                                         \
+    const uint32_t* qd = q.dwords + r * n_blocks * kDwords;                      \
+    float acc[4 * kLanes] = {};                                                  \
+    for (int64_t b = 0; b < n_blocks; ++b) {                                     \
+      int32_t isum[4 * kLanes] = {};                                             \
+      for (int64_t g = 0; g < kDwords; ++g) {                                    \
+        const uint32_t qw = qd[b * kDwords + g];                                 \
+        const uint32_t* k = keys + (b * kDwords + g) * stride;                   \
+        for (int64_t l = 0; l < n; ++l) isum[l] += biased_dot(k[l], qw);         \
+      }                                                                          \
+      const float dq = q.scales[r * n_blocks + b];                               \
+      const int32_t offset = q.offsets[r * n_blocks + b];                        \
+      const float* dk = key_scales + b * stride;                                 \
+      for (int64_t l = 0; l < n; ++l)                                            \
+        acc[l] = MADD(static_cast<float>(isum[l] - offset), dk[l] * dq, acc[l]); \
+    }                                                                            \
+    for (int64_t l = 0; l < n; ++l) scores[r * stride + l] = acc[l] * scale;     \
+  }
+
+#define STRATA_FUSED(a, b, c) std::fma(a, b, c)
+#define STRATA_PLAIN(a, b, c) ((a) * (b) + (c))
+
+__attribute__((target("avx2,fma"), optimize("O3"))) void scores_loop_avx2(
+    const QueryRows& q, int64_t n_rows, const uint32_t* keys, const float* key_scales,
+    int64_t n_vectors, int64_t n_blocks, int64_t stride, float scale, float* scores) {
+  STRATA_Q8_SCORES_BODY(STRATA_FUSED)
+}
+__attribute__((target("sse2"), optimize("O3"))) void scores_loop_baseline(
+    const QueryRows& q, int64_t n_rows, const uint32_t* keys, const float* key_scales,
+    int64_t n_vectors, int64_t n_blocks, int64_t stride, float scale, float* scores) {
+  STRATA_Q8_SCORES_BODY(STRATA_PLAIN)
+}
+
+void keys_portable(const uint8_t* const* rows, int64_t count, int64_t n_blocks, int64_t stride,
+                   uint32_t* keys, float* key_scales) {
+  const int64_t padded = (count + kLanes - 1) / kLanes * kLanes;
+  for (int64_t j = 0; j < padded; ++j) {
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      const uint8_t* block = j < count ? rows[j] + b * kBlockBytes : nullptr;
+      f16_bits d = 0;
+      if (block) std::memcpy(&d, block, sizeof d);
+      key_scales[b * stride + j] = block ? f16_to_f32(d) : 0.0f;
+      for (int64_t g = 0; g < kDwords; ++g) {
+        uint32_t w = 0;
+        if (block) std::memcpy(&w, block + 2 + 4 * g, sizeof w);
+        keys[(b * kDwords + g) * stride + j] = w ^ kBias;
+      }
+    }
+  }
+}
+
+// ---- AVX-512 VNNI ------------------------------------------------------------------------
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+// In-register transpose of 16 x 16 dwords: r[m] lane l becomes r[l] lane m.
+__attribute__((target("avx512f"))) inline void transpose16(__m512i r[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  __m512i u[16];
+  for (int g = 0; g < 4; ++g) {
+    u[4 * g] = _mm512_unpacklo_epi64(t[4 * g], t[4 * g + 2]);
+    u[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g], t[4 * g + 2]);
+    u[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
+    u[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
+  }
+  for (int e = 0; e < 4; ++e) {
+    const __m512i v0 = _mm512_shuffle_i32x4(u[e], u[4 + e], 0x44);
+    const __m512i v1 = _mm512_shuffle_i32x4(u[e], u[4 + e], 0xee);
+    const __m512i v2 = _mm512_shuffle_i32x4(u[8 + e], u[12 + e], 0x44);
+    const __m512i v3 = _mm512_shuffle_i32x4(u[8 + e], u[12 + e], 0xee);
+    r[e] = _mm512_shuffle_i32x4(v0, v2, 0x88);
+    r[4 + e] = _mm512_shuffle_i32x4(v0, v2, 0xdd);
+    r[8 + e] = _mm512_shuffle_i32x4(v1, v3, 0x88);
+    r[12 + e] = _mm512_shuffle_i32x4(v1, v3, 0xdd);
+  }
+}
+
+// Two blocks of 16 keys at a time: their 64 code bytes a row, transposed as 16 x 16 dwords.
+__attribute__((target("avx512f,avx512vl"))) void keys_avx512(const uint8_t* const* rows,
+                                                             int64_t count, int64_t n_blocks,
+                                                             int64_t stride, uint32_t* keys,
+                                                             float* key_scales) {
+  const __m512i bias = _mm512_set1_epi32(static_cast<int>(kBias));
+  for (int64_t j0 = 0; j0 < count; j0 += kLanes) {
+    const int64_t n = std::min(kLanes, count - j0);
+    for (int64_t b0 = 0; b0 < n_blocks; b0 += 2) {
+      const int64_t pair = std::min<int64_t>(2, n_blocks - b0);
+      __m512i r[16];
+      alignas(32) f16_bits scales[2][16] = {};
+      for (int m = 0; m < 16; ++m) {
+        if (m >= n) {
+          r[m] = _mm512_setzero_si512();
+          continue;
+        }
+        const uint8_t* block = rows[j0 + m] + b0 * kBlockBytes;
+        const __m256i first = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
+        const __m256i second =
+            pair == 2
+                ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + kBlockBytes + 2))
+                : _mm256_setzero_si256();
+        r[m] = _mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1);
+        std::memcpy(&scales[0][m], block, 2);
+        if (pair == 2) std::memcpy(&scales[1][m], block + kBlockBytes, 2);
+      }
+      transpose16(r);  // r[8h + g]: dword g of block b0 + h, key m in lane m
+      for (int h = 0; h < pair; ++h) {
+        _mm512_storeu_ps(
+            key_scales + (b0 + h) * stride + j0,
+            _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales[h]))));
+        for (int g = 0; g < kDwords; ++g) {
+          _mm512_storeu_si512(keys + ((b0 + h) * kDwords + g) * stride + j0,
+                              _mm512_xor_si512(r[8 * h + g], bias));
+        }
+      }
+    }
+  }
+}
+
+// NR query rows against NV vectors of 16 keys; block by block, the integer sums of the block in
+// NR * NV registers, then one fused multiply-add per (row, vector).
+template <int NR, int NV>
+__attribute__((target("avx512f,avx512vnni"))) void scores_block(const QueryRows& q,
+                                                                const uint32_t* keys,
+                                                                const float* key_scales,
+                                                                int64_t n_blocks, int64_t stride,
+                                                                float scale, float* scores) {
+  __m512 acc[NR][NV];
+  for (int r = 0; r < NR; ++r)
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    __m512i isum[NR][NV];
+    for (int r = 0; r < NR; ++r)
+      for (int v = 0; v < NV; ++v) isum[r][v] = _mm512_setzero_si512();
+    for (int64_t g = 0; g < kDwords; ++g) {
+      __m512i k[NV];
+      for (int v = 0; v < NV; ++v)
+        k[v] = _mm512_loadu_si512(keys + (b * kDwords + g) * stride + v * kLanes);
+      for (int r = 0; r < NR; ++r) {
+        const __m512i qw =
+            _mm512_set1_epi32(static_cast<int>(q.dwords[(r * n_blocks + b) * kDwords + g]));
+        for (int v = 0; v < NV; ++v) isum[r][v] = _mm512_dpbusd_epi32(isum[r][v], k[v], qw);
+      }
+    }
+    __m512 dk[NV];
+    for (int v = 0; v < NV; ++v) dk[v] = _mm512_loadu_ps(key_scales + b * stride + v * kLanes);
+    for (int r = 0; r < NR; ++r) {
+      const __m512 dq = _mm512_set1_ps(q.scales[r * n_blocks + b]);
+      const __m512i offset = _mm512_set1_epi32(q.offsets[r * n_blocks + b]);
+      for (int v = 0; v < NV; ++v) {
+        acc[r][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(isum[r][v], offset)),
+                                    _mm512_mul_ps(dk[v], dq), acc[r][v]);
+      }
+    }
+  }
+  const __m512 s = _mm512_set1_ps(scale);
+  for (int r = 0; r < NR; ++r)
+    for (int v = 0; v < NV; ++v)
+      _mm512_storeu_ps(scores + r * stride + v * kLanes, _mm512_mul_ps(acc[r][v], s));
+}
+
+#pragma GCC diagnostic pop
+
+using BlockFn = void (*)(const QueryRows&, const uint32_t*, const float*, int64_t, int64_t, float,
+                         float*);
+template <int NR>
+constexpr BlockFn kBlocks[2] = {scores_block<NR, 1>, scores_block<NR, 2>};
+constexpr const BlockFn* kRows[4] = {kBlocks<1>, kBlocks<2>, kBlocks<3>, kBlocks<4>};
+
+// Two vectors of keys at a time (8 integer and 8 float accumulators for 4 rows).
+void scores_avx512(const QueryRows& q, int64_t n_rows, const uint32_t* keys,
+                   const float* key_scales, int64_t n_vectors, int64_t n_blocks, int64_t stride,
+                   float scale, float* scores) {
+  for (int64_t v0 = 0; v0 < n_vectors; v0 += 2) {
+    const int64_t nv = std::min<int64_t>(2, n_vectors - v0);
+    kRows[n_rows - 1][nv - 1](q, keys + v0 * kLanes, key_scales + v0 * kLanes, n_blocks, stride,
+                              scale, scores + v0 * kLanes);
+  }
+}
+
+}  // namespace
+
+void prepare_query(const void* q8_0_blocks, int64_t n_blocks, uint32_t* dwords, float* scales,
+                   int32_t* offsets) {
+  const auto* blocks = static_cast<const quant::BlockQ8_0*>(q8_0_blocks);
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    scales[b] = f16_to_f32(blocks[b].d);
+    std::memcpy(dwords + b * kDwords, blocks[b].qs, quant::kQK);
+    int32_t sum = 0;
+    for (int i = 0; i < quant::kQK; ++i) sum += blocks[b].qs[i];
+    offsets[b] = 128 * sum;
+  }
+}
+
+Kernels kernels_avx512() {
+  return {keys_avx512, scores_avx512};
+}
+Kernels kernels_avx2() {
+  return {keys_portable, scores_loop_avx2};
+}
+Kernels kernels_baseline() {
+  return {keys_portable, scores_loop_baseline};
+}
+
+}  // namespace strata::ops::q8_scores

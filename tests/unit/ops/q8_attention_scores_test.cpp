@@ -1,0 +1,119 @@
+// Attention scores over Q8_0 keys in integers (ops/attention_q8.h): every instruction-set level
+// computes the definition bit for bit (the AVX-512 VNNI kernel multiplies the codes in int8, the
+// loops in int32), for any number of keys and query rows, and the result is the dot product of
+// the dequantized query and key to float rounding.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "ops/attention_q8.h"
+#include "quant/blocks.h"
+#include "quant/quant.h"
+#include "util/cpu_features.h"
+
+namespace strata::ops {
+namespace {
+
+constexpr int64_t kStride = 64;  // keys per chunk, as attention uses it
+
+struct Level {
+  const char* name;
+  q8_scores::Kernels kernels;
+  bool fused;  // multiply-adds fused (FMA levels)
+};
+
+std::vector<Level> levels() {
+  const CpuFeatures& cpu = cpu_features();
+  std::vector<Level> out = {{"baseline", q8_scores::kernels_baseline(), false}};
+  if (cpu.has_avx2_level()) out.push_back({"avx2", q8_scores::kernels_avx2(), true});
+  if (cpu.has_avx512_level()) out.push_back({"avx512", q8_scores::kernels_avx512(), true});
+  return out;
+}
+
+std::vector<uint8_t> q8_0_rows(int64_t n, int64_t d, std::mt19937& rng, float spread) {
+  std::normal_distribution<float> normal(0.0f, spread);
+  std::vector<float> x(static_cast<size_t>(n * d));
+  for (auto& v : x) v = normal(rng);
+  const int64_t bytes = quant::row_bytes(GgmlType::Q8_0, d);
+  std::vector<uint8_t> rows(static_cast<size_t>(n * bytes));
+  const auto quantize = quant::traits(GgmlType::Q8_0).kernels.quantize_row;
+  for (int64_t j = 0; j < n; ++j) quantize(x.data() + j * d, rows.data() + j * bytes, d);
+  return rows;
+}
+
+// The definition, written out with the blocks as stored.
+float defined_score(const quant::BlockQ8_0* q, const quant::BlockQ8_0* k, int64_t n_blocks,
+                    float scale, bool fused) {
+  float acc = 0;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    int32_t isum = 0;
+    for (int i = 0; i < quant::kQK; ++i) isum += int32_t{q[b].qs[i]} * int32_t{k[b].qs[i]};
+    const float prod = f16_to_f32(k[b].d) * f16_to_f32(q[b].d);
+    acc = fused ? std::fma(static_cast<float>(isum), prod, acc)
+                : static_cast<float>(isum) * prod + acc;
+  }
+  return acc * scale;
+}
+
+TEST(Q8AttentionScores, EveryLevelComputesTheIntegerDefinitionBitForBit) {
+  std::mt19937 rng(5);
+  const float scale = 0.0883883f;
+  for (const int64_t d : {32, 64, 128, 96, 256}) {
+    const int64_t n_blocks = d / quant::kQK, row_bytes = quant::row_bytes(GgmlType::Q8_0, d);
+    for (const int64_t count : {1, 15, 16, 37, 64}) {
+      const std::vector<uint8_t> keys = q8_0_rows(count, d, rng, 2.0f);
+      std::vector<const uint8_t*> key_rows(static_cast<size_t>(count));
+      for (int64_t j = 0; j < count; ++j) key_rows[static_cast<size_t>(j)] = &keys[j * row_bytes];
+      for (const int64_t n_rows : {1, 2, 3, 4}) {
+        SCOPED_TRACE(testing::Message() << "d " << d << ", keys " << count << ", rows " << n_rows);
+        const std::vector<uint8_t> queries = q8_0_rows(n_rows, d, rng, 3.0f);
+        std::vector<uint32_t> dwords(static_cast<size_t>(n_rows * d / 4));
+        std::vector<float> q_scales(static_cast<size_t>(n_rows * n_blocks));
+        std::vector<int32_t> offsets(q_scales.size());
+        for (int64_t r = 0; r < n_rows; ++r) {
+          q8_scores::prepare_query(&queries[r * row_bytes], n_blocks, &dwords[r * d / 4],
+                                   &q_scales[r * n_blocks], &offsets[r * n_blocks]);
+        }
+        const q8_scores::QueryRows rows{dwords.data(), q_scales.data(), offsets.data()};
+        const int64_t n_vectors = (count + 15) / 16;
+        for (const Level& level : levels()) {
+          SCOPED_TRACE(level.name);
+          std::vector<uint32_t> laid(static_cast<size_t>(d / 4 * kStride), 0xdeadbeef);
+          std::vector<float> key_scales(static_cast<size_t>(n_blocks * kStride), NAN);
+          level.kernels.keys(key_rows.data(), count, n_blocks, kStride, laid.data(),
+                             key_scales.data());
+          std::vector<float> scores(static_cast<size_t>(4 * kStride), NAN);
+          level.kernels.scores(rows, n_rows, laid.data(), key_scales.data(), n_vectors, n_blocks,
+                               kStride, scale, scores.data());
+          for (int64_t r = 0; r < n_rows; ++r) {
+            const auto* q = reinterpret_cast<const quant::BlockQ8_0*>(&queries[r * row_bytes]);
+            for (int64_t j = 0; j < n_vectors * 16; ++j) {
+              const float got = scores[static_cast<size_t>(r * kStride + j)];
+              if (j >= count) {  // padding keys score 0
+                ASSERT_EQ(got, 0.0f) << "padding key " << j;
+                continue;
+              }
+              const auto* k = reinterpret_cast<const quant::BlockQ8_0*>(&keys[j * row_bytes]);
+              const float want = defined_score(q, k, n_blocks, scale, level.fused);
+              ASSERT_EQ(std::memcmp(&got, &want, sizeof got), 0)
+                  << "row " << r << " key " << j << ": " << got << " vs " << want;
+              // ... which is the dot product of what the blocks hold, to float rounding.
+              double exact = 0;
+              for (int64_t b = 0; b < n_blocks; ++b)
+                for (int i = 0; i < quant::kQK; ++i)
+                  exact += double{f16_to_f32(q[b].d)} * q[b].qs[i] * f16_to_f32(k[b].d) * k[b].qs[i];
+              ASSERT_NEAR(got, exact * scale, 1e-5 * (1 + std::fabs(exact * scale)));
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace strata::ops
