@@ -225,6 +225,64 @@ __attribute__((target("avx512f"))) void values_block_avx512(const float* weights
     for (int v = 0; v < NV; ++v) _mm512_storeu_ps(acc + r * d + i0 + v * kLanes, a[r][v]);
 }
 
+// values_block_avx512 reading the cache rows themselves: 16 values converted where they are used,
+// as the row conversion would give them (F16: exact; Q8_0: code * scale, one rounding), so the
+// chunk is never written out as f32 rows.
+struct F16Values {
+  __attribute__((target("avx512f"))) static __m512 load(const uint8_t* row, int64_t i) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * i)));
+  }
+};
+struct Q8_0Values {
+  __attribute__((target("avx512f"))) static __m512 load(const uint8_t* row, int64_t i) {
+    const auto* block = reinterpret_cast<const quant::BlockQ8_0*>(row) + i / quant::kQK;
+    const __m512i codes = _mm512_cvtepi8_epi32(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(block->qs + i % quant::kQK)));
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(codes), _mm512_set1_ps(f16_to_f32(block->d)));
+  }
+};
+template <typename Format, int NR, int NV>
+__attribute__((target("avx512f"))) void values_rows_block_avx512(const float* weights,
+                                                                 const uint8_t* const* rows,
+                                                                 int64_t count, int64_t d,
+                                                                 int64_t i0, float* acc) {
+  __m512 a[NR][NV];
+  for (int r = 0; r < NR; ++r)
+    for (int v = 0; v < NV; ++v) a[r][v] = _mm512_loadu_ps(acc + r * d + i0 + v * kLanes);
+  for (int64_t j = 0; j < count; ++j) {
+    __m512 x[NV];
+    for (int v = 0; v < NV; ++v) x[v] = Format::load(rows[j], i0 + v * kLanes);
+    for (int r = 0; r < NR; ++r) {
+      const __m512 p = _mm512_set1_ps(weights[r * kChunk + j]);
+      for (int v = 0; v < NV; ++v) a[r][v] = _mm512_fmadd_ps(p, x[v], a[r][v]);
+    }
+  }
+  for (int r = 0; r < NR; ++r)
+    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(acc + r * d + i0 + v * kLanes, a[r][v]);
+}
+
+using ValuesRowsBlockFn = void (*)(const float*, const uint8_t* const*, int64_t, int64_t, int64_t,
+                                   float*);
+template <typename Format, int NR>
+constexpr ValuesRowsBlockFn kValuesRowsRow[4] = {
+    values_rows_block_avx512<Format, NR, 1>, values_rows_block_avx512<Format, NR, 2>,
+    values_rows_block_avx512<Format, NR, 3>, values_rows_block_avx512<Format, NR, 4>};
+template <typename Format>
+constexpr const ValuesRowsBlockFn* kValuesRowsBlocks[4] = {
+    kValuesRowsRow<Format, 1>, kValuesRowsRow<Format, 2>, kValuesRowsRow<Format, 3>,
+    kValuesRowsRow<Format, 4>};
+
+// d a multiple of 16; n_rows <= kRowBlock; rows of `type` (F16 or Q8_0).
+void values_rows_avx512(const float* weights, int64_t n_rows, const uint8_t* const* rows,
+                        GgmlType type, int64_t count, int64_t d, float* acc) {
+  const ValuesRowsBlockFn* const* blocks =
+      type == GgmlType::F16 ? kValuesRowsBlocks<F16Values> : kValuesRowsBlocks<Q8_0Values>;
+  for (int64_t i0 = 0; i0 < d; i0 += 64) {
+    const int64_t nv = std::min<int64_t>(4, (d - i0) / kLanes);
+    blocks[n_rows - 1][nv - 1](weights, rows, count, d, i0, acc);
+  }
+}
+
 using ScoresBlockFn = void (*)(const float*, const float*, int64_t, float, float*);
 using ValuesBlockFn = void (*)(const float*, const float*, int64_t, int64_t, int64_t, float*);
 
@@ -392,6 +450,9 @@ struct ChunkKernels {
   void (*f16_row)(const uint8_t*, int64_t, float*);  // null: the type's dequantize_row
   // Scores over Q8_0 keys in integers (attention_q8.h): every level has them.
   q8_scores::Kernels q8{};
+  // Values read from the F16 / Q8_0 cache rows as they are; null: from rows decoded to f32.
+  void (*values_rows)(const float*, int64_t, const uint8_t* const*, GgmlType, int64_t, int64_t,
+                      float*) = nullptr;
 };
 
 // The kernels for head size d: the register-blocked AVX-512 ones where d is a multiple of 16,
@@ -399,8 +460,8 @@ struct ChunkKernels {
 const ChunkKernels& chunk_kernels(int64_t d) {
   static const CpuFeatures& cpu = cpu_features();
   static const ChunkKernels avx512{
-      scores_avx512,     values_avx512_blocks, softmax_avx512_row,         f16_keys_t_avx512,
-      f32_keys_t_avx512, f16_row_avx512,       q8_scores::kernels_avx512()};
+      scores_avx512,     values_avx512_blocks, softmax_avx512_row,          f16_keys_t_avx512,
+      f32_keys_t_avx512, f16_row_avx512,       q8_scores::kernels_avx512(), values_rows_avx512};
   static const ChunkKernels avx512_loops{scores_loop_avx512,
                                          values_loop_avx512,
                                          softmax_avx512,
@@ -428,10 +489,11 @@ const ChunkKernels& chunk_kernels(int64_t d) {
 
 // Per-thread buffers for one chunk, reused across calls.
 struct Workspace {
-  AlignedFloats keys_t;   // [d][kChunk]
-  AlignedFloats values;   // [kChunk][d]
-  AlignedFloats rows;     // [kChunk][d] keys decoded row by row
-  AlignedFloats queries;  // [n_rows][d]
+  AlignedFloats keys_t;               // [d][kChunk]
+  AlignedFloats values;               // [kChunk][d]
+  AlignedFloats rows;                 // [kChunk][d] keys decoded row by row
+  AlignedFloats queries;              // [n_rows][d]
+  const uint8_t* value_rows[kChunk];  // the chunk's cache rows of values (values_rows)
   // Q8_0 keys scored in integers: the chunk's keys and scales (attention_q8.h), the query rows.
   std::vector<uint32_t, Aligned64<uint32_t>> q8_keys;  // [d / 4][kChunk]
   AlignedFloats q8_key_scales;                         // [d / 32][kChunk]
@@ -459,6 +521,12 @@ void chunk_rows(const KvLayerView& kv, int64_t kv_head, int64_t p0, int64_t coun
   }
 }
 
+// Whether the values kernel reads the cache rows as they are (else decode_chunk decodes them).
+bool values_from_rows(const KvLayerView& kv, const ChunkKernels& k) {
+  return k.values_rows && (kv.type == GgmlType::F16 || kv.type == GgmlType::Q8_0) &&
+         kv.head_dim % kLanes == 0;
+}
+
 // Decodes positions [p0, p0 + count) of kv_head: keys transposed into keys_t, values as rows.
 // Meanwhile it asks for the rows of the next `next_count` positions, spread over the decoding so
 // they arrive while this chunk is computed: a long-context decode step streams the cache from
@@ -475,6 +543,8 @@ void decode_chunk(const KvLayerView& kv, int64_t kv_head, int64_t p0, int64_t co
   const bool f16 = kv.type == GgmlType::F16 && k.f16_row;
   const quant::DequantizeRowFn dequantize = quant::traits(kv.type).kernels.dequantize_row;
   float* values = ws.values.data();
+  const bool raw_values = values_from_rows(kv, k);
+  if (raw_values) std::copy(v_rows, v_rows + count, ws.value_rows);
   for (int64_t j = 0; j < std::max(count, next_count); ++j) {
     if (j < next_count) {
       for (int64_t b = 0; b < kv.head_row_bytes; b += 64) {
@@ -482,7 +552,7 @@ void decode_chunk(const KvLayerView& kv, int64_t kv_head, int64_t p0, int64_t co
         _mm_prefetch(reinterpret_cast<const char*>(next_v[j] + b), _MM_HINT_T0);
       }
     }
-    if (j >= count) continue;
+    if (j >= count || raw_values) continue;
     if (f16) {
       k.f16_row(v_rows[j], d, values + j * d);
     } else {
@@ -568,6 +638,7 @@ void attend_block(const KvLayerView& kv, int64_t kv_head, const float* q, int64_
   }
 
   const ChunkKernels& k = chunk_kernels(d);
+  const bool raw_values = values_from_rows(kv, k);
   alignas(64) float scores[kRowBlock * kChunk];
   // Chunks stay aligned to multiples of kChunk (a window only skips whole chunks and masks the
   // head of one), so a token's arithmetic is the same whichever tokens share its block.
@@ -601,7 +672,12 @@ void attend_block(const KvLayerView& kv, int64_t kv_head, const float* q, int64_
           k.softmax(scores + r * kChunk, count, &ws.running_max[static_cast<size_t>(row0 + r)],
                     ws.lane_sum.data() + (row0 + r) * kLanes, acc + r * d, d);
         }
-        k.values(scores + masked, nr, ws.values.data() + masked * d, count - masked, d, acc);
+        if (raw_values) {
+          k.values_rows(scores + masked, nr, ws.value_rows + masked, kv.type, count - masked, d,
+                        acc);
+        } else {
+          k.values(scores + masked, nr, ws.values.data() + masked * d, count - masked, d, acc);
+        }
       }
     }
   }
