@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ops/attention_q8.h"
+#include "ops/transpose_avx512.h"
 #include "quant/blocks.h"
 #include "quant/quant.h"
 #include "util/cpu_features.h"
@@ -362,35 +363,6 @@ __attribute__((target("avx512f"))) void softmax_avx512_row(float* scores, int64_
   _mm512_storeu_ps(lane_sum, sum);
 }
 
-// In-register transpose of a 16 x 16 tile: r[m] lane l becomes r[l] lane m.
-__attribute__((target("avx512f"))) inline void transpose16_avx512(__m512 r[16]) {
-  __m512 t[16];
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  // u[4G + e], 128-bit lane L: column 4L + e of rows 4G .. 4G + 3.
-  __m512 u[16];
-  for (int g = 0; g < 4; ++g) {
-    const __m512d a = _mm512_castps_pd(t[4 * g]), b = _mm512_castps_pd(t[4 * g + 2]);
-    const __m512d c = _mm512_castps_pd(t[4 * g + 1]), e = _mm512_castps_pd(t[4 * g + 3]);
-    u[4 * g] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
-    u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
-    u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, e));
-    u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, e));
-  }
-  for (int e = 0; e < 4; ++e) {
-    const __m512 v0 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0x44);
-    const __m512 v1 = _mm512_shuffle_f32x4(u[e], u[4 + e], 0xee);
-    const __m512 v2 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0x44);
-    const __m512 v3 = _mm512_shuffle_f32x4(u[8 + e], u[12 + e], 0xee);
-    r[e] = _mm512_shuffle_f32x4(v0, v2, 0x88);
-    r[4 + e] = _mm512_shuffle_f32x4(v0, v2, 0xdd);
-    r[8 + e] = _mm512_shuffle_f32x4(v1, v3, 0x88);
-    r[12 + e] = _mm512_shuffle_f32x4(v1, v3, 0xdd);
-  }
-}
-
 // keys_t[i][j] = key j's dimension i for j < count (F16 rows at rows[j]), 0 up to the next
 // multiple of 16; d a multiple of 16.
 __attribute__((target("avx512f"))) void f16_keys_t_avx512(const uint8_t* const* rows, int64_t count,
@@ -404,7 +376,7 @@ __attribute__((target("avx512f"))) void f16_keys_t_avx512(const uint8_t* const* 
                            reinterpret_cast<const __m256i*>(rows[j0 + m] + 2 * i0)))
                      : _mm512_setzero_ps();
       }
-      transpose16_avx512(r);
+      transpose16x16(r);
       for (int m = 0; m < 16; ++m) _mm512_store_ps(keys_t + (i0 + m) * kChunk + j0, r[m]);
     }
   }
@@ -418,7 +390,7 @@ __attribute__((target("avx512f"))) void f32_keys_t_avx512(const float* rows, int
       __m512 r[16];
       for (int m = 0; m < 16; ++m)
         r[m] = m < n ? _mm512_loadu_ps(rows + (j0 + m) * d + i0) : _mm512_setzero_ps();
-      transpose16_avx512(r);
+      transpose16x16(r);
       for (int m = 0; m < 16; ++m) _mm512_store_ps(keys_t + (i0 + m) * kChunk + j0, r[m]);
     }
   }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "ops/transpose_avx512.h"
 #include "quant/blocks.h"
 #include "util/fp16.h"
 
@@ -88,32 +89,6 @@ void keys_portable(const uint8_t* const* rows, int64_t count, int64_t n_blocks, 
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
-// In-register transpose of 16 x 16 dwords: r[m] lane l becomes r[l] lane m.
-__attribute__((target("avx512f"))) inline void transpose16(__m512i r[16]) {
-  __m512i t[16];
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-  }
-  __m512i u[16];
-  for (int g = 0; g < 4; ++g) {
-    u[4 * g] = _mm512_unpacklo_epi64(t[4 * g], t[4 * g + 2]);
-    u[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g], t[4 * g + 2]);
-    u[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
-    u[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
-  }
-  for (int e = 0; e < 4; ++e) {
-    const __m512i v0 = _mm512_shuffle_i32x4(u[e], u[4 + e], 0x44);
-    const __m512i v1 = _mm512_shuffle_i32x4(u[e], u[4 + e], 0xee);
-    const __m512i v2 = _mm512_shuffle_i32x4(u[8 + e], u[12 + e], 0x44);
-    const __m512i v3 = _mm512_shuffle_i32x4(u[8 + e], u[12 + e], 0xee);
-    r[e] = _mm512_shuffle_i32x4(v0, v2, 0x88);
-    r[4 + e] = _mm512_shuffle_i32x4(v0, v2, 0xdd);
-    r[8 + e] = _mm512_shuffle_i32x4(v1, v3, 0x88);
-    r[12 + e] = _mm512_shuffle_i32x4(v1, v3, 0xdd);
-  }
-}
-
 // Two blocks of 16 keys at a time: their 64 code bytes a row, transposed as 16 x 16 dwords.
 __attribute__((target("avx512f,avx512vl"))) void keys_avx512(const uint8_t* const* rows,
                                                              int64_t count, int64_t n_blocks,
@@ -141,7 +116,7 @@ __attribute__((target("avx512f,avx512vl"))) void keys_avx512(const uint8_t* cons
         std::memcpy(&scales[0][m], block, 2);
         if (pair == 2) std::memcpy(&scales[1][m], block + kBlockBytes, 2);
       }
-      transpose16(r);  // r[8h + g]: dword g of block b0 + h, key m in lane m
+      transpose16x16(r);  // r[8h + g]: dword g of block b0 + h, key m in lane m
       for (int h = 0; h < pair; ++h) {
         _mm512_storeu_ps(
             key_scales + (b0 + h) * stride + j0,

@@ -105,7 +105,8 @@ TEST(Q8AttentionScores, EveryLevelComputesTheIntegerDefinitionBitForBit) {
               double exact = 0;
               for (int64_t b = 0; b < n_blocks; ++b)
                 for (int i = 0; i < quant::kQK; ++i)
-                  exact += double{f16_to_f32(q[b].d)} * q[b].qs[i] * f16_to_f32(k[b].d) * k[b].qs[i];
+                  exact +=
+                      double{f16_to_f32(q[b].d)} * q[b].qs[i] * f16_to_f32(k[b].d) * k[b].qs[i];
               ASSERT_NEAR(got, exact * scale, 1e-5 * (1 + std::fabs(exact * scale)));
             }
           }
