@@ -60,6 +60,7 @@ int64_t round_up_lanes(int64_t n) {
 
 // Arithmetic shared by every path, whatever the instruction set or the blocking:
 //   score(q, k_j) = scale * fma(q[d-1], k_j[d-1], ... fma(q[1], k_j[1], q[0] * k_j[0]))
+//                   (F16 keys; Q8_0 keys are scored in integers, as attention_q8.h defines)
 //   acc_i        = fma(p_j, v_j[i], acc_i) over the positions j of a chunk in order,
 // one chain per (query, key) and per (query, dimension): a query row's result does not depend on
 // which other rows are computed beside it. The portable kernels below fuse where the target has
