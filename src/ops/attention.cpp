@@ -567,6 +567,8 @@ void attend_block(const KvLayerView& kv, int64_t kv_head, const float* q, int64_
   ws.values.resize(static_cast<size_t>(kChunk * d));
   ws.rows.resize(static_cast<size_t>(kChunk * d));
   const bool q8_keys = kv.type == GgmlType::Q8_0;
+  STRATA_CHECK(!q8_keys || d % quant::kQK == 0, "a Q8_0 cache needs head sizes in blocks of {}",
+               quant::kQK);
   const int64_t n_blocks = d / quant::kQK;
   if (q8_keys) {
     ws.q8_keys.resize(static_cast<size_t>(d / 4 * kChunk));
