@@ -1,22 +1,27 @@
 // Decode attention at depth on the shape of Qwen3-30B-A3B (head size 128, 8 query heads per KV
 // head, 4 KV heads interleaved in the cache): one KV head's group attending over N cached
 // positions, f16 and q8_0 caches, one core. "flops" counts the useful arithmetic, 2 x 2 x d per
-// (query head, position): the Q.K scores and the weighted sum of V.
+// (query head, position): the Q.K scores and the weighted sum of V. Each instruction-set path this
+// CPU runs (ops::set_attention_path) is measured: avx512, avx2 (register-blocked), avx2_loops.
 // Run: build/release/bench/bench_attention
 #include <benchmark/benchmark.h>
 
 #include <cmath>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "ops/attention.h"
 #include "quant/quant.h"
+#include "util/cpu_features.h"
 
 namespace {
 
 using strata::GgmlType;
 
-void BM_DecodeAttention(benchmark::State& state, GgmlType type) {
+void BM_DecodeAttention(benchmark::State& state, GgmlType type, strata::ops::AttentionPath path) {
+  strata::ops::set_attention_path(path);
   constexpr int64_t kHeads = 4, kGroup = 8, kDim = 128;
   const int64_t n = state.range(0);
   const int64_t row_bytes = strata::quant::row_bytes(type, kDim);
@@ -45,9 +50,30 @@ void BM_DecodeAttention(benchmark::State& state, GgmlType type) {
       benchmark::Counter::kIsRate);
 }
 
-BENCHMARK_CAPTURE(BM_DecodeAttention, f16, GgmlType::F16)->Arg(1024)->Arg(8192);
-BENCHMARK_CAPTURE(BM_DecodeAttention, q8_0, GgmlType::Q8_0)->Arg(1024)->Arg(8192);
-
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  using strata::ops::AttentionPath;
+  const strata::CpuFeatures& cpu = strata::cpu_features();
+  std::vector<std::pair<const char*, AttentionPath>> paths;
+  if (cpu.has_avx512_level()) paths.push_back({"avx512", AttentionPath::avx512});
+  if (cpu.has_avx2_level()) {
+    paths.push_back({"avx2", AttentionPath::avx2});
+    paths.push_back({"avx2_loops", AttentionPath::avx2_loops});
+  }
+  if (paths.empty()) paths.push_back({"baseline", AttentionPath::baseline});
+  for (const auto& [name, path] : paths) {
+    for (const auto& [type_name, type] :
+         {std::pair{"f16", GgmlType::F16}, std::pair{"q8_0", GgmlType::Q8_0}}) {
+      benchmark::RegisterBenchmark(
+          (std::string("BM_DecodeAttention/") + type_name + "/" + name).c_str(),
+          [type, path](benchmark::State& state) { BM_DecodeAttention(state, type, path); })
+          ->Arg(1024)
+          ->Arg(8192);
+    }
+  }
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -412,6 +413,106 @@ __attribute__((target("avx2,f16c"))) void f16_row_avx2(const uint8_t* src, int64
   }
 }
 
+// ---- AVX2 kernels: the same arithmetic as the loops, rows and columns held in registers ----
+
+// Scores of NR queries against 8 * NV keys (see scores_block_avx512).
+template <int NR, int NV>
+__attribute__((target("avx2,fma"))) void scores_block_avx2(const float* q, const float* keys_t,
+                                                           int64_t d, float scale, float* scores) {
+  __m256 acc[NR][NV];
+  for (int r = 0; r < NR; ++r)
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < d; ++i) {
+    __m256 k[NV];
+    for (int v = 0; v < NV; ++v) k[v] = _mm256_load_ps(keys_t + i * kChunk + v * 8);
+    for (int r = 0; r < NR; ++r) {
+      const __m256 qi = _mm256_set1_ps(q[r * d + i]);
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_fmadd_ps(qi, k[v], acc[r][v]);
+    }
+  }
+  const __m256 s = _mm256_set1_ps(scale);
+  for (int r = 0; r < NR; ++r)
+    for (int v = 0; v < NV; ++v)
+      _mm256_store_ps(scores + r * kChunk + v * 8, _mm256_mul_ps(acc[r][v], s));
+}
+
+// acc[r][i0 .. i0 + 8 NV) += sum_j weights[r][j] values[j][...] (see values_block_avx512).
+template <int NR, int NV>
+__attribute__((target("avx2,fma"))) void values_block_avx2(const float* weights,
+                                                           const float* values, int64_t count,
+                                                           int64_t d, int64_t i0, float* acc) {
+  __m256 a[NR][NV];
+  for (int r = 0; r < NR; ++r)
+    for (int v = 0; v < NV; ++v) a[r][v] = _mm256_loadu_ps(acc + r * d + i0 + v * 8);
+  for (int64_t j = 0; j < count; ++j) {
+    __m256 x[NV];
+    for (int v = 0; v < NV; ++v) x[v] = _mm256_loadu_ps(values + j * d + i0 + v * 8);
+    for (int r = 0; r < NR; ++r) {
+      const __m256 p = _mm256_set1_ps(weights[r * kChunk + j]);
+      for (int v = 0; v < NV; ++v) a[r][v] = _mm256_fmadd_ps(p, x[v], a[r][v]);
+    }
+  }
+  for (int r = 0; r < NR; ++r)
+    for (int v = 0; v < NV; ++v) _mm256_storeu_ps(acc + r * d + i0 + v * 8, a[r][v]);
+}
+
+template <int NR>
+constexpr ScoresBlockFn kScoresRowAvx2[2] = {scores_block_avx2<NR, 1>, scores_block_avx2<NR, 2>};
+constexpr const ScoresBlockFn* kScoresBlocksAvx2[4] = {kScoresRowAvx2<1>, kScoresRowAvx2<2>,
+                                                       kScoresRowAvx2<3>, kScoresRowAvx2<4>};
+template <int NR>
+constexpr ValuesBlockFn kValuesRowAvx2[2] = {values_block_avx2<NR, 1>, values_block_avx2<NR, 2>};
+constexpr const ValuesBlockFn* kValuesBlocksAvx2[4] = {kValuesRowAvx2<1>, kValuesRowAvx2<2>,
+                                                       kValuesRowAvx2<3>, kValuesRowAvx2<4>};
+
+// Two vectors of 8 keys (8 accumulators for 4 rows) at a time; d a multiple of 8.
+void scores_avx2(const float* q, int64_t n_rows, const float* keys_t, int64_t n_vectors, int64_t d,
+                 float scale, float* scores) {
+  const int64_t n8 = n_vectors * (kLanes / 8);
+  for (int64_t v0 = 0; v0 < n8; v0 += 2) {
+    kScoresBlocksAvx2[n_rows - 1][std::min<int64_t>(2, n8 - v0) - 1](q, keys_t + v0 * 8, d, scale,
+                                                                     scores + v0 * 8);
+  }
+}
+void values_avx2_blocks(const float* weights, int64_t n_rows, const float* values, int64_t count,
+                        int64_t d, float* acc) {
+  for (int64_t i0 = 0; i0 < d; i0 += 16) {
+    kValuesBlocksAvx2[n_rows - 1][std::min<int64_t>(2, (d - i0) / 8) - 1](weights, values, count, d,
+                                                                          i0, acc);
+  }
+}
+
+// keys_t[i][j] = rows[j][i] (f32 rows, d a multiple of 8) for j < count, 0 up to the next multiple
+// of 16: 8 x 8 tiles transposed in registers.
+__attribute__((target("avx2"))) void f32_keys_t_avx2(const float* rows, int64_t count, int64_t d,
+                                                     float* keys_t) {
+  const int64_t padded = round_up_lanes(count);
+  for (int64_t j0 = 0; j0 < padded; j0 += 8) {
+    const int64_t n = std::clamp<int64_t>(count - j0, 0, 8);
+    for (int64_t i0 = 0; i0 < d; i0 += 8) {
+      __m256 r[8];
+      for (int m = 0; m < 8; ++m)
+        r[m] = m < n ? _mm256_loadu_ps(rows + (j0 + m) * d + i0) : _mm256_setzero_ps();
+      __m256 t[8], u[8];
+      for (int i = 0; i < 4; ++i) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+      }
+      for (int g = 0; g < 2; ++g) {
+        u[4 * g] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+        u[4 * g + 1] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0xee);
+        u[4 * g + 2] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+        u[4 * g + 3] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xee);
+      }
+      for (int e = 0; e < 4; ++e) {
+        r[e] = _mm256_permute2f128_ps(u[e], u[4 + e], 0x20);
+        r[4 + e] = _mm256_permute2f128_ps(u[e], u[4 + e], 0x31);
+      }
+      for (int m = 0; m < 8; ++m) _mm256_store_ps(keys_t + (i0 + m) * kChunk + j0, r[m]);
+    }
+  }
+}
+
 #pragma GCC diagnostic pop
 
 struct ChunkKernels {
@@ -428,8 +529,10 @@ struct ChunkKernels {
                       float*) = nullptr;
 };
 
-// The kernels for head size d: the register-blocked AVX-512 ones where d is a multiple of 16,
-// else the loops for the best instruction set (same arithmetic either way).
+std::atomic<AttentionPath> attention_path{AttentionPath::automatic};
+
+// The kernels for head size d: the register-blocked AVX-512 ones where d is a multiple of 16 (AVX2:
+// of 8), else the loops for the best instruction set (same arithmetic either way).
 const ChunkKernels& chunk_kernels(int64_t d) {
   static const CpuFeatures& cpu = cpu_features();
   static const ChunkKernels avx512{
@@ -443,6 +546,9 @@ const ChunkKernels& chunk_kernels(int64_t d) {
                                          nullptr,
                                          q8_scores::kernels_avx512()};
   static const ChunkKernels avx2{
+      scores_avx2,  values_avx2_blocks,       softmax_avx2, nullptr, f32_keys_t_avx2,
+      f16_row_avx2, q8_scores::kernels_avx2()};
+  static const ChunkKernels avx2_loops{
       scores_loop_avx2, values_loop_avx2,         softmax_avx2, nullptr, transpose_keys_portable,
       f16_row_avx2,     q8_scores::kernels_avx2()};
   static const ChunkKernels avx2_odd{
@@ -455,6 +561,21 @@ const ChunkKernels& chunk_kernels(int64_t d) {
                                      transpose_keys_portable,
                                      nullptr,
                                      q8_scores::kernels_baseline()};
+  switch (attention_path.load(std::memory_order_relaxed)) {
+    case AttentionPath::automatic:
+      break;
+    case AttentionPath::avx512:
+      STRATA_CHECK(cpu.has_avx512_level(), "this CPU has no AVX-512 (with VNNI)");
+      return d % 16 == 0 ? avx512 : avx512_loops;
+    case AttentionPath::avx2:
+      STRATA_CHECK(cpu.has_avx2_level(), "this CPU has no AVX2 and FMA");
+      return d % 8 == 0 ? avx2 : avx2_odd;
+    case AttentionPath::avx2_loops:
+      STRATA_CHECK(cpu.has_avx2_level(), "this CPU has no AVX2 and FMA");
+      return d % 8 == 0 ? avx2_loops : avx2_odd;
+    case AttentionPath::baseline:
+      return baseline;
+  }
   if (cpu.has_avx512_level()) return d % 16 == 0 ? avx512 : avx512_loops;
   if (cpu.has_avx2_level()) return d % 8 == 0 ? avx2 : avx2_odd;
   return baseline;
@@ -552,6 +673,10 @@ void decode_chunk(const KvLayerView& kv, int64_t kv_head, int64_t p0, int64_t co
 }
 
 }  // namespace
+
+void set_attention_path(AttentionPath path) {
+  attention_path.store(path, std::memory_order_relaxed);
+}
 
 void attend_block(const KvLayerView& kv, int64_t kv_head, const float* q, int64_t q_stride,
                   int64_t n_group, int64_t n_tokens, const int64_t* n_positions, float scale,

@@ -72,6 +72,13 @@ void attend_block(const KvLayerView& kv, int64_t kv_head, const float* q, int64_
                   int64_t n_group, int64_t n_tokens, const int64_t* n_positions, float scale,
                   float* out, int64_t out_stride, const AttendOptions& options = {});
 
+// The instruction-set paths attention can take: `automatic` (the default) is the best this CPU
+// runs. Every path gives the same bits on FMA CPUs (baseline, without FMA, rounds each multiply);
+// tests force each one the CPU has to check that. Process-wide; forcing a path the CPU lacks
+// makes attention throw.
+enum class AttentionPath { automatic, baseline, avx2_loops, avx2, avx512 };
+void set_attention_path(AttentionPath path);
+
 // One query head (n_group = 1).
 inline void attend(const KvLayerView& kv, int64_t kv_head, const float* q, int64_t n_positions,
                    float scale, float* out) {

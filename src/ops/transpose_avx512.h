@@ -8,6 +8,11 @@
 namespace strata::ops {
 namespace {
 
+// GCC 12's own avx512fintrin.h trips -Wuninitialized (_mm512_undefined_*; GCC bug 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
 __attribute__((target("avx512f"))) inline void transpose16x16(__m512i r[16]) {
   __m512i t[16];
   for (int i = 0; i < 8; ++i) {
@@ -40,6 +45,8 @@ __attribute__((target("avx512f"))) inline void transpose16x16(__m512 r[16]) {
   transpose16x16(x);
   for (int i = 0; i < 16; ++i) r[i] = _mm512_castsi512_ps(x[i]);
 }
+
+#pragma GCC diagnostic pop
 
 }  // namespace
 }  // namespace strata::ops
