@@ -587,7 +587,7 @@ struct Workspace {
   AlignedFloats values;               // [kChunk][d]
   AlignedFloats rows;                 // [kChunk][d] keys decoded row by row
   AlignedFloats queries;              // [n_rows][d]
-  const uint8_t* value_rows[kChunk];  // the chunk's cache rows of values (values_rows)
+  const uint8_t* value_rows[kChunk];  // the chunk's cache rows of values
   // Q8_0 keys scored in integers: the chunk's keys and scales (attention_q8.h), the query rows.
   std::vector<uint32_t, Aligned64<uint32_t>> q8_keys;  // [d / 4][kChunk]
   AlignedFloats q8_key_scales;                         // [d / 32][kChunk]
@@ -621,15 +621,16 @@ bool values_from_rows(const KvLayerView& kv, const ChunkKernels& k) {
          kv.head_dim % kLanes == 0;
 }
 
-// Decodes positions [p0, p0 + count) of kv_head: keys transposed into keys_t, values as rows.
+// Decodes positions [p0, p0 + count) of kv_head: keys transposed into keys_t, values as rows
+// (raw_values: left in the cache, the values kernel reads ws.value_rows).
 // Meanwhile it asks for the rows of the next `next_count` positions, spread over the decoding so
 // they arrive while this chunk is computed: a long-context decode step streams the cache from
 // memory, and one burst of prefetches would stall on the miss buffers instead.
 void decode_chunk(const KvLayerView& kv, int64_t kv_head, int64_t p0, int64_t count,
-                  int64_t next_count, const ChunkKernels& k, Workspace& ws) {
+                  int64_t next_count, bool raw_values, const ChunkKernels& k, Workspace& ws) {
   const int64_t d = kv.head_dim;
   const uint8_t* k_rows[kChunk];
-  const uint8_t* v_rows[kChunk];
+  const uint8_t** v_rows = ws.value_rows;
   chunk_rows(kv, kv_head, p0, count, k_rows, v_rows);
   const uint8_t* next_k[kChunk];
   const uint8_t* next_v[kChunk];
@@ -637,8 +638,6 @@ void decode_chunk(const KvLayerView& kv, int64_t kv_head, int64_t p0, int64_t co
   const bool f16 = kv.type == GgmlType::F16 && k.f16_row;
   const quant::DequantizeRowFn dequantize = quant::traits(kv.type).kernels.dequantize_row;
   float* values = ws.values.data();
-  const bool raw_values = values_from_rows(kv, k);
-  if (raw_values) std::copy(v_rows, v_rows + count, ws.value_rows);
   for (int64_t j = 0; j < std::max(count, next_count); ++j) {
     if (j < next_count) {
       for (int64_t b = 0; b < kv.head_row_bytes; b += 64) {
@@ -744,7 +743,8 @@ void attend_block(const KvLayerView& kv, int64_t kv_head, const float* q, int64_
   // head of one), so a token's arithmetic is the same whichever tokens share its block.
   for (int64_t p0 = min_first / kChunk * kChunk; p0 < max_positions; p0 += kChunk) {
     const int64_t decoded = std::min(kChunk, max_positions - p0);
-    decode_chunk(kv, kv_head, p0, decoded, std::min(kChunk, max_positions - p0 - decoded), k, ws);
+    decode_chunk(kv, kv_head, p0, decoded, std::min(kChunk, max_positions - p0 - decoded),
+                 raw_values, k, ws);
     for (int64_t t = 0; t < n_tokens; ++t) {
       if (n_positions[t] <= p0 || first_of(t) >= p0 + kChunk) continue;
       const int64_t count = std::min(kChunk, n_positions[t] - p0);
