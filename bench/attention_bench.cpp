@@ -6,6 +6,7 @@
 // Run: build/release/bench/bench_attention
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -50,6 +51,65 @@ void BM_DecodeAttention(benchmark::State& state, GgmlType type, strata::ops::Att
       benchmark::Counter::kIsRate);
 }
 
+// The same step as a model's decode runs it at depth (one core), the layers rotating through 16
+// caches so each step streams its cache from RAM, not L3: by head (attend_group for each KV head
+// in turn, reading one head's row of each cache slot) or by range (attend_range over every head,
+// whole slots, then the ranges merged, as the model's decode step does).
+void BM_DecodeAttentionFromRam(benchmark::State& state, GgmlType type, bool by_range) {
+  strata::ops::set_attention_path(strata::ops::AttentionPath::automatic);
+  constexpr int64_t kHeads = 4, kGroup = 8, kDim = 128, kLayers = 16;
+  const int64_t n = state.range(0);
+  const int64_t row_bytes = strata::quant::row_bytes(type, kDim);
+  const size_t layer_bytes = static_cast<size_t>(n * kHeads * row_bytes);
+  std::vector<uint8_t> k(layer_bytes * kLayers), v(k.size());
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal;
+  std::vector<float> keys(kHeads * kDim), values(keys.size());
+  std::vector<strata::ops::KvLayerView> layers;
+  for (int64_t l = 0; l < kLayers; ++l) {
+    layers.push_back(
+        {type, k.data() + l * layer_bytes, v.data() + l * layer_bytes, kHeads, kDim, row_bytes});
+    for (int64_t pos = 0; pos < n; ++pos) {
+      for (auto& x : keys) x = normal(rng);
+      for (auto& x : values) x = normal(rng);
+      strata::ops::kv_store(layers.back(), pos, keys.data(), values.data());
+    }
+  }
+  std::vector<float> q(kGroup * kDim), out(q.size());
+  for (auto& x : q) x = normal(rng);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(kDim));
+  std::vector<float> q_all(kHeads * kGroup * kDim), out_all(q_all.size());
+  for (auto& x : q_all) x = normal(rng);
+  const int64_t n_ranges = strata::ops::attention_ranges(n), rows = kHeads * kGroup;
+  strata::ops::AttentionPartials partials, sum_storage;
+  partials.reset(n_ranges, rows, kDim);
+  sum_storage.reset(1, rows, kDim);
+  int64_t layer = 0;
+  for (auto _ : state) {
+    if (by_range) {
+      for (int64_t r = 0; r < n_ranges; ++r) {
+        strata::ops::attend_range(layers[layer], 0, kHeads, q_all.data(), 0, kGroup, 1, &n, scale,
+                                  r, {}, partials.range(r));
+      }
+      const strata::ops::AttentionPartial sum = sum_storage.range(0);
+      std::fill(sum.max, sum.max + rows, -INFINITY);
+      for (int64_t r = 0; r < n_ranges; ++r)
+        strata::ops::merge_partial(partials.range(r), rows, kDim, sum);
+      strata::ops::finish_attention(sum, 1, rows, kDim, nullptr, out_all.data(), 0);
+      benchmark::DoNotOptimize(out_all.data());
+    } else {
+      for (int64_t h = 0; h < kHeads; ++h) {
+        strata::ops::attend_group(layers[layer], h, q.data(), kGroup, n, scale, out.data());
+      }
+      benchmark::DoNotOptimize(out.data());
+    }
+    layer = (layer + 1) % kLayers;
+  }
+  state.counters["kv_bytes"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * static_cast<double>(layer_bytes) * 2,
+      benchmark::Counter::kIsRate);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -69,6 +129,18 @@ int main(int argc, char** argv) {
           (std::string("BM_DecodeAttention/") + type_name + "/" + name).c_str(),
           [type, path](benchmark::State& state) { BM_DecodeAttention(state, type, path); })
           ->Arg(1024)
+          ->Arg(8192);
+    }
+  }
+  for (const auto& [type_name, type] :
+       {std::pair{"f16", GgmlType::F16}, std::pair{"q8_0", GgmlType::Q8_0}}) {
+    for (const bool by_range : {false, true}) {
+      benchmark::RegisterBenchmark((std::string("BM_DecodeAttentionFromRam/") + type_name +
+                                    (by_range ? "/by_range" : "/by_head"))
+                                       .c_str(),
+                                   [type, by_range](benchmark::State& state) {
+                                     BM_DecodeAttentionFromRam(state, type, by_range);
+                                   })
           ->Arg(8192);
     }
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -163,16 +164,77 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
     }
     std::stable_sort(blocks.begin(), blocks.end(),
                      [](const TokenBlock& a, const TokenBlock& b) { return a.cost > b.cost; });
-    pool.run(static_cast<int64_t>(blocks.size()) * p.n_head_kv, [&](int64_t task, int) {
-      const TokenBlock& b = blocks[static_cast<size_t>(task / p.n_head_kv)];
-      const int64_t kvh = task % p.n_head_kv;
+    const auto options_of = [&](const TokenBlock& b, int64_t kvh) {
       ops::AttendOptions options;
       if (!firsts.empty()) options.first_position = firsts.data() + b.first;
       if (w.sinks) options.sinks = w.sinks + kvh * group;
-      ops::attend_block(cache_of(at, b.first), kvh, q + b.first * q_dim + kvh * group * hd, q_dim,
-                        group, b.count, lengths.data() + b.first, scale,
-                        attn + b.first * q_dim + kvh * group * hd, q_dim, options);
-    });
+      return options;
+    };
+    std::vector<ops::AttentionBlockShape> shapes;
+    for (const TokenBlock& b : blocks) {
+      shapes.push_back(
+          {b.count, b.cost,
+           *std::max_element(lengths.begin() + b.first, lengths.begin() + b.first + b.count)});
+    }
+    if (!ops::attention_by_ranges(shapes, p.n_head_kv, p.n_head, hd, pool.size())) {
+      pool.run(static_cast<int64_t>(blocks.size()) * p.n_head_kv, [&](int64_t task, int) {
+        const TokenBlock& b = blocks[static_cast<size_t>(task / p.n_head_kv)];
+        const int64_t kvh = task % p.n_head_kv;
+        ops::attend_block(cache_of(at, b.first), kvh, q + b.first * q_dim + kvh * group * hd, q_dim,
+                          group, b.count, lengths.data() + b.first, scale,
+                          attn + b.first * q_dim + kvh * group * hd, q_dim, options_of(b, kvh));
+      });
+    } else {
+      // Few tasks for the threads (decode, short verify batches) at long contexts: each (block,
+      // range of positions) is a task over every KV head, reading whole cache slots; a block's
+      // ranges are then merged in order (ops::attend_range: the same bits as attend_block).
+      struct RangeTask {
+        size_t block;
+        int64_t range, partial;
+      };
+      std::vector<RangeTask> tasks;
+      std::vector<int64_t> first_task;  // [block]: its ranges are tasks[first_task[b]...]
+      int64_t partials = 0;
+      for (size_t bi = 0; bi < blocks.size(); ++bi) {
+        const TokenBlock& b = blocks[bi];
+        int64_t first = INT64_MAX, end = 0;
+        for (int64_t t = b.first; t < b.first + b.count; ++t) {
+          first = std::min(first, firsts.empty() ? 0 : firsts[static_cast<size_t>(t)]);
+          end = std::max(end, lengths[static_cast<size_t>(t)]);
+        }
+        first_task.push_back(static_cast<int64_t>(tasks.size()));
+        for (int64_t r = first / ops::kAttentionRange; r < ops::attention_ranges(end); ++r) {
+          tasks.push_back({bi, r, partials});
+          partials += b.count * p.n_head;
+        }
+      }
+      first_task.push_back(static_cast<int64_t>(tasks.size()));
+      ws.attention_partials.reset(1, partials, hd);
+      const ops::AttentionPartial all = ws.attention_partials.range(0);
+      const auto at_row = [&](int64_t row) {
+        return ops::AttentionPartial{all.acc + row * hd, all.max + row,
+                                     all.lanes + row * ops::kAttentionLanes};
+      };
+      pool.run(static_cast<int64_t>(tasks.size()), [&](int64_t i, int) {
+        const RangeTask& task = tasks[static_cast<size_t>(i)];
+        const TokenBlock& b = blocks[task.block];
+        ops::attend_range(cache_of(at, b.first), 0, p.n_head_kv, q + b.first * q_dim, q_dim, group,
+                          b.count, lengths.data() + b.first, scale, task.range, options_of(b, 0),
+                          at_row(task.partial));
+      });
+      pool.run(static_cast<int64_t>(blocks.size()), [&](int64_t bi, int) {
+        const TokenBlock& b = blocks[static_cast<size_t>(bi)];
+        const int64_t rows = b.count * p.n_head;
+        thread_local ops::AttentionPartials sum_storage;
+        sum_storage.reset(1, rows, hd);
+        const ops::AttentionPartial sum = sum_storage.range(0);
+        std::fill(sum.max, sum.max + rows, -std::numeric_limits<float>::infinity());
+        for (int64_t i = first_task[static_cast<size_t>(bi)];
+             i < first_task[static_cast<size_t>(bi) + 1]; ++i)
+          ops::merge_partial(at_row(tasks[static_cast<size_t>(i)].partial), rows, hd, sum);
+        ops::finish_attention(sum, b.count, p.n_head, hd, w.sinks, attn + b.first * q_dim, q_dim);
+      });
+    }
   }
 
   STRATA_PROFILE("attention: output projection");

@@ -44,6 +44,7 @@ class ActivationCache {
 struct BlockWorkspace {
   // Attention: projections, the attended values, the gate of a gated query.
   std::vector<float> q, k, v, attn, gate, query_gate;
+  ops::AttentionPartials attention_partials;  // ranges attended apart (attend_by_range)
   ActivationCache attn_input, attn_output;
   // Dense FFN (and the shared expert).
   std::vector<float> ffn_gate, ffn_up;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ops/attention_q8.h"
+#include "ops/transpose_avx2.h"
 #include "ops/transpose_avx512.h"
 #include "quant/blocks.h"
 #include "quant/quant.h"
@@ -34,7 +35,7 @@ namespace {
 constexpr int64_t kChunk = 64;
 // Softmax sums are kept in 16 lanes (position j of a chunk adds into lane j % 16) and added up in
 // a fixed tree at the end, so the sum vectorizes and every path adds in the same order.
-constexpr int64_t kLanes = 16;
+constexpr int64_t kLanes = kAttentionLanes;
 constexpr int64_t kRowBlock = 4;  // query rows scored and accumulated together
 
 // 64-byte aligned storage for the chunk buffers the kernels load whole vectors from.
@@ -415,6 +416,66 @@ __attribute__((target("avx2,f16c"))) void f16_row_avx2(const uint8_t* src, int64
 
 // ---- AVX2 kernels: the same arithmetic as the loops, rows and columns held in registers ----
 
+// STRATA_EXP_BODY on 8 lanes, operation for operation as the loop compiles for AVX2 with FMA
+// (contracted: r = fnmadd(n, ln2_lo, fnmadd(n, ln2_hi, x)), p by fmadd).
+__attribute__((target("avx2,fma"))) inline __m256 exp_avx2(__m256 x) {
+  x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145752f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860677e-06f), r);
+  __m256 p = _mm256_set1_ps(1.38888889e-3f);
+  for (const float c : {8.33333333e-3f, 4.16666667e-2f, 1.66666667e-1f, 0.5f, 1.0f, 1.0f})
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
+  const __m256i bits =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+}
+
+// STRATA_SOFTMAX_BODY on two vectors of 8 lanes (the 16 lanes of the sums), the loop's bits: the
+// maxima and sums lane by lane in the same order, the correction from the same std::exp.
+__attribute__((target("avx2,fma"))) void softmax_avx2_row(float* scores, int64_t count,
+                                                          float* running_max, float* lane_sum,
+                                                          float* acc, int64_t d) {
+  const int64_t padded = round_up_lanes(count);
+  const __m256 minus_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  __m256 m[2] = {_mm256_set1_ps(*running_max), _mm256_set1_ps(*running_max)};
+  for (int64_t j = 0; j < padded; j += 8) {
+    const __m256 live = _mm256_castsi256_ps(
+        _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count - j)), lane));
+    const __m256 s = _mm256_blendv_ps(minus_inf, _mm256_loadu_ps(scores + j), live);
+    m[(j / 8) % 2] = _mm256_max_ps(s, m[(j / 8) % 2]);
+  }
+  alignas(32) float lane_max[kLanes];
+  _mm256_store_ps(lane_max, m[0]);
+  _mm256_store_ps(lane_max + 8, m[1]);
+  float chunk_max = lane_max[0];
+  for (int64_t l = 1; l < kLanes; ++l) chunk_max = std::max(chunk_max, lane_max[l]);
+  const float correction = std::exp(*running_max - chunk_max);
+  __m256 sum[2] = {_mm256_loadu_ps(lane_sum), _mm256_loadu_ps(lane_sum + 8)};
+  if (correction != 1.0f) {
+    const __m256 c = _mm256_set1_ps(correction);
+    int64_t i = 0;
+    for (; i + 8 <= d; i += 8)
+      _mm256_storeu_ps(acc + i, _mm256_mul_ps(_mm256_loadu_ps(acc + i), c));
+    for (; i < d; ++i) acc[i] *= correction;
+    sum[0] = _mm256_mul_ps(sum[0], c);
+    sum[1] = _mm256_mul_ps(sum[1], c);
+  }
+  *running_max = chunk_max;
+  const __m256 mx = _mm256_set1_ps(chunk_max);
+  for (int64_t j = 0; j < padded; j += 8) {
+    const __m256 live = _mm256_castsi256_ps(
+        _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count - j)), lane));
+    const __m256 w = _mm256_and_ps(live, exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(scores + j), mx)));
+    _mm256_storeu_ps(scores + j, w);
+    sum[(j / 8) % 2] = _mm256_add_ps(sum[(j / 8) % 2], w);
+  }
+  _mm256_storeu_ps(lane_sum, sum[0]);
+  _mm256_storeu_ps(lane_sum + 8, sum[1]);
+}
+
 // Scores of NR queries against 8 * NV keys (see scores_block_avx512).
 template <int NR, int NV>
 __attribute__((target("avx2,fma"))) void scores_block_avx2(const float* q, const float* keys_t,
@@ -493,21 +554,7 @@ __attribute__((target("avx2"))) void f32_keys_t_avx2(const float* rows, int64_t 
       __m256 r[8];
       for (int m = 0; m < 8; ++m)
         r[m] = m < n ? _mm256_loadu_ps(rows + (j0 + m) * d + i0) : _mm256_setzero_ps();
-      __m256 t[8], u[8];
-      for (int i = 0; i < 4; ++i) {
-        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-      }
-      for (int g = 0; g < 2; ++g) {
-        u[4 * g] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
-        u[4 * g + 1] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0xee);
-        u[4 * g + 2] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
-        u[4 * g + 3] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xee);
-      }
-      for (int e = 0; e < 4; ++e) {
-        r[e] = _mm256_permute2f128_ps(u[e], u[4 + e], 0x20);
-        r[4 + e] = _mm256_permute2f128_ps(u[e], u[4 + e], 0x31);
-      }
+      transpose8x8(r);
       for (int m = 0; m < 8; ++m) _mm256_store_ps(keys_t + (i0 + m) * kChunk + j0, r[m]);
     }
   }
@@ -546,11 +593,15 @@ const ChunkKernels& chunk_kernels(int64_t d) {
                                          nullptr,
                                          q8_scores::kernels_avx512()};
   static const ChunkKernels avx2{
-      scores_avx2,  values_avx2_blocks,       softmax_avx2, nullptr, f32_keys_t_avx2,
-      f16_row_avx2, q8_scores::kernels_avx2()};
-  static const ChunkKernels avx2_loops{
-      scores_loop_avx2, values_loop_avx2,         softmax_avx2, nullptr, transpose_keys_portable,
-      f16_row_avx2,     q8_scores::kernels_avx2()};
+      scores_avx2,     values_avx2_blocks, softmax_avx2_row,         nullptr,
+      f32_keys_t_avx2, f16_row_avx2,       q8_scores::kernels_avx2()};
+  static const ChunkKernels avx2_loops{scores_loop_avx2,
+                                       values_loop_avx2,
+                                       softmax_avx2,
+                                       nullptr,
+                                       transpose_keys_portable,
+                                       f16_row_avx2,
+                                       q8_scores::kernels_avx2_loops()};
   static const ChunkKernels avx2_odd{
       scores_loop_avx2, values_loop_avx2,         softmax_avx2, nullptr, transpose_keys_portable,
       nullptr,          q8_scores::kernels_avx2()};
@@ -623,18 +674,20 @@ bool values_from_rows(const KvLayerView& kv, const ChunkKernels& k) {
 
 // Decodes positions [p0, p0 + count) of kv_head: keys transposed into keys_t, values as rows
 // (raw_values: left in the cache, the values kernel reads ws.value_rows).
-// Meanwhile it asks for the rows of the next `next_count` positions, spread over the decoding so
-// they arrive while this chunk is computed: a long-context decode step streams the cache from
-// memory, and one burst of prefetches would stall on the miss buffers instead.
+// Meanwhile it asks for the rows of next_head at [next_p0, next_p0 + next_count), what is decoded
+// next, spread over the decoding so they arrive while this chunk is computed: a long-context
+// decode step streams the cache from memory, and one burst of prefetches would stall on the miss
+// buffers instead.
 void decode_chunk(const KvLayerView& kv, int64_t kv_head, int64_t p0, int64_t count,
-                  int64_t next_count, bool raw_values, const ChunkKernels& k, Workspace& ws) {
+                  int64_t next_head, int64_t next_p0, int64_t next_count, bool raw_values,
+                  const ChunkKernels& k, Workspace& ws) {
   const int64_t d = kv.head_dim;
   const uint8_t* k_rows[kChunk];
   const uint8_t** v_rows = ws.value_rows;
   chunk_rows(kv, kv_head, p0, count, k_rows, v_rows);
   const uint8_t* next_k[kChunk];
   const uint8_t* next_v[kChunk];
-  chunk_rows(kv, kv_head, p0 + count, next_count, next_k, next_v);
+  chunk_rows(kv, next_head, next_p0, next_count, next_k, next_v);
   const bool f16 = kv.type == GgmlType::F16 && k.f16_row;
   const quant::DequantizeRowFn dequantize = quant::traits(kv.type).kernels.dequantize_row;
   float* values = ws.values.data();
@@ -677,15 +730,20 @@ void set_attention_path(AttentionPath path) {
   attention_path.store(path, std::memory_order_relaxed);
 }
 
-void attend_block(const KvLayerView& kv, int64_t kv_head, const float* q, int64_t q_stride,
-                  int64_t n_group, int64_t n_tokens, const int64_t* n_positions, float scale,
-                  float* out, int64_t out_stride, const AttendOptions& options) {
+void attend_range(const KvLayerView& kv, int64_t first_head, int64_t n_heads, const float* q,
+                  int64_t q_stride, int64_t n_group, int64_t n_tokens, const int64_t* n_positions,
+                  float scale, int64_t range, const AttendOptions& options,
+                  const AttentionPartial& partial) {
   const int64_t d = kv.head_dim;
   STRATA_CHECK(d >= 1 && d <= kMaxHeadDim, "head size {} outside [1, {}]", d, kMaxHeadDim);
   STRATA_CHECK(n_group >= 1 && n_group <= kMaxGroup, "{} query heads per KV head exceeds {}",
                n_group, kMaxGroup);
+  STRATA_CHECK(n_heads >= 1 && first_head >= 0 && first_head + n_heads <= kv.n_kv_heads,
+               "KV heads [{}, {}) outside the cache's {}", first_head, first_head + n_heads,
+               kv.n_kv_heads);
   STRATA_CHECK(!kv.pages || kv.page_size > 0, "paged KV view without a page size");
-  const int64_t n_rows = n_tokens * n_group;
+  const int64_t head_rows = n_heads * n_group;  // a token's rows: head by head, its group within
+  const int64_t n_rows = n_tokens * head_rows;
   thread_local Workspace ws;
   ws.keys_t.resize(static_cast<size_t>(d * kChunk));
   ws.values.resize(static_cast<size_t>(kChunk * d));
@@ -703,8 +761,9 @@ void attend_block(const KvLayerView& kv, int64_t kv_head, const float* q, int64_
   } else {
     ws.queries.resize(static_cast<size_t>(n_rows * d));
   }
-  ws.running_max.assign(static_cast<size_t>(n_rows), -std::numeric_limits<float>::infinity());
-  ws.lane_sum.assign(static_cast<size_t>(n_rows * kLanes), 0.0f);
+  std::fill(partial.max, partial.max + n_rows, -std::numeric_limits<float>::infinity());
+  std::fill(partial.lanes, partial.lanes + n_rows * kLanes, 0.0f);
+  std::fill(partial.acc, partial.acc + n_rows * d, 0.0f);
 
   // Queries meet the keys rounded to the keys' partner format (F16 for F16 keys, Q8_0 for
   // Q8_0), as other GGUF engines compute Q.K: F16 keys on f32 copies, Q8_0 keys in integers
@@ -712,18 +771,24 @@ void attend_block(const KvLayerView& kv, int64_t kv_head, const float* q, int64_
   // whole block of query rows.
   const quant::TypeTraits& qt = quant::traits(quant::traits(kv.type).activation_type);
   alignas(64) uint8_t packed[kMaxHeadDim * 2];
-  int64_t max_positions = 0, min_first = INT64_MAX;
+  const int64_t range_begin = range * kAttentionRange, range_end = range_begin + kAttentionRange;
   const auto first_of = [&](int64_t t) {
     return options.first_position ? options.first_position[t] : int64_t{0};
   };
+  // Token t's positions in this range: [begin_of(t), end_of(t)), empty when it has none here.
+  const auto begin_of = [&](int64_t t) { return std::max(first_of(t), range_begin); };
+  const auto end_of = [&](int64_t t) { return std::min(n_positions[t], range_end); };
+  int64_t chunks_end = range_begin, chunks_begin = range_end, max_positions = 0;
   for (int64_t t = 0; t < n_tokens; ++t) {
+    max_positions = std::max(max_positions, n_positions[t]);
     STRATA_CHECK(first_of(t) >= 0 && first_of(t) < n_positions[t],
                  "attention window [{}, {}) of token {} is empty", first_of(t), n_positions[t], t);
-    max_positions = std::max(max_positions, n_positions[t]);
-    min_first = std::min(min_first, first_of(t));
-    for (int64_t g = 0; g < n_group; ++g) {
-      qt.kernels.quantize_row(q + t * q_stride + g * d, packed, d);
-      const int64_t row = t * n_group + g;
+    if (begin_of(t) >= end_of(t)) continue;
+    chunks_end = std::max(chunks_end, end_of(t));
+    chunks_begin = std::min(chunks_begin, begin_of(t));
+    for (int64_t hg = 0; hg < head_rows; ++hg) {
+      qt.kernels.quantize_row(q + t * q_stride + hg * d, packed, d);
+      const int64_t row = t * head_rows + hg;
       if (q8_keys) {
         q8_scores::prepare_query(packed, n_blocks, ws.q8_query_dwords.data() + row * d / 4,
                                  ws.q8_query_scales.data() + row * n_blocks,
@@ -731,8 +796,6 @@ void attend_block(const KvLayerView& kv, int64_t kv_head, const float* q, int64_
       } else {
         qt.kernels.dequantize_row(packed, ws.queries.data() + row * d, d);
       }
-      float* o = out + t * out_stride + g * d;
-      for (int64_t i = 0; i < d; ++i) o[i] = 0.0f;
     }
   }
 
@@ -740,65 +803,82 @@ void attend_block(const KvLayerView& kv, int64_t kv_head, const float* q, int64_
   const bool raw_values = values_from_rows(kv, k);
   alignas(64) float scores[kRowBlock * kChunk];
   // Chunks stay aligned to multiples of kChunk (a window only skips whole chunks and masks the
-  // head of one), so a token's arithmetic is the same whichever tokens share its block.
-  for (int64_t p0 = min_first / kChunk * kChunk; p0 < max_positions; p0 += kChunk) {
-    const int64_t decoded = std::min(kChunk, max_positions - p0);
-    decode_chunk(kv, kv_head, p0, decoded, std::min(kChunk, max_positions - p0 - decoded),
-                 raw_values, k, ws);
-    for (int64_t t = 0; t < n_tokens; ++t) {
-      if (n_positions[t] <= p0 || first_of(t) >= p0 + kChunk) continue;
-      const int64_t count = std::min(kChunk, n_positions[t] - p0);
-      const int64_t masked = std::max<int64_t>(0, first_of(t) - p0);  // positions before the window
-      // The rows of a block belong to one token, so they share `count`.
-      for (int64_t g0 = 0; g0 < n_group; g0 += kRowBlock) {
-        const int64_t nr = std::min(kRowBlock, n_group - g0);
-        const int64_t row0 = t * n_group + g0;
-        float* acc = out + t * out_stride + g0 * d;
-        const int64_t n_vectors = round_up_lanes(count) / kLanes;
-        if (q8_keys) {
-          const q8_scores::QueryRows rows{ws.q8_query_dwords.data() + row0 * d / 4,
-                                          ws.q8_query_scales.data() + row0 * n_blocks,
-                                          ws.q8_query_offsets.data() + row0 * n_blocks};
-          k.q8.scores(rows, nr, ws.q8_keys.data(), ws.q8_key_scales.data(), n_vectors, n_blocks,
-                      kChunk, scale, scores);
-        } else {
-          k.scores(ws.queries.data() + row0 * d, nr, ws.keys_t.data(), n_vectors, d, scale, scores);
-        }
-        for (int64_t r = 0; r < nr; ++r) {
-          // exp(-inf - max) is ~1e-38 after the kernels' clamp: nothing against the window's
-          // own weights (the largest is 1); the values below skip those positions outright.
-          std::fill(scores + r * kChunk, scores + r * kChunk + masked,
-                    -std::numeric_limits<float>::infinity());
-          k.softmax(scores + r * kChunk, count, &ws.running_max[static_cast<size_t>(row0 + r)],
-                    ws.lane_sum.data() + (row0 + r) * kLanes, acc + r * d, d);
-        }
-        if (raw_values) {
-          k.values_rows(scores + masked, nr, ws.value_rows + masked, kv.type, count - masked, d,
-                        acc);
-        } else {
-          k.values(scores + masked, nr, ws.values.data() + masked * d, count - masked, d, acc);
+  // head of one), so a token's arithmetic is the same whichever tokens share its block. Within a
+  // chunk the heads take turns, so a step reads whole cache slots (every head's row of a
+  // position) rather than one head's row of each.
+  for (int64_t p0 = chunks_begin / kChunk * kChunk; p0 < chunks_end; p0 += kChunk) {
+    const int64_t decoded = std::min(kChunk, chunks_end - p0);
+    for (int64_t h = 0; h < n_heads; ++h) {
+      // The last head asks for the first head's next chunk, the others for the next head's rows.
+      const bool last_head = h + 1 == n_heads;
+      const int64_t next_p0 = last_head ? p0 + decoded : p0;
+      // Past the range too: the next range is likely this thread's (attend_block).
+      const int64_t next_count = last_head ? std::min(kChunk, max_positions - next_p0) : decoded;
+      decode_chunk(kv, first_head + h, p0, decoded, last_head ? first_head : first_head + h + 1,
+                   next_p0, next_count, raw_values, k, ws);
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        if (end_of(t) <= p0 || begin_of(t) >= p0 + kChunk || begin_of(t) >= end_of(t)) continue;
+        const int64_t count = std::min(kChunk, end_of(t) - p0);
+        const int64_t masked = std::max<int64_t>(0, begin_of(t) - p0);  // before the window
+        // The rows of a block belong to one token, so they share `count`.
+        for (int64_t g0 = 0; g0 < n_group; g0 += kRowBlock) {
+          const int64_t nr = std::min(kRowBlock, n_group - g0);
+          const int64_t row0 = t * head_rows + h * n_group + g0;
+          float* acc = partial.acc + row0 * d;
+          const int64_t n_vectors = round_up_lanes(count) / kLanes;
+          if (q8_keys) {
+            const q8_scores::QueryRows rows{ws.q8_query_dwords.data() + row0 * d / 4,
+                                            ws.q8_query_scales.data() + row0 * n_blocks,
+                                            ws.q8_query_offsets.data() + row0 * n_blocks};
+            k.q8.scores(rows, nr, ws.q8_keys.data(), ws.q8_key_scales.data(), n_vectors, n_blocks,
+                        kChunk, scale, scores);
+          } else {
+            k.scores(ws.queries.data() + row0 * d, nr, ws.keys_t.data(), n_vectors, d, scale,
+                     scores);
+          }
+          for (int64_t r = 0; r < nr; ++r) {
+            // exp(-inf - max) is ~1e-38 after the kernels' clamp: nothing against the window's
+            // own weights (the largest is 1); the values below skip those positions outright.
+            std::fill(scores + r * kChunk, scores + r * kChunk + masked,
+                      -std::numeric_limits<float>::infinity());
+            k.softmax(scores + r * kChunk, count, partial.max + row0 + r,
+                      partial.lanes + (row0 + r) * kLanes, acc + r * d, d);
+          }
+          if (raw_values) {
+            k.values_rows(scores + masked, nr, ws.value_rows + masked, kv.type, count - masked, d,
+                          acc);
+          } else {
+            k.values(scores + masked, nr, ws.values.data() + masked * d, count - masked, d, acc);
+          }
         }
       }
     }
   }
+}
+
+void attend_block(const KvLayerView& kv, int64_t kv_head, const float* q, int64_t q_stride,
+                  int64_t n_group, int64_t n_tokens, const int64_t* n_positions, float scale,
+                  float* out, int64_t out_stride, const AttendOptions& options) {
+  const int64_t n_rows = n_tokens * n_group;
+  int64_t max_positions = 0, min_first = INT64_MAX;
   for (int64_t t = 0; t < n_tokens; ++t) {
-    for (int64_t g = 0; g < n_group; ++g) {
-      float* lanes = ws.lane_sum.data() + (t * n_group + g) * kLanes;
-      for (int64_t w = kLanes / 2; w >= 1; w /= 2) {
-        for (int64_t l = 0; l < w; ++l) lanes[l] += lanes[l + w];
-      }
-      float inv = lanes[0] > 0 ? 1.0f / lanes[0] : 0.0f;
-      if (options.sinks) {
-        // The sink joins the denominator: sum e^(s - m) + e^(sink - m), taken over max(m, sink).
-        const float m = ws.running_max[static_cast<size_t>(t * n_group + g)];
-        const float top = std::max(m, options.sinks[g]);
-        const float kept = std::exp(m - top);
-        inv = kept / (lanes[0] * kept + std::exp(options.sinks[g] - top));
-      }
-      float* o = out + t * out_stride + g * d;
-      for (int64_t i = 0; i < d; ++i) o[i] *= inv;
-    }
+    max_positions = std::max(max_positions, n_positions[t]);
+    min_first = std::min(min_first, options.first_position ? options.first_position[t] : 0);
   }
+  thread_local AttentionPartials total, part;
+  total.reset(1, n_rows, kv.head_dim);
+  part.reset(1, n_rows, kv.head_dim);
+  const AttentionPartial sum = total.range(0), one = part.range(0);
+  std::fill(sum.max, sum.max + n_rows, -std::numeric_limits<float>::infinity());
+  // Range by range, each merged into the sum as soon as it is done: the order and arithmetic
+  // attend_finish uses on ranges computed apart, so the split changes no bit.
+  for (int64_t r = std::max<int64_t>(0, min_first) / kAttentionRange;
+       r < attention_ranges(max_positions); ++r) {
+    attend_range(kv, kv_head, 1, q, q_stride, n_group, n_tokens, n_positions, scale, r, options,
+                 one);
+    merge_partial(one, n_rows, kv.head_dim, sum);
+  }
+  finish_attention(sum, n_tokens, n_group, kv.head_dim, options.sinks, out, out_stride);
 }
 
 void attend_group(const KvLayerView& kv, int64_t kv_head, const float* q, int64_t n_group,

@@ -3,6 +3,7 @@
 // the cached positions, keys and values read once, no n_positions-sized score buffer.
 
 #include <cstdint>
+#include <vector>
 
 #include "gguf/ggml_type.h"
 
@@ -71,6 +72,70 @@ struct AttendOptions {
 void attend_block(const KvLayerView& kv, int64_t kv_head, const float* q, int64_t q_stride,
                   int64_t n_group, int64_t n_tokens, const int64_t* n_positions, float scale,
                   float* out, int64_t out_stride, const AttendOptions& options = {});
+
+// Flash decoding: a token's positions are split into ranges of kAttentionRange at its multiples
+// (whatever the other tokens, the threads or the page size), each range's attention is computed
+// on its own as a partial result, and the partials are merged in range order. attend_block does
+// exactly that range by range; a caller with few tokens and many threads computes the ranges of a
+// long context in parallel (attend_range) and merges them after (finish_attention), bit for bit
+// what attend_block gives.
+constexpr int64_t kAttentionRange = 512;  // a multiple of the 64-position chunk
+constexpr int64_t kAttentionLanes = 16;   // softmax sums kept per lane, added in a fixed tree
+
+inline int64_t attention_ranges(int64_t n_positions) {
+  return (n_positions + kAttentionRange - 1) / kAttentionRange;
+}
+
+// Whether a step's attention runs as (block of tokens, range) tasks over every KV head rather than
+// (block, KV head) tasks over every range, for blocks (of consecutive tokens of a sequence) whose
+// summed lengths are block_positions: where that ends sooner on n_threads threads (judged by the
+// larger of the work per thread and the longest task), and on a tie where the head tasks are few
+// (the range tasks read whole cache slots). Not when the partials would pass 64 MiB. Either gives
+// the same bits.
+struct AttentionBlockShape {
+  int64_t tokens = 0, positions = 0, longest = 0;  // its tokens, their lengths summed, the longest
+};
+bool attention_by_ranges(const std::vector<AttentionBlockShape>& blocks, int64_t n_kv_heads,
+                         int64_t n_heads, int64_t head_dim, int n_threads);
+
+// Attention of n_rows query rows over one range, not yet normalized: acc = sum_j e^(s_j - max)
+// v_j, the sum of e^(s_j - max) kept in kAttentionLanes lanes. A row with no position in the
+// range has max -inf and zeros.
+struct AttentionPartial {
+  float* acc = nullptr;    // [n_rows][head_dim]
+  float* max = nullptr;    // [n_rows]
+  float* lanes = nullptr;  // [n_rows][kAttentionLanes]
+};
+
+// Storage for the partials of n_ranges ranges of n_rows rows each.
+class AttentionPartials {
+ public:
+  void reset(int64_t n_ranges, int64_t n_rows, int64_t head_dim);
+  AttentionPartial range(int64_t r);
+
+ private:
+  std::vector<float> acc_, max_, lanes_;
+  int64_t n_rows_ = 0, head_dim_ = 0;
+};
+
+// Range `range` of attend_block for the KV heads [first_head, first_head + n_heads) at once (a
+// step then reads whole cache slots): token t's rows are its heads in order, each head's n_group
+// query heads within, at q + t * q_stride + (h * n_group + g) * head_dim; partial row
+// (t * n_heads + h) * n_group + g.
+void attend_range(const KvLayerView& kv, int64_t first_head, int64_t n_heads, const float* q,
+                  int64_t q_stride, int64_t n_group, int64_t n_tokens, const int64_t* n_positions,
+                  float scale, int64_t range, const AttendOptions& options,
+                  const AttentionPartial& partial);
+
+// sum <- sum merged with the next range's partial (rows with max -inf in `next` are left as they
+// are). Start a sum with every max at -inf.
+void merge_partial(const AttentionPartial& next, int64_t n_rows, int64_t head_dim,
+                   const AttentionPartial& sum);
+
+// The merged sum normalized into out: token t's rows (n_group_rows of them, query head g's
+// sink sinks[g] when set) at out + t * out_stride + g * head_dim.
+void finish_attention(const AttentionPartial& sum, int64_t n_tokens, int64_t n_group_rows,
+                      int64_t head_dim, const float* sinks, float* out, int64_t out_stride);
 
 // The instruction-set paths attention can take: `automatic` (the default) is the best this CPU
 // runs. Every path gives the same bits on FMA CPUs (baseline, without FMA, rounds each multiply);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "ops/transpose_avx2.h"
 #include "ops/transpose_avx512.h"
 #include "quant/blocks.h"
 #include "util/fp16.h"
@@ -81,6 +82,91 @@ void keys_portable(const uint8_t* const* rows, int64_t count, int64_t n_blocks, 
       }
     }
   }
+}
+
+// ---- AVX2 ---------------------------------------------------------------------------------
+
+// keys_portable's layout, 8 keys at a time: a block's 32 code bytes of each key transposed as
+// 8 x 8 dwords, the 8 scales converted together.
+__attribute__((target("avx2,f16c"))) void keys_avx2(const uint8_t* const* rows, int64_t count,
+                                                    int64_t n_blocks, int64_t stride,
+                                                    uint32_t* keys, float* key_scales) {
+  const int64_t padded = (count + kLanes - 1) / kLanes * kLanes;
+  const __m256i bias = _mm256_set1_epi32(static_cast<int>(kBias));
+  for (int64_t j0 = 0; j0 < padded; j0 += 8) {
+    const int64_t n = std::clamp<int64_t>(count - j0, 0, 8);
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      __m256 r[8];
+      alignas(16) f16_bits scales[8] = {};
+      for (int m = 0; m < 8; ++m) {
+        if (m >= n) {
+          r[m] = _mm256_setzero_ps();
+          continue;
+        }
+        const uint8_t* block = rows[j0 + m] + b * kBlockBytes;
+        r[m] = _mm256_loadu_ps(reinterpret_cast<const float*>(block + 2));
+        std::memcpy(&scales[m], block, 2);
+      }
+      transpose8x8(r);  // r[g]: dword g of the 8 keys
+      _mm256_storeu_ps(key_scales + b * stride + j0,
+                       _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(scales))));
+      for (int g = 0; g < kDwords; ++g) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(keys + (b * kDwords + g) * stride + j0),
+                            _mm256_xor_si256(_mm256_castps_si256(r[g]), bias));
+      }
+    }
+  }
+}
+
+// NR query rows against 8 keys. No int8 dot product without VNNI, and vpmaddubsw saturates on
+// biased codes, so codes are widened to int16 and vpmaddwd gives exact int32 pair sums: a
+// vector's keys 0-3 (low half) and 4-7 (high half) are summed apart over the block's dwords,
+// one hadd then folds pairs (keys in the order 0 1 4 5 | 2 3 6 7, which one permute restores)
+// and the float step is the loops' fma.
+template <int NR>
+__attribute__((target("avx2,fma"))) void scores_block_avx2(const QueryRows& q, const uint32_t* keys,
+                                                           const float* key_scales,
+                                                           int64_t n_blocks, int64_t stride,
+                                                           float scale, float* scores) {
+  __m256 acc[NR];
+  for (int r = 0; r < NR; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    __m256i low[NR], high[NR];
+    for (int r = 0; r < NR; ++r) low[r] = high[r] = _mm256_setzero_si256();
+    for (int64_t g = 0; g < kDwords; ++g) {
+      const __m256i k =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(keys + (b * kDwords + g) * stride));
+      const __m256i k_low = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(k));
+      const __m256i k_high = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(k, 1));
+      for (int r = 0; r < NR; ++r) {
+        const int qw = static_cast<int>(q.dwords[(r * n_blocks + b) * kDwords + g]);
+        const __m256i qq = _mm256_broadcastq_epi64(_mm_cvtepi8_epi16(_mm_cvtsi32_si128(qw)));
+        low[r] = _mm256_add_epi32(low[r], _mm256_madd_epi16(k_low, qq));
+        high[r] = _mm256_add_epi32(high[r], _mm256_madd_epi16(k_high, qq));
+      }
+    }
+    const __m256 dk = _mm256_loadu_ps(key_scales + b * stride);
+    for (int r = 0; r < NR; ++r) {
+      const __m256i isum = _mm256_permute4x64_epi64(_mm256_hadd_epi32(low[r], high[r]), 0b11011000);
+      const __m256 dq = _mm256_set1_ps(q.scales[r * n_blocks + b]);
+      const __m256i offset = _mm256_set1_epi32(q.offsets[r * n_blocks + b]);
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(isum, offset)),
+                               _mm256_mul_ps(dk, dq), acc[r]);
+    }
+  }
+  const __m256 s = _mm256_set1_ps(scale);
+  for (int r = 0; r < NR; ++r) _mm256_storeu_ps(scores + r * stride, _mm256_mul_ps(acc[r], s));
+}
+
+using BlockFn = void (*)(const QueryRows&, const uint32_t*, const float*, int64_t, int64_t, float,
+                         float*);
+constexpr BlockFn kAvx2Rows[4] = {scores_block_avx2<1>, scores_block_avx2<2>, scores_block_avx2<3>,
+                                  scores_block_avx2<4>};
+
+void scores_avx2(const QueryRows& q, int64_t n_rows, const uint32_t* keys, const float* key_scales,
+                 int64_t n_vectors, int64_t n_blocks, int64_t stride, float scale, float* scores) {
+  for (int64_t j = 0; j < n_vectors * kLanes; j += 8)
+    kAvx2Rows[n_rows - 1](q, keys + j, key_scales + j, n_blocks, stride, scale, scores + j);
 }
 
 // ---- AVX-512 VNNI ------------------------------------------------------------------------
@@ -174,8 +260,6 @@ __attribute__((target("avx512f,avx512vnni"))) void scores_block(const QueryRows&
 
 #pragma GCC diagnostic pop
 
-using BlockFn = void (*)(const QueryRows&, const uint32_t*, const float*, int64_t, int64_t, float,
-                         float*);
 template <int NR>
 constexpr BlockFn kBlocks[2] = {scores_block<NR, 1>, scores_block<NR, 2>};
 constexpr const BlockFn* kRows[4] = {kBlocks<1>, kBlocks<2>, kBlocks<3>, kBlocks<4>};
@@ -209,6 +293,9 @@ Kernels kernels_avx512() {
   return {keys_avx512, scores_avx512};
 }
 Kernels kernels_avx2() {
+  return {keys_avx2, scores_avx2};
+}
+Kernels kernels_avx2_loops() {
   return {keys_portable, scores_loop_avx2};
 }
 Kernels kernels_baseline() {

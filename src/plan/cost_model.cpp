@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "ops/attention.h"
 #include "util/error.h"
 
 namespace strata::plan {
@@ -160,6 +161,20 @@ double attention_work_ns(const CpuCalibration& cal, const ModelInventory& inv, d
   return kv_heads * positions * inv.head_dim * (kv + group * head);
 }
 
+// A decode step's attention over `positions`, ms on `threads` threads, scheduled as the model
+// does (ops::attention_by_ranges): ranges of positions over every KV head, or the KV heads.
+double decode_attention_ms(const CpuCalibration& cal, const ModelInventory& inv, double positions,
+                           int threads) {
+  const auto p = static_cast<int64_t>(std::ceil(positions));
+  if (ops::attention_by_ranges({{1, p, p}}, inv.n_head_kv, inv.n_head, inv.head_dim, threads)) {
+    const double per_thread =
+        std::ceil(static_cast<double>(ops::attention_ranges(p)) / threads) * ops::kAttentionRange;
+    return attention_work_ns(cal, inv, std::min(positions, per_thread), inv.n_head_kv) / 1e6;
+  }
+  const double rounds = std::ceil(static_cast<double>(inv.n_head_kv) / threads);
+  return attention_work_ns(cal, inv, positions, rounds) / 1e6;
+}
+
 double hop_cost_ms(const ModelInventory& inv, const HardwareProfile& hw, int a, int b) {
   if (a == b) return 0.0;
   const int gpu = a != kCpuDevice ? a : b;
@@ -209,9 +224,7 @@ DecodeEstimate estimate_decode(const ModelInventory& inv, const HardwareProfile&
       const double positions = layer.attended_positions(static_cast<double>(context_tokens));
       const double kv_bytes = inv.layer_kv_bytes_per_token(kv_bytes_per_element) * positions;
       if (calibrated) {
-        // The KV heads are tasks spread over the threads.
-        const double rounds = std::ceil(static_cast<double>(inv.n_head_kv) / hw.threads);
-        const double compute_ms = attention_work_ns(*cal, inv, positions, rounds) / 1e6;
+        const double compute_ms = decode_attention_ms(*cal, inv, positions, hw.threads);
         d.kv_ms[a] += std::max(compute_ms, ms_for(kv_bytes, hw.ram_bandwidth_gbps));
       } else {
         d.kv_ms[a] += ms_for(kv_bytes, attention_bw[a]);

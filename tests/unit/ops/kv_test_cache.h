@@ -59,9 +59,10 @@ inline void store_random(const KvLayerView& kv, int64_t n, uint32_t seed) {
 
 // The definition, in doubles: softmax(q . K[first, length) * scale) V with the query and keys
 // rounded to the cache's partner format as the kernels do, and an optional sink logit in the
-// denominator only.
+// denominator only; over KV head `head`.
 inline std::vector<double> exact_attention(const KvLayerView& kv, const float* q, int64_t first,
-                                           int64_t length, double scale, const float* sink) {
+                                           int64_t length, double scale, const float* sink,
+                                           int64_t head = 0) {
   const int64_t d = kv.head_dim;
   const quant::TypeTraits& cache = quant::traits(kv.type);
   const quant::TypeTraits& partner = quant::traits(cache.activation_type);
@@ -72,7 +73,7 @@ inline std::vector<double> exact_attention(const KvLayerView& kv, const float* q
   std::vector<double> s, out(static_cast<size_t>(d), 0.0);
   double max = sink ? *sink : -1e300, sum = 0;
   for (int64_t p = first; p < length; ++p) {
-    cache.kernels.dequantize_row(kv.k_row(p, 0), kr.data(), d);
+    cache.kernels.dequantize_row(kv.k_row(p, head), kr.data(), d);
     double dot = 0;
     for (int64_t i = 0; i < d; ++i)
       dot += double(qr[static_cast<size_t>(i)]) * kr[static_cast<size_t>(i)];
@@ -82,7 +83,7 @@ inline std::vector<double> exact_attention(const KvLayerView& kv, const float* q
   for (auto& x : s) sum += (x = std::exp(x - max));
   if (sink) sum += std::exp(*sink - max);
   for (int64_t p = first; p < length; ++p) {
-    cache.kernels.dequantize_row(kv.v_row(p, 0), vr.data(), d);
+    cache.kernels.dequantize_row(kv.v_row(p, head), vr.data(), d);
     for (int64_t i = 0; i < d; ++i)
       out[static_cast<size_t>(i)] +=
           s[static_cast<size_t>(p - first)] / sum * vr[static_cast<size_t>(i)];

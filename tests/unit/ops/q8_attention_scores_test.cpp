@@ -14,6 +14,7 @@
 #include "quant/blocks.h"
 #include "quant/quant.h"
 #include "util/cpu_features.h"
+#include "util/fp16.h"
 
 namespace strata::ops {
 namespace {
@@ -29,7 +30,10 @@ struct Level {
 std::vector<Level> levels() {
   const CpuFeatures& cpu = cpu_features();
   std::vector<Level> out = {{"baseline", q8_scores::kernels_baseline(), false}};
-  if (cpu.has_avx2_level()) out.push_back({"avx2", q8_scores::kernels_avx2(), true});
+  if (cpu.has_avx2_level()) {
+    out.push_back({"avx2", q8_scores::kernels_avx2(), true});
+    out.push_back({"avx2_loops", q8_scores::kernels_avx2_loops(), true});
+  }
   if (cpu.has_avx512_level()) out.push_back({"avx512", q8_scores::kernels_avx512(), true});
   return out;
 }
@@ -110,6 +114,54 @@ TEST(Q8AttentionScores, EveryLevelComputesTheIntegerDefinitionBitForBit) {
               ASSERT_NEAR(got, exact * scale, 1e-5 * (1 + std::fabs(exact * scale)));
             }
           }
+        }
+      }
+    }
+  }
+}
+
+// Codes at the ends of int8 (-128 x -128 pairs overflow vpmaddubsw's int16 sums, so no level may
+// rely on it): every level still gives the definition exactly.
+TEST(Q8AttentionScores, ExtremeCodesStayExact) {
+  const int64_t d = 128, n_blocks = d / quant::kQK, count = 16;
+  std::mt19937 rng(9);
+  const auto extreme_blocks = [&](int64_t n, bool mixed) {
+    std::vector<quant::BlockQ8_0> blocks(static_cast<size_t>(n * n_blocks));
+    for (auto& b : blocks) {
+      b.d = f32_to_f16(0.25f);
+      for (auto& c : b.qs) c = static_cast<int8_t>(mixed && rng() % 2 ? 127 : -128);
+    }
+    return blocks;
+  };
+  for (const bool mixed : {false, true}) {
+    const auto keys = extreme_blocks(count, mixed);
+    const auto queries = extreme_blocks(4, mixed);
+    std::vector<const uint8_t*> key_rows;
+    for (int64_t j = 0; j < count; ++j)
+      key_rows.push_back(
+          reinterpret_cast<const uint8_t*>(&keys[static_cast<size_t>(j * n_blocks)]));
+    std::vector<uint32_t> dwords(static_cast<size_t>(4 * d / 4));
+    std::vector<float> q_scales(static_cast<size_t>(4 * n_blocks));
+    std::vector<int32_t> offsets(q_scales.size());
+    for (int64_t r = 0; r < 4; ++r)
+      q8_scores::prepare_query(&queries[static_cast<size_t>(r * n_blocks)], n_blocks,
+                               &dwords[r * d / 4], &q_scales[r * n_blocks], &offsets[r * n_blocks]);
+    const q8_scores::QueryRows rows{dwords.data(), q_scales.data(), offsets.data()};
+    for (const Level& level : levels()) {
+      SCOPED_TRACE(testing::Message() << level.name << (mixed ? " mixed" : " all -128"));
+      std::vector<uint32_t> laid(static_cast<size_t>(d / 4 * kStride));
+      std::vector<float> key_scales(static_cast<size_t>(n_blocks * kStride));
+      level.kernels.keys(key_rows.data(), count, n_blocks, kStride, laid.data(), key_scales.data());
+      std::vector<float> scores(static_cast<size_t>(4 * kStride), NAN);
+      level.kernels.scores(rows, 4, laid.data(), key_scales.data(), 1, n_blocks, kStride, 1.0f,
+                           scores.data());
+      for (int64_t r = 0; r < 4; ++r) {
+        for (int64_t j = 0; j < count; ++j) {
+          const float want =
+              defined_score(&queries[static_cast<size_t>(r * n_blocks)],
+                            &keys[static_cast<size_t>(j * n_blocks)], n_blocks, 1.0f, level.fused);
+          ASSERT_EQ(scores[static_cast<size_t>(r * kStride + j)], want)
+              << "row " << r << " key " << j;
         }
       }
     }
