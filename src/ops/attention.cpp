@@ -96,7 +96,10 @@ int64_t round_up_lanes(int64_t n) {
   }
 
 // exp(x) for the softmax weights (x <= 0 here): 2^n * e^r with |r| <= ln2/2 and a degree-6
-// polynomial, relative error ~2e-7; a loop of these vectorizes, unlike calls to std::exp.
+// polynomial, relative error ~2e-7; a loop of these vectorizes, unlike calls to std::exp. The
+// vector versions take the polynomial from kExpPolynomial (highest degree first).
+constexpr float kExpPolynomial[7] = {
+    1.38888889e-3f, 8.33333333e-3f, 4.16666667e-2f, 1.66666667e-1f, 0.5f, 1.0f, 1.0f};
 #define STRATA_EXP_BODY                                         \
   for (int64_t j = 0; j < count; ++j) {                         \
     const float x = std::max(values_in[j], -87.0f);             \
@@ -321,13 +324,8 @@ __attribute__((target("avx512f"))) inline __m512 exp_avx512(__m512 x) {
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145752f), x);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860677e-06f), r);
-  __m512 p = _mm512_set1_ps(1.38888889e-3f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.33333333e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.16666667e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.66666667e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  __m512 p = _mm512_set1_ps(kExpPolynomial[0]);
+  for (int i = 1; i < 7; ++i) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpPolynomial[i]));
   const __m512i bits =
       _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
   return _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
@@ -424,9 +422,8 @@ __attribute__((target("avx2,fma"))) inline __m256 exp_avx2(__m256 x) {
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145752f), x);
   r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860677e-06f), r);
-  __m256 p = _mm256_set1_ps(1.38888889e-3f);
-  for (const float c : {8.33333333e-3f, 4.16666667e-2f, 1.66666667e-1f, 0.5f, 1.0f, 1.0f})
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
+  __m256 p = _mm256_set1_ps(kExpPolynomial[0]);
+  for (int i = 1; i < 7; ++i) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpPolynomial[i]));
   const __m256i bits =
       _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
