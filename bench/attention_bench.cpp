@@ -92,7 +92,7 @@ void BM_DecodeAttentionFromRam(benchmark::State& state, GgmlType type, bool by_r
                                   r, {}, partials.range(r));
       }
       const strata::ops::AttentionPartial sum = sum_storage.range(0);
-      std::fill(sum.max, sum.max + rows, -INFINITY);
+      strata::ops::clear_partial(sum, rows, kDim);
       for (int64_t r = 0; r < n_ranges; ++r)
         strata::ops::merge_partial(partials.range(r), rows, kDim, sum);
       strata::ops::finish_attention(sum, 1, rows, kDim, nullptr, out_all.data(), 0);

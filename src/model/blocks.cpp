@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <optional>
 #include <vector>
 
@@ -148,19 +147,28 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
         firsts[t] = std::max<int64_t>(0, lengths[t] - p.sliding_window);
     }
     const int64_t max_block = std::clamp<int64_t>(n * p.n_head_kv / (4 * pool.size()), 1, 16);
+    // A block's tokens [first, first + count): their lengths summed (cost), the longest, and
+    // the first position any of them sees.
     struct TokenBlock {
-      int64_t first, count, cost;
+      int64_t first, count, cost, longest, window_first;
+    };
+    const auto window_first = [&](int64_t t) {
+      return firsts.empty() ? int64_t{0} : firsts[static_cast<size_t>(t)];
     };
     std::vector<TokenBlock> blocks;
     for (int64_t t = 0; t < n;) {
-      int64_t end = t + 1, cost = lengths[static_cast<size_t>(t)];
-      while (end < n && end - t < max_block &&
-             at.sequence[static_cast<size_t>(end)] == at.sequence[static_cast<size_t>(t)]) {
-        cost += lengths[static_cast<size_t>(end)];
-        ++end;
+      TokenBlock b{t, 1, lengths[static_cast<size_t>(t)], lengths[static_cast<size_t>(t)],
+                   window_first(t)};
+      for (int64_t e = t + 1;
+           e < n && b.count < max_block &&
+           at.sequence[static_cast<size_t>(e)] == at.sequence[static_cast<size_t>(t)];
+           ++e, ++b.count) {
+        b.cost += lengths[static_cast<size_t>(e)];
+        b.longest = std::max(b.longest, lengths[static_cast<size_t>(e)]);
+        b.window_first = std::min(b.window_first, window_first(e));
       }
-      blocks.push_back({t, end - t, cost});
-      t = end;
+      blocks.push_back(b);
+      t += b.count;
     }
     std::stable_sort(blocks.begin(), blocks.end(),
                      [](const TokenBlock& a, const TokenBlock& b) { return a.cost > b.cost; });
@@ -171,11 +179,7 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
       return options;
     };
     std::vector<ops::AttentionBlockShape> shapes;
-    for (const TokenBlock& b : blocks) {
-      shapes.push_back(
-          {b.count, b.cost,
-           *std::max_element(lengths.begin() + b.first, lengths.begin() + b.first + b.count)});
-    }
+    for (const TokenBlock& b : blocks) shapes.push_back({b.count, b.cost, b.longest});
     if (!ops::attention_by_ranges(shapes, p.n_head_kv, p.n_head, hd, pool.size())) {
       pool.run(static_cast<int64_t>(blocks.size()) * p.n_head_kv, [&](int64_t task, int) {
         const TokenBlock& b = blocks[static_cast<size_t>(task / p.n_head_kv)];
@@ -197,13 +201,9 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
       int64_t partials = 0;
       for (size_t bi = 0; bi < blocks.size(); ++bi) {
         const TokenBlock& b = blocks[bi];
-        int64_t first = INT64_MAX, end = 0;
-        for (int64_t t = b.first; t < b.first + b.count; ++t) {
-          first = std::min(first, firsts.empty() ? 0 : firsts[static_cast<size_t>(t)]);
-          end = std::max(end, lengths[static_cast<size_t>(t)]);
-        }
         first_task.push_back(static_cast<int64_t>(tasks.size()));
-        for (int64_t r = first / ops::kAttentionRange; r < ops::attention_ranges(end); ++r) {
+        for (int64_t r = b.window_first / ops::kAttentionRange;
+             r < ops::attention_ranges(b.longest); ++r) {
           tasks.push_back({bi, r, partials});
           partials += b.count * p.n_head;
         }
@@ -211,16 +211,12 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
       first_task.push_back(static_cast<int64_t>(tasks.size()));
       ws.attention_partials.reset(1, partials, hd);
       const ops::AttentionPartial all = ws.attention_partials.range(0);
-      const auto at_row = [&](int64_t row) {
-        return ops::AttentionPartial{all.acc + row * hd, all.max + row,
-                                     all.lanes + row * ops::kAttentionLanes};
-      };
       pool.run(static_cast<int64_t>(tasks.size()), [&](int64_t i, int) {
         const RangeTask& task = tasks[static_cast<size_t>(i)];
         const TokenBlock& b = blocks[task.block];
         ops::attend_range(cache_of(at, b.first), 0, p.n_head_kv, q + b.first * q_dim, q_dim, group,
                           b.count, lengths.data() + b.first, scale, task.range, options_of(b, 0),
-                          at_row(task.partial));
+                          all.from_row(task.partial, hd));
       });
       pool.run(static_cast<int64_t>(blocks.size()), [&](int64_t bi, int) {
         const TokenBlock& b = blocks[static_cast<size_t>(bi)];
@@ -228,10 +224,11 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
         thread_local ops::AttentionPartials sum_storage;
         sum_storage.reset(1, rows, hd);
         const ops::AttentionPartial sum = sum_storage.range(0);
-        std::fill(sum.max, sum.max + rows, -std::numeric_limits<float>::infinity());
+        ops::clear_partial(sum, rows, hd);
         for (int64_t i = first_task[static_cast<size_t>(bi)];
              i < first_task[static_cast<size_t>(bi) + 1]; ++i)
-          ops::merge_partial(at_row(tasks[static_cast<size_t>(i)].partial), rows, hd, sum);
+          ops::merge_partial(all.from_row(tasks[static_cast<size_t>(i)].partial, hd), rows, hd,
+                             sum);
         ops::finish_attention(sum, b.count, p.n_head, hd, w.sinks, attn + b.first * q_dim, q_dim);
       });
     }

@@ -642,8 +642,6 @@ struct Workspace {
   std::vector<uint32_t> q8_query_dwords;               // [n_rows][d / 4]
   std::vector<float> q8_query_scales;                  // [n_rows][d / 32]
   std::vector<int32_t> q8_query_offsets;               // [n_rows][d / 32]
-  std::vector<float> running_max;                      // [n_rows]
-  std::vector<float> lane_sum;                         // [n_rows][kLanes]
 };
 
 // The key and value rows of positions [p0, p0 + count) of kv_head, run by run, a run being
@@ -758,9 +756,7 @@ void attend_range(const KvLayerView& kv, int64_t first_head, int64_t n_heads, co
   } else {
     ws.queries.resize(static_cast<size_t>(n_rows * d));
   }
-  std::fill(partial.max, partial.max + n_rows, -std::numeric_limits<float>::infinity());
-  std::fill(partial.lanes, partial.lanes + n_rows * kLanes, 0.0f);
-  std::fill(partial.acc, partial.acc + n_rows * d, 0.0f);
+  clear_partial(partial, n_rows, d);
 
   // Queries meet the keys rounded to the keys' partner format (F16 for F16 keys, Q8_0 for
   // Q8_0), as other GGUF engines compute Q.K: F16 keys on f32 copies, Q8_0 keys in integers
@@ -866,7 +862,7 @@ void attend_block(const KvLayerView& kv, int64_t kv_head, const float* q, int64_
   total.reset(1, n_rows, kv.head_dim);
   part.reset(1, n_rows, kv.head_dim);
   const AttentionPartial sum = total.range(0), one = part.range(0);
-  std::fill(sum.max, sum.max + n_rows, -std::numeric_limits<float>::infinity());
+  clear_partial(sum, n_rows, kv.head_dim);
   // Range by range, each merged into the sum as soon as it is done: the order and arithmetic
   // attend_finish uses on ranges computed apart, so the split changes no bit.
   for (int64_t r = std::max<int64_t>(0, min_first) / kAttentionRange;

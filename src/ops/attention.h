@@ -105,7 +105,15 @@ struct AttentionPartial {
   float* acc = nullptr;    // [n_rows][head_dim]
   float* max = nullptr;    // [n_rows]
   float* lanes = nullptr;  // [n_rows][kAttentionLanes]
+
+  // The same storage from row `row` on.
+  AttentionPartial from_row(int64_t row, int64_t head_dim) const {
+    return {acc + row * head_dim, max + row, lanes + row * kAttentionLanes};
+  }
 };
+
+// Empties n_rows rows (max -inf, zeros): what a range without positions leaves, and a sum's start.
+void clear_partial(const AttentionPartial& p, int64_t n_rows, int64_t head_dim);
 
 // Storage for the partials of n_ranges ranges of n_rows rows each.
 class AttentionPartials {
@@ -128,7 +136,7 @@ void attend_range(const KvLayerView& kv, int64_t first_head, int64_t n_heads, co
                   const AttentionPartial& partial);
 
 // sum <- sum merged with the next range's partial (rows with max -inf in `next` are left as they
-// are). Start a sum with every max at -inf.
+// are). Start a sum with clear_partial.
 void merge_partial(const AttentionPartial& next, int64_t n_rows, int64_t head_dim,
                    const AttentionPartial& sum);
 

@@ -42,6 +42,12 @@ bool attention_by_ranges(const std::vector<AttentionBlockShape>& blocks, int64_t
   return by_range < by_head || (by_range == by_head && few_head_tasks);
 }
 
+void clear_partial(const AttentionPartial& p, int64_t n_rows, int64_t head_dim) {
+  std::fill(p.max, p.max + n_rows, -std::numeric_limits<float>::infinity());
+  std::fill(p.lanes, p.lanes + n_rows * kAttentionLanes, 0.0f);
+  std::fill(p.acc, p.acc + n_rows * head_dim, 0.0f);
+}
+
 void merge_partial(const AttentionPartial& next, int64_t n_rows, int64_t head_dim,
                    const AttentionPartial& sum) {
   for (int64_t row = 0; row < n_rows; ++row) {

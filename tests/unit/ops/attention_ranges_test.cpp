@@ -39,7 +39,7 @@ std::vector<float> attend_by_ranges(const KvLayerView& kv, const float* q, int64
     attend_range(kv, 0, kv.n_kv_heads, q, row, group, n_tokens, lengths.data(), scale, r, options,
                  partials.range(r));
   const AttentionPartial sum = total.range(0);
-  std::fill(sum.max, sum.max + rows, -std::numeric_limits<float>::infinity());
+  clear_partial(sum, rows, d);
   for (int64_t r = 0; r < n_ranges; ++r) merge_partial(partials.range(r), rows, d, sum);
   std::vector<float> out(static_cast<size_t>(n_tokens * row), -7.0f);
   finish_attention(sum, n_tokens, kv.n_kv_heads * group, d, options.sinks, out.data(), row);
@@ -137,7 +137,7 @@ TEST(AttentionRanges, ARangeOutsideTheWindowIsEmptyAndMergesToNothing) {
   without.reset(1, rows, 64);
   for (AttentionPartials* s : {&with, &without}) {
     const AttentionPartial sum = s->range(0);
-    std::fill(sum.max, sum.max + rows, -std::numeric_limits<float>::infinity());
+    clear_partial(sum, rows, 64);
     for (int64_t r = s == &with ? 0 : 1; r < 3; ++r) merge_partial(p.range(r), rows, 64, sum);
   }
   std::vector<float> a(static_cast<size_t>(row)), b(a.size());
