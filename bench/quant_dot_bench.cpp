@@ -217,6 +217,13 @@ int register_all() {
                                        {"expert_down_32tok", 768, 2048, 32},
                                        {"expert_up_8tok", 2048, 768, 8},
                                        {"expert_up_4tok", 2048, 768, 4},
+                                       {"expert_up_3tok", 2048, 768, 3},
+                                       {"expert_up_2tok", 2048, 768, 2},
+                                       // the trained model's (tools/train) experts, a verify step
+                                       {"small_expert_2tok", 256, 96, 2},
+                                       {"small_expert_3tok", 256, 96, 3},
+                                       {"small_expert_4tok", 256, 96, 4},
+                                       {"small_expert_8tok", 256, 96, 8},
                                        {"dense_512tok", 2048, 4096, 512}};
   for (GgmlType type : supported_types()) {
     const TypeKernels k = kernels_at(type, best_isa());

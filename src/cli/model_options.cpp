@@ -172,6 +172,7 @@ void apply_matmul_settings(Model& model, const ModelOptions& options,
                            const std::function<bool(const GgufTensorInfo&)>& held) {
   ops::MatmulSettings settings;
   settings.tile_gemm = options.repack == "on";
+  settings.tile_min_tokens = ops::tile_min_tokens(weight_matrix_bytes(model.file(), held));
   settings.gemv_prefetch = tune_decode_prefetch(model.file(), {}, held).prefetch;
   model.set_matmul_settings(settings);
 }

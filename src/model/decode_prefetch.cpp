@@ -7,20 +7,34 @@
 namespace strata {
 namespace {
 
-// The largest tensor a GEMV can run on (a weight type, whole blocks per row), or nullptr.
+// A tensor a GEMV can run on (a weight type, whole blocks per row) that this process reads.
+bool is_held_weight_matrix(const GgufTensorInfo& t,
+                           const std::function<bool(const GgufTensorInfo&)>& held) {
+  if (t.shape.size() < 2 || !quant::is_supported(t.type) || (held && !held(t))) return false;
+  const quant::TypeTraits& traits = quant::traits(t.type);
+  return traits.kernels.vec_dot && t.row_length() % traits.block_elems == 0;
+}
+
+// The largest such tensor, or nullptr.
 const GgufTensorInfo* largest_weight_matrix(
     const GgufFile& file, const std::function<bool(const GgufTensorInfo&)>& held) {
   const GgufTensorInfo* largest = nullptr;
   for (const GgufTensorInfo& t : file.tensors()) {
-    if (t.shape.size() < 2 || !quant::is_supported(t.type) || (held && !held(t))) continue;
-    const quant::TypeTraits& traits = quant::traits(t.type);
-    if (!traits.kernels.vec_dot || t.row_length() % traits.block_elems != 0) continue;
+    if (!is_held_weight_matrix(t, held)) continue;
     if (!largest || t.bytes > largest->bytes) largest = &t;
   }
   return largest;
 }
 
 }  // namespace
+
+int64_t weight_matrix_bytes(const GgufFile& file,
+                            const std::function<bool(const GgufTensorInfo&)>& held) {
+  int64_t bytes = 0;
+  for (const GgufTensorInfo& t : file.tensors())
+    if (is_held_weight_matrix(t, held)) bytes += static_cast<int64_t>(t.bytes);
+  return bytes;
+}
 
 ops::GemvPrefetchResult tune_decode_prefetch(
     const GgufFile& file, const ops::GemvPrefetchOptions& options,

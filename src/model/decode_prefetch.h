@@ -1,6 +1,7 @@
 #pragma once
-// Decides, on a loaded file's weights, whether decode GEMVs use software prefetch on this machine
-// (ops/gemv_prefetch.h), and says so in the log.
+// Decides, on a loaded file's weights, how CPU products run on this machine: whether decode GEMVs
+// use software prefetch (ops/gemv_prefetch.h, said in the log), and from how many tokens the tile
+// GEMM pays (ops::tile_min_tokens).
 
 #include <functional>
 
@@ -17,5 +18,10 @@ namespace strata {
 ops::GemvPrefetchResult tune_decode_prefetch(
     const GgufFile& file, const ops::GemvPrefetchOptions& options = {},
     const std::function<bool(const GgufTensorInfo&)>& held = nullptr);
+
+// Bytes of the weight matrices CPU products can run on (held: as above): what a step streams at
+// most, for ops::tile_min_tokens.
+int64_t weight_matrix_bytes(const GgufFile& file,
+                            const std::function<bool(const GgufTensorInfo&)>& held = nullptr);
 
 }  // namespace strata

@@ -34,11 +34,6 @@ namespace {
 // unless gemv_prefetch.h measured that it pays on this machine.
 constexpr int64_t kPrefetchBytes = 8192;
 
-// Tokens from which the tile GEMM (repacking rows once for all tokens) beats vec_dot_multi:
-// measured 1.6x faster at 4 tokens, 2.7x at 32 (bench_quant_dot gemm/Q4_K); the repack costs
-// about one token's vec_dot_multi, so break-even lies near 2.
-constexpr int64_t kMinGemmTokens = 3;
-
 // Prefetches the lines of [p, p + n) that lie before `end`.
 inline void prefetch_range(const uint8_t* p, int64_t n, const uint8_t* end) {
   const uint8_t* stop = std::min(p + n, end);
@@ -54,7 +49,7 @@ void matmul_rows_impl(const WeightMatrix& w, const QuantizedRows& a, TokenOf tok
                       int64_t row_begin, int64_t row_end, const MatmulSettings& settings) {
   const quant::TypeKernels& k = quant::traits(w.type).kernels;
   const int64_t a_bytes = a.row_bytes();
-  if (k.gemm && n_out >= kMinGemmTokens && settings.tile_gemm) {
+  if (k.gemm && settings.tile_gemm && n_out >= settings.tile_min_tokens) {
     // Called per block of rows: the pointer list is reused, not allocated each time.
     static thread_local std::vector<const uint8_t*> act;
     act.resize(static_cast<size_t>(n_out));
@@ -65,7 +60,7 @@ void matmul_rows_impl(const WeightMatrix& w, const QuantizedRows& a, TokenOf tok
   }
   if (k.vec_dot_multi && n_out > 1) {
     constexpr int kGroup = quant::kMaxMultiDot;
-    std::vector<uint8_t> gathered;
+    static thread_local std::vector<uint8_t> gathered;  // reused: called per block of rows
     float results[kGroup];
     for (int64_t i0 = 0; i0 < n_out; i0 += kGroup) {
       const int count = static_cast<int>(std::min<int64_t>(kGroup, n_out - i0));
@@ -125,10 +120,18 @@ void matmul_rows_indexed(const WeightMatrix& w, const QuantizedRows& a, const in
       out_stride, row_begin, row_end, settings);
 }
 
-int64_t matmul_row_block(const WeightMatrix& w, int64_t n_tokens, int n_threads) {
-  // Aim for ~4 blocks per thread; at least 4 rows, and for big batches keep blocks small
-  // enough that a block of rows stays in L2 across the token tiles.
-  const int64_t target = std::max<int64_t>(1, w.rows / (4 * std::max(1, n_threads)));
+int64_t tile_min_tokens(int64_t cpu_weight_bytes) {
+  return cpu_weight_bytes >= kStreamedWeightBytes ? kTileMinTokensStreamed : kTileMinTokensResident;
+}
+
+int64_t matmul_row_block(const WeightMatrix& w, int64_t n_tokens, int n_threads,
+                         int64_t n_matrices) {
+  // Aim for ~4 blocks per thread over all the matrices of a step of a few tokens (there a block
+  // is mostly scheduling cost: the trained model's decode 1.3x faster, Qwen3-30B-A3B's 3-7%), of
+  // each matrix for batches (prefill kept its blocks: 2% faster so); at least 4 rows, and for big
+  // batches keep blocks small enough that a block of rows stays in L2 across the token tiles.
+  const int64_t shared = n_tokens <= kSharedBlockMaxTokens ? std::max<int64_t>(1, n_matrices) : 1;
+  const int64_t target = std::max<int64_t>(1, w.rows * shared / (4 * std::max(1, n_threads)));
   int64_t block = std::clamp<int64_t>(target, 4, 256);
   if (n_tokens > 1)
     block = std::min<int64_t>(

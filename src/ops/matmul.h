@@ -51,9 +51,10 @@ class QuantizedRows {
 // How products run. Results are bit-identical whatever the settings; the caller (a model, a
 // benchmark) holds them and passes them to each product.
 struct MatmulSettings {
-  // Products of 3+ tokens repack weight rows into interleaved tiles (the fast prefill path).
-  // Off: `--repack off`, for A/B runs.
+  // Products of tile_min_tokens tokens or more repack weight rows into interleaved tiles (the
+  // fast prefill path; tile_min_tokens() says from how many). Off: `--repack off`, for A/B runs.
   bool tile_gemm = true;
+  int64_t tile_min_tokens = 3;
   // Single-token products (decode GEMVs) issue software prefetches a few KiB ahead of the row
   // being computed, besides the hardware prefetchers; whether it pays depends on the machine
   // (gemv_prefetch.h measures it).
@@ -74,7 +75,23 @@ void matmul_rows_indexed(const WeightMatrix& w, const QuantizedRows& a, const in
 void matmul(const WeightMatrix& w, const QuantizedRows& a, float* out, int64_t out_stride,
             ThreadPool& pool, const MatmulSettings& settings);
 
-// Rows per work item: enough to amortize scheduling, few enough to balance threads.
-int64_t matmul_row_block(const WeightMatrix& w, int64_t n_tokens, int n_threads);
+// From how many tokens the tile GEMM beats the multi-row dot products (vec_dot_multi) depends on
+// where the weights come from. From caches, the repack costs about one token's vec_dot_multi:
+// tiles win from 3 tokens (bench_quant_dot gemm/*/small_expert_*; the trained model's verify
+// steps of 3-8 tokens 10-25% faster than with multi). Streamed from RAM, the repack's arithmetic
+// comes on top of the stream: Qwen3-30B-A3B-shaped steps of 3-7 tokens ran 1.2-1.5x slower with
+// tiles, 8 broke even (bench --verify, Zen 5, 2 threads). CPU weights of 64 MiB or more stream.
+constexpr int64_t kStreamedWeightBytes = int64_t{64} << 20;
+constexpr int64_t kTileMinTokensResident = 3;
+constexpr int64_t kTileMinTokensStreamed = 8;
+int64_t tile_min_tokens(int64_t cpu_weight_bytes);
+
+// Rows per work item: enough to amortize scheduling, few enough to balance threads. n_matrices
+// matrices of w's shape share one pool run (the selected experts of a MoE layer): in a step of at
+// most kSharedBlockMaxTokens tokens the items of all of them together balance the threads, so
+// each matrix is cut into fewer blocks.
+constexpr int64_t kSharedBlockMaxTokens = 16;
+int64_t matmul_row_block(const WeightMatrix& w, int64_t n_tokens, int n_threads,
+                         int64_t n_matrices = 1);
 
 }  // namespace strata::ops

@@ -38,5 +38,24 @@ TEST(DecodePrefetch, MeasuresOnTheLargestWeightMatrix) {
   EXPECT_FALSE(small.prefetch);
 }
 
+// What decides where the tile GEMM starts: the bytes of the matrices CPU products read (norm
+// vectors left out; a rank's own tensors only when `held` says which).
+TEST(DecodePrefetch, WeightMatrixBytesCountTheMatricesHeld) {
+  GgufWriter w;
+  w.set_string("general.architecture", "llama");
+  w.add_tensor("blk.0.attn_norm.weight", GgmlType::F32, {100000}, zeros(GgmlType::F32, 100000, 1));
+  w.add_tensor("blk.0.ffn_up.weight", GgmlType::Q8_0, {512, 96}, zeros(GgmlType::Q8_0, 512, 96));
+  w.add_tensor("output.weight", GgmlType::Q4_K, {1024, 160}, zeros(GgmlType::Q4_K, 1024, 160));
+  const std::vector<uint8_t> bytes = w.to_bytes();
+  const GgufFile file = GgufFile::parse("sizes.gguf", bytes);
+  const int64_t up = quant::row_bytes(GgmlType::Q8_0, 512) * 96;
+  const int64_t output = quant::row_bytes(GgmlType::Q4_K, 1024) * 160;
+  EXPECT_EQ(weight_matrix_bytes(file), up + output);
+  EXPECT_EQ(
+      weight_matrix_bytes(file, [](const GgufTensorInfo& t) { return t.name != "output.weight"; }),
+      up);
+  EXPECT_EQ(ops::tile_min_tokens(weight_matrix_bytes(file)), ops::kTileMinTokensResident);
+}
+
 }  // namespace
 }  // namespace strata

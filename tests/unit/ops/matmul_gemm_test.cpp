@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -117,6 +118,60 @@ TEST(MatmulGemm, GemvSameWithAndWithoutPrefetchAsTheScalarReference) {
           << "row " << r;
     }
   }
+}
+
+// Where the tile GEMM starts (MatmulSettings::tile_min_tokens: 3 for cached weights, 8 for
+// streamed ones) changes how a product of 3-7 tokens runs, not its bits.
+TEST(MatmulGemm, TilesFromThreeOrEightTokensGiveTheSameBits) {
+  ThreadPool pool(2);
+  MatmulSettings from3, from8;
+  from3.tile_min_tokens = kTileMinTokensResident;
+  from8.tile_min_tokens = kTileMinTokensStreamed;
+  for (GgmlType type : kTypes) {
+    SCOPED_TRACE(std::string(ggml_type_name(type)));
+    for (int64_t tokens = 2; tokens <= 9; ++tokens) {
+      const int64_t cols = 512, rows = 29;
+      const Problem p = make_problem(type, cols, rows, tokens);
+      std::vector<float> a(static_cast<size_t>(tokens * rows)), b(a.size());
+      matmul(p.w, p.a, a.data(), rows, pool, from3);
+      matmul(p.w, p.a, b.data(), rows, pool, from8);
+      ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << tokens;
+    }
+  }
+}
+
+TEST(MatmulGemm, TilesStartLaterForWeightsStreamedFromRam) {
+  EXPECT_EQ(tile_min_tokens(8 << 20), kTileMinTokensResident);  // the trained model: 8 MiB
+  EXPECT_EQ(tile_min_tokens(kStreamedWeightBytes - 1), kTileMinTokensResident);
+  EXPECT_EQ(tile_min_tokens(kStreamedWeightBytes), kTileMinTokensStreamed);
+  EXPECT_EQ(tile_min_tokens(int64_t{17} << 30), kTileMinTokensStreamed);
+  EXPECT_LT(kTileMinTokensResident, kTileMinTokensStreamed);
+}
+
+// The experts of one MoE layer share a pool run: in a step of a few tokens, with many of them,
+// each is cut into fewer row blocks (a block is a scheduling cost), and the items of all of them
+// still balance the threads.
+TEST(MatmulGemm, MatricesSharingARunAreCutIntoFewerBlocks) {
+  const WeightMatrix expert{GgmlType::Q8_0, nullptr, 256, 96,
+                            quant::row_bytes(GgmlType::Q8_0, 256)};
+  const int threads = 2;
+  const int64_t alone = matmul_row_block(expert, 1, threads);
+  EXPECT_EQ(alone, 12);  // 96 rows / (4 per thread x 2 threads)
+  int64_t previous = alone;
+  for (int64_t experts : {2, 4, 8, 11, 16}) {
+    const int64_t block = matmul_row_block(expert, 8, threads, experts);
+    EXPECT_GE(block, previous) << experts;
+    const int64_t items = experts * ((expert.rows + block - 1) / block);
+    EXPECT_GE(items, std::min<int64_t>(experts, 4 * threads)) << experts;
+    previous = block;
+  }
+  EXPECT_GE(matmul_row_block(expert, 8, threads, 11), expert.rows);  // one item per expert
+  // A prompt batch keeps each matrix's own blocks.
+  EXPECT_EQ(matmul_row_block(expert, 512, threads, 11), matmul_row_block(expert, 512, threads));
+  // A big expert still stays within the L2 bound of a multi-token block.
+  const WeightMatrix big{GgmlType::Q4_K, nullptr, 2048, 768,
+                         quant::row_bytes(GgmlType::Q4_K, 2048)};
+  EXPECT_LE(matmul_row_block(big, 8, threads, 64) * big.row_bytes, int64_t{256} << 10);
 }
 
 }  // namespace
