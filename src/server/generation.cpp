@@ -8,6 +8,18 @@
 
 namespace strata::server {
 
+bool TokenChannel::push(int32_t token) {
+  bool wake, more;
+  {
+    std::lock_guard lock(mutex);
+    wake = tokens.empty();
+    tokens.push_back(token);
+    more = !stop_requested;
+  }
+  if (wake) ready.notify_one();  // after unlocking: the reader does not wake into a held lock
+  return more;
+}
+
 GenerationRun::GenerationRun(Scheduler& scheduler, const Tokenizer& tokenizer, GenerationJob job,
                              std::vector<std::string> stops,
                              std::optional<OutputParserOptions> chat,
@@ -19,12 +31,7 @@ GenerationRun::GenerationRun(Scheduler& scheduler, const Tokenizer& tokenizer, G
       stop_(std::move(stops)),
       tag_tokens_(std::move(tag_tokens)) {
   if (chat) parser_ = make_output_parser(std::move(*chat));
-  job.on_token = [ch = channel_](int32_t token) {
-    std::lock_guard lock(ch->mutex);
-    ch->tokens.push_back(token);
-    ch->ready.notify_one();
-    return !ch->stop_requested;
-  };
+  job.on_token = [ch = channel_](int32_t token) { return ch->push(token); };
   if (job.top_logprobs >= 0) {
     job.on_logprobs = [ch = channel_](const TokenLogprobs& lp) {
       std::lock_guard lock(ch->mutex);

@@ -1,0 +1,69 @@
+// The scheduler hands each token to the HTTP side through a TokenChannel. A reader waiting on an
+// empty channel wakes at the first token; tokens pushed before it reads (a verify step's kept
+// tokens) arrive with it, none lost, in order; and the push says when no more are wanted.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "server/generation.h"
+
+namespace strata::server {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Waits as GenerationRun::next does and takes whatever the channel holds.
+std::vector<int32_t> read(TokenChannel& ch, std::chrono::milliseconds wait) {
+  std::unique_lock lock(ch.mutex);
+  ch.ready.wait_for(lock, wait, [&] { return !ch.tokens.empty() || ch.done.has_value(); });
+  std::vector<int32_t> got;
+  got.swap(ch.tokens);
+  return got;
+}
+
+TEST(TokenChannel, AWaitingReaderWakesAtTheFirstTokenAndABurstArrivesWhole) {
+  TokenChannel ch;
+  std::vector<int32_t> got;
+  std::atomic<size_t> count{0};
+  std::thread reader([&] {
+    const auto start = std::chrono::steady_clock::now();
+    while (got.size() < 6 && std::chrono::steady_clock::now() - start < 30s) {
+      for (int32_t t : read(ch, 10s)) got.push_back(t);
+      count = got.size();
+    }
+  });
+  std::this_thread::sleep_for(20ms);  // the reader is waiting on the empty channel
+  EXPECT_TRUE(ch.push(1));
+  // Woken by that token, not by the wait's end (10 s) or a later token.
+  const auto pushed = std::chrono::steady_clock::now();
+  while (count == 0 && std::chrono::steady_clock::now() - pushed < 5s)
+    std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(count, 1u);
+  for (int32_t t : {2, 3, 4, 5, 6}) EXPECT_TRUE(ch.push(t));  // one step's tokens
+  reader.join();
+  EXPECT_EQ(got, (std::vector<int32_t>{1, 2, 3, 4, 5, 6}));
+  EXPECT_LT(std::chrono::steady_clock::now() - pushed, 5s);
+}
+
+TEST(TokenChannel, TokensPushedBeforeAReadAreAllThereAndAStopIsReported) {
+  TokenChannel ch;
+  for (int32_t t : {7, 8, 9}) EXPECT_TRUE(ch.push(t));
+  EXPECT_EQ(read(ch, 0ms), (std::vector<int32_t>{7, 8, 9}));
+  // Empty again: the next token wakes a reader again (a read with a long wait returns at once).
+  EXPECT_TRUE(ch.push(10));
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(read(ch, 10s), (std::vector<int32_t>{10}));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  {
+    std::lock_guard lock(ch.mutex);
+    ch.stop_requested = true;
+  }
+  EXPECT_FALSE(ch.push(11));
+}
+
+}  // namespace
+}  // namespace strata::server
