@@ -33,10 +33,15 @@ void project(const ops::WeightMatrix& w, ActivationCache& input, float* out,
 }
 
 // Runs fn(expert, row_begin, row_end) over the pool for every active expert and every block of
-// `rows` rows: the (selected expert, row block) work split, so each expert's bytes stream once.
+// its rows (`expert`: one expert's matrix; n_tokens: the step's): the (selected expert, row
+// block) work split, so each expert's bytes stream once. The experts share the run, so their
+// blocks together balance the threads.
 template <typename Fn>
-void for_each_expert_block(const std::vector<int32_t>& active, int64_t rows, int64_t block,
-                           ThreadPool& pool, Fn fn) {
+void for_each_expert_block(const std::vector<int32_t>& active, const ops::WeightMatrix& expert,
+                           int64_t n_tokens, ThreadPool& pool, Fn fn) {
+  const int64_t rows = expert.rows;
+  const int64_t block =
+      ops::matmul_row_block(expert, n_tokens, pool.size(), static_cast<int64_t>(active.size()));
   const int64_t blocks = (rows + block - 1) / block;
   pool.run(static_cast<int64_t>(active.size()) * blocks, [&](int64_t task, int) {
     const int64_t r0 = task % blocks * block;
@@ -341,17 +346,14 @@ void routed_experts(const MoeFfnWeights& w, const MoeParams& p, ActivationCache&
   float* up = room(ws.expert_up, rows_total * n_ff);
   const ops::QuantizedRows& xq = input.get(quant::traits(w.gate_exps.type).activation_type);
   const ops::QuantizedRows& xq_up = input.get(quant::traits(w.up_exps.type).activation_type);
-  // The selected experts share each pool run, so their blocks together balance the threads.
-  const auto n_active = static_cast<int64_t>(active.size());
-  const int64_t gate_block =
-      ops::matmul_row_block(w.gate_exps.slice(0, n_ff), n, pool.size(), n_active);
-  for_each_expert_block(active, n_ff, gate_block, pool, [&](int64_t e, int64_t r0, int64_t r1) {
-    const int64_t off = first[e], count = first[e + 1] - first[e];
-    ops::matmul_rows_indexed(w.gate_exps.slice(e * n_ff, n_ff), xq, &ids[off], count,
-                             gate + off * n_ff, n_ff, r0, r1, ws.matmul);
-    ops::matmul_rows_indexed(w.up_exps.slice(e * n_ff, n_ff), xq_up, &ids[off], count,
-                             up + off * n_ff, n_ff, r0, r1, ws.matmul);
-  });
+  for_each_expert_block(
+      active, w.gate_exps.slice(0, n_ff), n, pool, [&](int64_t e, int64_t r0, int64_t r1) {
+        const int64_t off = first[e], count = first[e + 1] - first[e];
+        ops::matmul_rows_indexed(w.gate_exps.slice(e * n_ff, n_ff), xq, &ids[off], count,
+                                 gate + off * n_ff, n_ff, r0, r1, ws.matmul);
+        ops::matmul_rows_indexed(w.up_exps.slice(e * n_ff, n_ff), xq_up, &ids[off], count,
+                                 up + off * n_ff, n_ff, r0, r1, ws.matmul);
+      });
   if (w.gate_bias) {
     for (int32_t e : active) {
       add_bias_rows(gate + first[e] * n_ff, w.gate_bias + e * n_ff, first[e + 1] - first[e], n_ff);
@@ -378,13 +380,12 @@ void routed_experts(const MoeFfnWeights& w, const MoeParams& p, ActivationCache&
   ops::QuantizedRows& hidden = ws.expert_hidden;
   hidden.quantize(gate, rows_total, n_ff, n_ff, quant::traits(w.down_exps.type).activation_type);
   float* down = room(ws.expert_down, rows_total * n_embd);
-  const int64_t down_block =
-      ops::matmul_row_block(w.down_exps.slice(0, n_embd), n, pool.size(), n_active);
-  for_each_expert_block(active, n_embd, down_block, pool, [&](int64_t e, int64_t r0, int64_t r1) {
-    const int64_t off = first[e], count = first[e + 1] - first[e];
-    ops::matmul_rows_indexed(w.down_exps.slice(e * n_embd, n_embd), hidden, &identity[off], count,
-                             down + off * n_embd, n_embd, r0, r1, ws.matmul);
-  });
+  for_each_expert_block(
+      active, w.down_exps.slice(0, n_embd), n, pool, [&](int64_t e, int64_t r0, int64_t r1) {
+        const int64_t off = first[e], count = first[e + 1] - first[e];
+        ops::matmul_rows_indexed(w.down_exps.slice(e * n_embd, n_embd), hidden, &identity[off],
+                                 count, down + off * n_embd, n_embd, r0, r1, ws.matmul);
+      });
   if (w.down_bias) {  // each expert's own output bias, before its weight
     for (int32_t e : active) {
       add_bias_rows(down + first[e] * n_embd, w.down_bias + e * n_embd, first[e + 1] - first[e],

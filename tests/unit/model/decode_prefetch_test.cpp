@@ -16,13 +16,18 @@ std::vector<uint8_t> zeros(GgmlType type, int64_t cols, int64_t rows) {
   return std::vector<uint8_t>(static_cast<size_t>(quant::row_bytes(type, cols) * rows));
 }
 
-TEST(DecodePrefetch, MeasuresOnTheLargestWeightMatrix) {
+// A norm vector, a Q8_0 matrix and a larger Q4_K one.
+std::vector<uint8_t> three_tensor_file() {
   GgufWriter w;
   w.set_string("general.architecture", "llama");
   w.add_tensor("blk.0.attn_norm.weight", GgmlType::F32, {100000}, zeros(GgmlType::F32, 100000, 1));
   w.add_tensor("blk.0.ffn_up.weight", GgmlType::Q8_0, {512, 96}, zeros(GgmlType::Q8_0, 512, 96));
   w.add_tensor("output.weight", GgmlType::Q4_K, {1024, 160}, zeros(GgmlType::Q4_K, 1024, 160));
-  const std::vector<uint8_t> bytes = w.to_bytes();
+  return w.to_bytes();
+}
+
+TEST(DecodePrefetch, MeasuresOnTheLargestWeightMatrix) {
+  const std::vector<uint8_t> bytes = three_tensor_file();
   const GgufFile file = GgufFile::parse("prefetch.gguf", bytes);
 
   ops::GemvPrefetchOptions options;
@@ -41,12 +46,7 @@ TEST(DecodePrefetch, MeasuresOnTheLargestWeightMatrix) {
 // What decides where the tile GEMM starts: the bytes of the matrices CPU products read (norm
 // vectors left out; a rank's own tensors only when `held` says which).
 TEST(DecodePrefetch, WeightMatrixBytesCountTheMatricesHeld) {
-  GgufWriter w;
-  w.set_string("general.architecture", "llama");
-  w.add_tensor("blk.0.attn_norm.weight", GgmlType::F32, {100000}, zeros(GgmlType::F32, 100000, 1));
-  w.add_tensor("blk.0.ffn_up.weight", GgmlType::Q8_0, {512, 96}, zeros(GgmlType::Q8_0, 512, 96));
-  w.add_tensor("output.weight", GgmlType::Q4_K, {1024, 160}, zeros(GgmlType::Q4_K, 1024, 160));
-  const std::vector<uint8_t> bytes = w.to_bytes();
+  const std::vector<uint8_t> bytes = three_tensor_file();
   const GgufFile file = GgufFile::parse("sizes.gguf", bytes);
   const int64_t up = quant::row_bytes(GgmlType::Q8_0, 512) * 96;
   const int64_t output = quant::row_bytes(GgmlType::Q4_K, 1024) * 160;
