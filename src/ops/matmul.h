@@ -48,13 +48,24 @@ class QuantizedRows {
   std::vector<uint8_t> data_;
 };
 
+// From how many tokens the tile GEMM beats the multi-row dot products (vec_dot_multi) depends on
+// where the weights come from. From caches, the repack costs about one token's vec_dot_multi:
+// tiles win from 3 tokens (bench_quant_dot gemm/*/small_expert_*; the trained model's verify
+// steps of 3-8 tokens 10-25% faster than with multi). Streamed from RAM, the repack's arithmetic
+// comes on top of the stream: Qwen3-30B-A3B-shaped steps of 3-7 tokens ran 1.2-1.5x slower with
+// tiles, 8 broke even (bench --verify, Zen 5, 2 threads). CPU weights of 64 MiB or more stream.
+constexpr int64_t kStreamedWeightBytes = int64_t{64} << 20;
+constexpr int64_t kTileMinTokensResident = 3;
+constexpr int64_t kTileMinTokensStreamed = 8;
+int64_t tile_min_tokens(int64_t cpu_weight_bytes);
+
 // How products run. Results are bit-identical whatever the settings; the caller (a model, a
 // benchmark) holds them and passes them to each product.
 struct MatmulSettings {
   // Products of tile_min_tokens tokens or more repack weight rows into interleaved tiles (the
   // fast prefill path; tile_min_tokens() says from how many). Off: `--repack off`, for A/B runs.
   bool tile_gemm = true;
-  int64_t tile_min_tokens = 3;
+  int64_t tile_min_tokens = kTileMinTokensResident;
   // Single-token products (decode GEMVs) issue software prefetches a few KiB ahead of the row
   // being computed, besides the hardware prefetchers; whether it pays depends on the machine
   // (gemv_prefetch.h measures it).
@@ -74,17 +85,6 @@ void matmul_rows_indexed(const WeightMatrix& w, const QuantizedRows& a, const in
 // The whole product, split over the pool by blocks of weight rows.
 void matmul(const WeightMatrix& w, const QuantizedRows& a, float* out, int64_t out_stride,
             ThreadPool& pool, const MatmulSettings& settings);
-
-// From how many tokens the tile GEMM beats the multi-row dot products (vec_dot_multi) depends on
-// where the weights come from. From caches, the repack costs about one token's vec_dot_multi:
-// tiles win from 3 tokens (bench_quant_dot gemm/*/small_expert_*; the trained model's verify
-// steps of 3-8 tokens 10-25% faster than with multi). Streamed from RAM, the repack's arithmetic
-// comes on top of the stream: Qwen3-30B-A3B-shaped steps of 3-7 tokens ran 1.2-1.5x slower with
-// tiles, 8 broke even (bench --verify, Zen 5, 2 threads). CPU weights of 64 MiB or more stream.
-constexpr int64_t kStreamedWeightBytes = int64_t{64} << 20;
-constexpr int64_t kTileMinTokensResident = 3;
-constexpr int64_t kTileMinTokensStreamed = 8;
-int64_t tile_min_tokens(int64_t cpu_weight_bytes);
 
 // Rows per work item: enough to amortize scheduling, few enough to balance threads. n_matrices
 // matrices of w's shape share one pool run (the selected experts of a MoE layer): in a step of at
