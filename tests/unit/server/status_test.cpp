@@ -37,14 +37,19 @@ TEST(Status, DescribesTheModelAndAgreesWithMetrics) {
   auto c = s.client();
   ASSERT_EQ(c.Post("/v1/chat/completions", chat_body(false), "application/json")->status, 200);
   ASSERT_EQ(c.Post("/v1/chat/completions", chat_body(true), "application/json")->status, 200);
-  // The page polls: those requests must not push the generations out of the recent list.
-  for (int i = 0; i < 3; ++i) ASSERT_EQ(c.Get("/status")->status, 200);
+  // The page polls: those requests must not push the generations out of the recent list. A
+  // stream's log entry is written once its body is sent, which may be just after the client has
+  // it: the polls wait for it, so the failure below is logged after both generations.
+  for (int i = 0; i < 200; ++i) {
+    const auto polled = c.Get("/status");
+    ASSERT_EQ(polled->status, 200);
+    if (i >= 2 && Json::parse(polled->body)["recent_requests"].size() == 2) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   ASSERT_EQ(c.Post("/v1/chat/completions", "{", "application/json")->status, 400);
 
   Json st;
   std::string metrics;
-  // A stream's log entry is written once its body is sent, which may be just after the client
-  // has it.
   for (int i = 0; i < 200; ++i) {
     st = Json::parse(c.Get("/status")->body);
     metrics = c.Get("/metrics")->body;
