@@ -13,9 +13,10 @@ void VerifyCostCurve::record(int tokens, double seconds) {
   if (tokens < 1 || tokens > kMaxTokens || !(seconds > 0)) return;
   auto& s = seconds_[static_cast<size_t>(tokens)];
   auto& n = samples_[static_cast<size_t>(tokens)];
-  // The first few steps: a plain mean. Then a step counts at most twice (or half) the average:
+  // The first step of a size is a warm-up (buffers sized, code paged in): the second replaces
+  // it. Then a plain mean of a few steps, then a step counts at most twice (or half) the average:
   // a slow step (a page fault, another process) moves it by 10%, a lasting change in a few steps.
-  const double w = std::max(kNewWeight, 1.0 / static_cast<double>(n + 1));
+  const double w = n == 1 ? 1.0 : std::max(kNewWeight, 1.0 / static_cast<double>(n));
   if (n >= 3) seconds = std::clamp(seconds, 0.5 * s, 2.0 * s);
   s = n == 0 ? seconds : s + w * (seconds - s);
   ++n;
@@ -30,6 +31,12 @@ double VerifyCostCurve::relative(int tokens) const {
   tokens = std::min(tokens, kMaxTokens);
   const double guess = 1.0 + kGuessPerExtraToken * (tokens - 1);
   if (samples_[1] == 0) return guess;
+  const double measured = estimated(tokens);
+  return samples_[static_cast<size_t>(tokens)] < kTrustedSamples ? std::min(measured, guess)
+                                                                 : measured;
+}
+
+double VerifyCostCurve::estimated(int tokens) const {
   const double one = seconds_[1];
   if (samples_[static_cast<size_t>(tokens)] > 0)
     return std::max(1.0, seconds_[static_cast<size_t>(tokens)] / one);

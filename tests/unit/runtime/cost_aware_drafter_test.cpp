@@ -11,19 +11,56 @@ namespace {
 
 using Tokens = std::vector<int32_t>;
 
+// Steps of `tokens` that took `seconds` each, as many as make the size trusted.
+void measure(VerifyCostCurve& c, int tokens, double seconds) {
+  for (int64_t i = 0; i < VerifyCostCurve::kTrustedSamples; ++i) c.record(tokens, seconds);
+}
+
+double guess(int tokens) {
+  return 1.0 + (tokens - 1) * VerifyCostCurve::kGuessPerExtraToken;
+}
+
 TEST(VerifyCostCurve, RelativeToAOneTokenStepInterpolatedBetweenMeasuredSizes) {
   VerifyCostCurve c;
   EXPECT_DOUBLE_EQ(c.relative(1), 1.0);
-  EXPECT_DOUBLE_EQ(c.relative(3), 1.0 + 2 * VerifyCostCurve::kGuessPerExtraToken);  // a guess
-  c.record(1, 0.010);
-  c.record(2, 0.018);
-  c.record(4, 0.026);
-  EXPECT_NEAR(c.relative(2), 1.8, 1e-9);
-  EXPECT_NEAR(c.relative(3), 2.2, 1e-9);  // halfway between 1.8 and 2.6
-  EXPECT_NEAR(c.relative(4), 2.6, 1e-9);
-  EXPECT_NEAR(c.relative(6), 2.6 + 2 * 1.6 / 3, 1e-9);  // past 4: its cost per extra token
-  EXPECT_EQ(c.samples(2), 1);
+  EXPECT_DOUBLE_EQ(c.relative(3), guess(3));
+  measure(c, 1, 0.010);
+  measure(c, 2, 0.0105);
+  measure(c, 4, 0.0115);
+  EXPECT_NEAR(c.relative(2), 1.05, 1e-9);
+  EXPECT_NEAR(c.relative(4), 1.15, 1e-9);
+  EXPECT_NEAR(c.relative(3), 1.10, 1e-9);             // halfway between 1.05 and 1.15
+  EXPECT_NEAR(c.relative(8), 1.15 + 4 * 0.05, 1e-9);  // past 4: its cost per extra token
+  EXPECT_EQ(c.samples(2), VerifyCostCurve::kTrustedSamples);
   EXPECT_EQ(c.samples(40), 0);
+}
+
+TEST(VerifyCostCurve, SizesMeasuredTooFewTimesCountAtMostAtTheGuess) {
+  VerifyCostCurve c;
+  measure(c, 1, 0.010);
+  measure(c, 2, 0.018);
+  measure(c, 4, 0.026);
+  EXPECT_NEAR(c.relative(2), 1.8, 1e-9);
+  EXPECT_NEAR(c.relative(4), 2.6, 1e-9);
+  // Dearer than the guess by the measured sizes, but unmeasured: tried until measured.
+  EXPECT_NEAR(c.relative(3), guess(3), 1e-9);
+  EXPECT_NEAR(c.relative(6), guess(6), 1e-9);
+  measure(c, 3, 0.022);
+  measure(c, 6, 0.034);
+  EXPECT_NEAR(c.relative(3), 2.2, 1e-9);
+  EXPECT_NEAR(c.relative(6), 3.4, 1e-9);
+}
+
+TEST(VerifyCostCurve, ASlowFirstStepOfASizeNeitherCountsNorRulesItOut) {
+  VerifyCostCurve c;
+  measure(c, 1, 0.010);
+  c.record(3, 0.040);  // the first 3-token step: buffers grown, code run for the first time
+  EXPECT_NEAR(c.relative(3), guess(3), 1e-9) << "tried again, not given up after one step";
+  for (int64_t i = 1; i < VerifyCostCurve::kTrustedSamples; ++i) c.record(3, 0.013);
+  EXPECT_NEAR(c.relative(3), 1.3, 1e-9) << "the warm-up step is not in the average";
+  // A size that really costs more is known as such once measured enough.
+  measure(c, 5, 0.040);
+  EXPECT_NEAR(c.relative(5), 4.0, 1e-9);
 }
 
 TEST(VerifyCostCurve, OneSlowStepDoesNotSwingIt) {
@@ -95,8 +132,9 @@ TEST(CostAwareDrafter, RightDraftsAreCheckedLongerAsTheyKeepBeingKept) {
 
 TEST(CostAwareDrafter, WrongDraftsSoonStopBeingCheckedButAreStillProbed) {
   VerifyCostCurve cost;
-  cost.record(1, 0.010);
-  cost.record(2, 0.015);  // a draft token costs half a step: worth it only at acceptance > 1/2
+  measure(cost, 1, 0.010);
+  for (int b = 2; b <= VerifyCostCurve::kMaxTokens; ++b)  // a draft token costs half a step:
+    measure(cost, b, 0.010 + 0.005 * (b - 1));            // worth it only at acceptance > 1/2
   const Tokens text = counting(401);
   CostAwareDrafter d(std::make_unique<Fixed>(3, text, false), &cost);
   const int steps = generate(d, text);
@@ -121,8 +159,8 @@ class Counting : public Drafter {
 
 TEST(CostAwareDrafter, WhileOffTheDrafterIsNotAskedButForProbes) {
   VerifyCostCurve cost;
-  cost.record(1, 0.010);
-  cost.record(2, 0.015);
+  measure(cost, 1, 0.010);
+  for (int b = 2; b <= VerifyCostCurve::kMaxTokens; ++b) measure(cost, b, 0.010 + 0.005 * (b - 1));
   auto inner = std::make_unique<Counting>();
   Counting* counting_drafter = inner.get();
   CostAwareDrafter d(std::move(inner), &cost);
@@ -134,9 +172,9 @@ TEST(CostAwareDrafter, WhileOffTheDrafterIsNotAskedButForProbes) {
 
 TEST(CostAwareDrafter, ExpensiveChecksNeedHighAcceptance) {
   VerifyCostCurve cost;
-  cost.record(1, 0.010);
-  cost.record(2, 0.019);  // experts streamed from RAM: a second token reads almost as much again
-  cost.record(3, 0.027);
+  measure(cost, 1, 0.010);
+  for (int b = 2; b <= VerifyCostCurve::kMaxTokens; ++b)  // experts streamed from RAM: a second
+    measure(cost, b, 0.010 + 0.0085 * (b - 1));           // token reads almost as much again
   const Tokens text = counting(60);
   CostAwareDrafter fresh(std::make_unique<Fixed>(3, text, true), &cost);
   EXPECT_EQ(fresh.best_length(8), 0) << "at acceptance 1/2 a draft costs more than it gains";
@@ -145,7 +183,8 @@ TEST(CostAwareDrafter, ExpensiveChecksNeedHighAcceptance) {
   CostAwareDrafter learned(std::make_unique<Fixed>(3, text, true), &later);
   generate(learned, text);
   EXPECT_GT(learned.acceptance(), 0.95);
-  for (int tokens = 1; tokens <= 3; ++tokens) later.record(tokens, cost.relative(tokens) * 0.010);
+  for (int b = 1; b <= VerifyCostCurve::kMaxTokens; ++b)
+    measure(later, b, cost.relative(b) * 0.010);
   EXPECT_GT(learned.best_length(8), 0);
 }
 
