@@ -250,8 +250,11 @@ struct BenchOptions {
   int edit_replay = 0;  // answer tokens of the edit replay (0: none)
   std::string expert_profile;
 
-  // Positions the session holds: the prompt, or the depth plus the generated tokens.
-  int64_t context() const { return std::max<int64_t>({n_prompt, int64_t{depth} + n_gen, 1}); }
+  // Positions the session holds: the prompt, or the depth plus the generated tokens (or the
+  // largest verify step).
+  int64_t context() const {
+    return std::max<int64_t>({n_prompt, int64_t{depth} + std::max(n_gen, verify), 1});
+  }
 };
 
 void add_bench_options(CLI::App* cmd, BenchOptions& o) {
@@ -451,11 +454,10 @@ class BenchRunner {
     return seconds;
   }
 
-  // tg: single-token steps starting at position `depth` (filled once, untimed). Each run
-  // starts from a snapshot there (hybrid models cannot truncate their recurrent state).
+  // tg and verify steps start at position `depth` (filled once, untimed). Each run starts from a
+  // snapshot there (hybrid models cannot truncate their recurrent state).
   void start_at_depth() {
-    const bool from_prompt =
-        holds_prompt_ && o_.n_gen > 0 && o_.depth > 0 && o_.depth == o_.n_prompt;
+    const bool from_prompt = holds_prompt_ && o_.depth > 0 && o_.depth == o_.n_prompt;
     holds_prompt_ = false;
     if (from_prompt) {
       // The last pp run left exactly the depth's tokens: an agent's turn goes on from there.
@@ -464,7 +466,7 @@ class BenchRunner {
       return;
     }
     session_.reset();
-    if (o_.n_gen > 0 && o_.depth > 0) {
+    if (o_.depth > 0) {
       log::info("filling the context to depth {}", o_.depth);
       std::vector<int32_t> fill(static_cast<size_t>(o_.depth));
       for (auto& t : fill) t = token_(rng_);

@@ -275,6 +275,23 @@ TEST(BenchCommand, EditReplayDraftsTheCopiedCode) {
   EXPECT_NE(small.output.find("nothing to measure"), std::string::npos) << small.output;
 }
 
+// --verify N alone (-n 0) measures steps of 1..N tokens at -d's depth: the context is filled to
+// the depth first and holds the largest step after it.
+TEST(BenchCommand, VerifyStepsRunAtTheDepthWithoutATgRun) {
+  const std::string model = (test::oracle_dir() / "models" / "tiny-qwen3moe-Q8_0.gguf").string();
+  const auto r =
+      run_strata("bench -m " + model + " -p 0 -n 0 -d 24 --verify 3 -r 1 --no-bandwidth");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("filling the context to depth 24"), std::string::npos) << r.output;
+  const auto j =
+      run_strata("bench -m " + model + " -p 0 -n 0 --verify 4 -r 1 --no-bandwidth --json", false);
+  ASSERT_EQ(j.exit_code, 0) << j.output;
+  const auto verify = nlohmann::json::parse(j.output)["verify"];
+  ASSERT_EQ(verify.size(), 4u) << j.output;
+  EXPECT_EQ(verify[3]["tokens"], 4);
+  EXPECT_DOUBLE_EQ(verify[0]["relative"].get<double>(), 1.0);
+}
+
 // gpt-oss's sliding layers (layer 0 of the tiny model, window 16) read only their window of the
 // cache: at depth 64 a token reads 64-67 positions in layer 1 and 16 in layer 0.
 TEST(BenchCommand, SlidingWindowLayersReadOnlyTheirWindow) {
