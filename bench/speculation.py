@@ -11,7 +11,7 @@ same requests also go to two llama-server processes on the same model, one plain
 shows llama.cpp's speed-up from its `timings` (predicted_per_second, draft_n, draft_n_accepted).
 
     bench/speculation.py --model tools/train/strata-coder-tiny.gguf \\
-        --tasks build/train/held_out_tasks.json [--limit 20] [--json out.json] \\
+        --tasks build/train/held_out_tasks.json [--limit 20] [--kinds rename] [--json out.json] \\
         [--llama-server /path/to/llama-server [--llama-spec "--spec-type ngram-simple"]]
 
 The tasks are tools/train's held-out set (train.py writes it): "rename" answers copy the code
@@ -40,6 +40,8 @@ def parse_args():
     p.add_argument("--threads", type=int, default=0, help="0: strata's default")
     p.add_argument("--port", type=int, default=18641)
     p.add_argument("--limit", type=int, default=20, help="tasks of each kind")
+    p.add_argument("--kinds", default="read,rename,write",
+                   help="which kinds of task, comma-separated (default: all three)")
     p.add_argument("--max-tokens", type=int, default=600)
     p.add_argument("--json", help="write the table here as JSON too")
     p.add_argument("--llama-server", help="a llama.cpp llama-server binary to compare with")
@@ -184,9 +186,13 @@ def print_table(title, rows, mismatches, requests):
 def main():
     args = parse_args()
     tasks = json.load(open(args.tasks))["tasks"]
+    kinds = args.kinds.split(",")
+    unknown = sorted(set(kinds) - {t["kind"] for t in tasks})
+    if unknown:
+        sys.exit("no tasks of kind %s in %s" % (", ".join(unknown), args.tasks))
     chosen, per_kind = [], {}
     for t in tasks:
-        if per_kind.get(t["kind"], 0) < args.limit:
+        if t["kind"] in kinds and per_kind.get(t["kind"], 0) < args.limit:
             per_kind[t["kind"]] = per_kind.get(t["kind"], 0) + 1
             chosen += requests_of(t)
     server = Server(args)
