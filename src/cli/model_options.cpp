@@ -172,7 +172,10 @@ void apply_matmul_settings(Model& model, const ModelOptions& options,
                            const std::function<bool(const GgufTensorInfo&)>& held) {
   ops::MatmulSettings settings;
   settings.tile_gemm = options.repack == "on";
-  settings.tile_min_tokens = ops::tile_min_tokens(weight_matrix_bytes(model.file(), held));
+  const int64_t cpu_weights = weight_matrix_bytes(model.file(), held);
+  settings.tile_min_tokens = ops::tile_min_tokens(cpu_weights);
+  // Weights that stay in cache are packed into tiles once (a copy: at most 64 MiB more).
+  settings.pack_tiles = cpu_weights < ops::kStreamedWeightBytes;
   settings.gemv_prefetch = tune_decode_prefetch(model.file(), {}, held).prefetch;
   model.set_matmul_settings(settings);
 }

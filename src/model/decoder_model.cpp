@@ -4,6 +4,7 @@
 #include "model/weight_loader.h"
 #include "ops/rms_norm.h"
 #include "util/error.h"
+#include "util/log.h"
 #include "util/profiler.h"
 
 namespace strata {
@@ -150,6 +151,21 @@ int64_t DecoderModel::dense_bytes_per_token() const {
       total += static_cast<int64_t>(l.conv.size()) * 4 + (2 * p.n_v_heads + p.d_v) * 4;
   }
   return total;
+}
+
+void DecoderModel::set_matmul_settings(const ops::MatmulSettings& settings) {
+  workspace_.matmul = settings;
+  if (!settings.pack_tiles || !settings.tile_gemm) {
+    packed_tiles_.unpack();
+    return;
+  }
+  if (packed_tiles_.bytes() > 0) return;  // packed already
+  for (LayerWeights& l : layers_)
+    for_each_matrix(l, [&](ops::WeightMatrix& w) { packed_tiles_.pack(w); });
+  packed_tiles_.pack(output_);
+  if (packed_tiles_.bytes() > 0)
+    log::debug("weights packed into tiles: {:.1f} MiB",
+               static_cast<double>(packed_tiles_.bytes()) / (1 << 20));
 }
 
 int64_t DecoderModel::expert_bytes() const {

@@ -23,6 +23,7 @@
 #include "model/layer_weights.h"
 #include "model/model.h"
 #include "model/nextn_head.h"
+#include "ops/packed_tiles.h"
 #include "ops/rope.h"
 
 namespace strata {
@@ -49,9 +50,10 @@ class DecoderModel : public Model {
   bool exports_hidden() const override { return true; }
   bool layer_has_kv(int64_t layer) const override;
   std::vector<LayerDevices> layer_devices() const override;  // experts only in MoE layers
-  void set_matmul_settings(const ops::MatmulSettings& settings) override {
-    workspace_.matmul = settings;
-  }
+  // With settings.pack_tiles (and tile_gemm), packs the weight matrices into tiles once; without,
+  // frees them.
+  void set_matmul_settings(const ops::MatmulSettings& settings) override;
+  int64_t packed_tile_bytes() const { return packed_tiles_.bytes(); }
   bool set_activation_observer(ActivationObserver* observer) override {
     workspace_.observer = observer;
     return true;
@@ -76,6 +78,7 @@ class DecoderModel : public Model {
   const float* output_norm_ = nullptr;
   ops::WeightMatrix output_;  // [n_vocab][n_embd]; token_embd when tied
   std::vector<LayerWeights> layers_;
+  ops::PackedTiles packed_tiles_;             // declared after the matrices it points into
   std::unique_ptr<NextnHead> nextn_;          // the file's NextN/MTP block, when it keeps one
   std::deque<std::vector<float>> converted_;  // non-F32 vectors as floats (the weights point here)
   int64_t state_floats_ = 0;                  // 0: no recurrent layers

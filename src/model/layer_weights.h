@@ -25,6 +25,17 @@ struct LayerWeights {
   MoeFfnWeights moe;                 // MoE layers (moe.router.data set)
 };
 
+// Calls f(matrix) for each weight matrix of the layer (the views its kind leaves empty too).
+template <typename F>
+void for_each_matrix(LayerWeights& l, F&& f) {
+  for (ops::WeightMatrix* w :
+       {&l.attn.wq, &l.attn.wk, &l.attn.wv, &l.attn.wo, &l.gdn.qkv, &l.gdn.gate, &l.gdn.beta,
+        &l.gdn.alpha, &l.gdn.out, &l.dense.gate, &l.dense.up, &l.dense.down, &l.moe.router,
+        &l.moe.gate_exps, &l.moe.up_exps, &l.moe.down_exps, &l.moe.shared.gate, &l.moe.shared.up,
+        &l.moe.shared.down})
+    f(*w);
+}
+
 // Loads layer `layer` of `spec` (state_offset is the caller's). Throws strata::Error naming the
 // tensor for one missing or misshapen.
 LayerWeights load_layer_weights(WeightLoader& loader, const ModelHParams& hp, const ModelSpec& spec,

@@ -49,13 +49,20 @@ void matmul_rows_impl(const WeightMatrix& w, const QuantizedRows& a, TokenOf tok
                       int64_t row_begin, int64_t row_end, const MatmulSettings& settings) {
   const quant::TypeKernels& k = quant::traits(w.type).kernels;
   const int64_t a_bytes = a.row_bytes();
-  if (k.gemm && settings.tile_gemm && n_out >= settings.tile_min_tokens) {
+  const bool packed = w.tiles && k.packed.gemm && settings.tile_gemm &&
+                      n_out >= settings.packed_min_tokens && row_begin % w.tile_rows == 0;
+  if (packed || (k.gemm && settings.tile_gemm && n_out >= settings.tile_min_tokens)) {
     // Called per block of rows: the pointer list is reused, not allocated each time.
     static thread_local std::vector<const uint8_t*> act;
     act.resize(static_cast<size_t>(n_out));
     for (int64_t i = 0; i < n_out; ++i) act[static_cast<size_t>(i)] = a.row(token_of(i));
-    k.gemm(w.cols, w.row(row_begin), w.row_bytes, row_end - row_begin, act.data(), n_out,
-           out + row_begin, out_stride);
+    if (packed) {
+      k.packed.gemm(w.cols, w.tiles + row_begin / w.tile_rows * w.tile_bytes, row_end - row_begin,
+                    act.data(), n_out, out + row_begin, out_stride);
+    } else {
+      k.gemm(w.cols, w.row(row_begin), w.row_bytes, row_end - row_begin, act.data(), n_out,
+             out + row_begin, out_stride);
+    }
     return;
   }
   if (k.vec_dot_multi && n_out > 1) {
@@ -136,6 +143,8 @@ int64_t matmul_row_block(const WeightMatrix& w, int64_t n_tokens, int n_threads,
   if (n_tokens > 1)
     block = std::min<int64_t>(
         block, std::max<int64_t>(4, (256 << 10) / std::max<int64_t>(1, w.row_bytes)));
+  // Packed tiles are used by blocks that start a tile.
+  if (w.tiles) block = (block + w.tile_rows - 1) / w.tile_rows * w.tile_rows;
   return block;
 }
 

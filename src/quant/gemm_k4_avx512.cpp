@@ -19,6 +19,7 @@
 #include "quant/gemm_avx512.h"
 #include "quant/gemm_tile.h"
 #include "quant/gemm_tile_avx512.h"
+#include "quant/kernel_table.h"
 #include "quant/kquants_common.h"
 
 namespace strata::quant {
@@ -242,14 +243,9 @@ struct GemmK4Like {
 
 }  // namespace
 
-void gemm_q4k_avx512(int64_t n, const void* weights, int64_t w_stride, int64_t n_rows,
-                     const uint8_t* const* act, int64_t n_cols, float* out, int64_t out_stride) {
-  gemm_tiles<GemmK4Like<false>>(n, weights, w_stride, n_rows, act, n_cols, out, out_stride);
-}
-
-void gemm_q5k_avx512(int64_t n, const void* weights, int64_t w_stride, int64_t n_rows,
-                     const uint8_t* const* act, int64_t n_cols, float* out, int64_t out_stride) {
-  gemm_tiles<GemmK4Like<true>>(n, weights, w_stride, n_rows, act, n_cols, out, out_stride);
+void fill_gemm_k4_avx512(KernelTable& table) {
+  set_tile_kernels<GemmK4Like<false>>(table[GgmlType::Q4_K]);
+  set_tile_kernels<GemmK4Like<true>>(table[GgmlType::Q5_K]);
 }
 
 }  // namespace strata::quant

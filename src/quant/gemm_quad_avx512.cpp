@@ -137,19 +137,13 @@ struct GemmQuad {
   }
 };
 
-template <typename Weights>
-void gemm_quads(int64_t n, const void* weights, int64_t w_stride, int64_t n_rows,
-                const uint8_t* const* act, int64_t n_cols, float* out, int64_t out_stride) {
-  gemm_tiles<GemmQuad<Weights>>(n, weights, w_stride, n_rows, act, n_cols, out, out_stride);
-}
-
 }  // namespace
 
 void fill_gemm_quads_avx512(KernelTable& table) {
-  table[GgmlType::Q8_0].gemm = gemm_quads<Q8_0Quads>;
-  table[GgmlType::Q4_0].gemm = gemm_quads<NibbleQuads<Q4_0Values>>;
-  table[GgmlType::IQ4_NL].gemm = gemm_quads<NibbleQuads<Iq4nlValues>>;
-  table[GgmlType::MXFP4].gemm = gemm_quads<NibbleQuads<Mxfp4Values>>;
+  set_tile_kernels<GemmQuad<Q8_0Quads>>(table[GgmlType::Q8_0]);
+  set_tile_kernels<GemmQuad<NibbleQuads<Q4_0Values>>>(table[GgmlType::Q4_0]);
+  set_tile_kernels<GemmQuad<NibbleQuads<Iq4nlValues>>>(table[GgmlType::IQ4_NL]);
+  set_tile_kernels<GemmQuad<NibbleQuads<Mxfp4Values>>>(table[GgmlType::MXFP4]);
 }
 
 }  // namespace strata::quant

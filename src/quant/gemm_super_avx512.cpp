@@ -21,6 +21,7 @@
 #include "quant/chains_avx512.h"
 #include "quant/gemm_avx512.h"
 #include "quant/gemm_tile.h"
+#include "quant/kernel_table.h"
 #include "quant/super_codes_avx512.h"
 
 namespace strata::quant {
@@ -145,14 +146,9 @@ struct GemmSuper {
 
 }  // namespace
 
-void gemm_iq4xs_avx512(int64_t n, const void* weights, int64_t w_stride, int64_t n_rows,
-                       const uint8_t* const* act, int64_t n_cols, float* out, int64_t out_stride) {
-  gemm_tiles<GemmSuper<Iq4xsCodes>>(n, weights, w_stride, n_rows, act, n_cols, out, out_stride);
-}
-
-void gemm_q6k_avx512(int64_t n, const void* weights, int64_t w_stride, int64_t n_rows,
-                     const uint8_t* const* act, int64_t n_cols, float* out, int64_t out_stride) {
-  gemm_tiles<GemmSuper<Q6KCodes>>(n, weights, w_stride, n_rows, act, n_cols, out, out_stride);
+void fill_gemm_super_avx512(KernelTable& table) {
+  set_tile_kernels<GemmSuper<Iq4xsCodes>>(table[GgmlType::IQ4_XS]);
+  set_tile_kernels<GemmSuper<Q6KCodes>>(table[GgmlType::Q6_K]);
 }
 
 }  // namespace strata::quant

@@ -24,6 +24,8 @@
 #include <utility>
 #include <vector>
 
+#include "quant/quant.h"
+
 namespace strata::quant {
 namespace {
 
@@ -57,20 +59,18 @@ void run_columns(const typename Format::TileBlock* tile, int64_t n_groups,
   }
 }
 
-template <typename Format>
-void gemm_tiles(int64_t n, const void* weights, int64_t w_stride, int64_t n_rows,
-                const uint8_t* const* act, int64_t n_cols, float* out, int64_t out_stride) {
-  using TileBlock = typename Format::TileBlock;
+// The column loop shared by both kinds of product: tile_of(r0, rows) gives the tile of rows
+// [r0, r0 + rows) (repacked into a buffer, or packed ahead).
+template <typename Format, typename TileOf>
+void gemm_over_tiles(int64_t n, int64_t n_rows, const uint8_t* const* act, int64_t n_cols,
+                     float* out, int64_t out_stride, TileOf tile_of) {
   using ColumnBlock = typename Format::ColumnBlock;
   constexpr int kRows = Format::kRows;
   static_assert(kRows <= kMaxTileRows);
   const int64_t nb = n / Format::kBlockElems;
   const int64_t groups = (nb + Format::kGroupBlocks - 1) / Format::kGroupBlocks;
-  thread_local std::vector<TileBlock> tile;
   thread_local std::vector<ColumnBlock> prepared;
   thread_local std::vector<const ColumnBlock*> column;
-  tile.resize(static_cast<size_t>(groups));
-  const auto* w = static_cast<const uint8_t*>(weights);
   for (int64_t c0 = 0; c0 < n_cols; c0 += kColumnChunk) {
     const int64_t chunk = std::min(kColumnChunk, n_cols - c0);
     prepared.resize(static_cast<size_t>(chunk * groups));
@@ -81,14 +81,76 @@ void gemm_tiles(int64_t n, const void* weights, int64_t w_stride, int64_t n_rows
     }
     for (int64_t r0 = 0; r0 < n_rows; r0 += kRows) {
       const int rows = static_cast<int>(std::min<int64_t>(kRows, n_rows - r0));
-      // A short last tile repeats its first row; run stores only the real rows.
-      const uint8_t* row_ptr[kRows];
-      for (int r = 0; r < kRows; ++r) row_ptr[r] = w + (r0 + (r < rows ? r : 0)) * w_stride;
-      Format::repack(row_ptr, nb, tile.data());
-      run_columns<Format>(tile.data(), groups, act + c0, column.data(), chunk,
+      run_columns<Format>(tile_of(r0, rows), groups, act + c0, column.data(), chunk,
                           out + c0 * out_stride + r0, out_stride, rows);
     }
   }
+}
+
+// Repacks the tile of `rows` rows from `first` (a short tile repeats its first row; run stores
+// only the real rows).
+template <typename Format>
+void repack_rows(const uint8_t* first, int64_t w_stride, int rows, int64_t nb,
+                 typename Format::TileBlock* tile) {
+  const uint8_t* row_ptr[Format::kRows];
+  for (int r = 0; r < Format::kRows; ++r) row_ptr[r] = first + (r < rows ? r : 0) * w_stride;
+  Format::repack(row_ptr, nb, tile);
+}
+
+template <typename Format>
+int64_t tile_groups(int64_t n) {
+  const int64_t nb = n / Format::kBlockElems;
+  return (nb + Format::kGroupBlocks - 1) / Format::kGroupBlocks;
+}
+
+template <typename Format>
+void gemm_tiles(int64_t n, const void* weights, int64_t w_stride, int64_t n_rows,
+                const uint8_t* const* act, int64_t n_cols, float* out, int64_t out_stride) {
+  using TileBlock = typename Format::TileBlock;
+  thread_local std::vector<TileBlock> tile;
+  tile.resize(static_cast<size_t>(tile_groups<Format>(n)));
+  const auto* w = static_cast<const uint8_t*>(weights);
+  const int64_t nb = n / Format::kBlockElems;
+  gemm_over_tiles<Format>(n, n_rows, act, n_cols, out, out_stride, [&](int64_t r0, int rows) {
+    repack_rows<Format>(w + r0 * w_stride, w_stride, rows, nb, tile.data());
+    return static_cast<const TileBlock*>(tile.data());
+  });
+}
+
+template <typename Format>
+int64_t packed_tile_bytes(int64_t n) {
+  return tile_groups<Format>(n) * static_cast<int64_t>(sizeof(typename Format::TileBlock));
+}
+
+template <typename Format>
+void pack_tiles(int64_t n, const void* weights, int64_t w_stride, int64_t n_rows, uint8_t* tiles) {
+  using TileBlock = typename Format::TileBlock;
+  const auto* w = static_cast<const uint8_t*>(weights);
+  const int64_t nb = n / Format::kBlockElems;
+  for (int64_t r0 = 0; r0 < n_rows; r0 += Format::kRows) {
+    const int rows = static_cast<int>(std::min<int64_t>(Format::kRows, n_rows - r0));
+    auto* tile =
+        reinterpret_cast<TileBlock*>(tiles + r0 / Format::kRows * packed_tile_bytes<Format>(n));
+    repack_rows<Format>(w + r0 * w_stride, w_stride, rows, nb, tile);
+  }
+}
+
+template <typename Format>
+void gemm_packed_tiles(int64_t n, const uint8_t* tiles, int64_t n_rows, const uint8_t* const* act,
+                       int64_t n_cols, float* out, int64_t out_stride) {
+  using TileBlock = typename Format::TileBlock;
+  const int64_t stride = packed_tile_bytes<Format>(n);
+  gemm_over_tiles<Format>(n, n_rows, act, n_cols, out, out_stride, [&](int64_t r0, int) {
+    return reinterpret_cast<const TileBlock*>(tiles + r0 / Format::kRows * stride);
+  });
+}
+
+// The tile GEMM of a format and its packed-ahead twin.
+template <typename Format>
+void set_tile_kernels(TypeKernels& k) {
+  k.gemm = gemm_tiles<Format>;
+  k.packed = {Format::kRows, packed_tile_bytes<Format>, pack_tiles<Format>,
+              gemm_packed_tiles<Format>};
 }
 
 }  // namespace

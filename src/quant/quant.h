@@ -36,6 +36,19 @@ using VecDotMultiFn = void (*)(int64_t n, const void* weights, const void* activ
 using GemmFn = void (*)(int64_t n, const void* weights, int64_t w_stride, int64_t n_rows,
                         const uint8_t* const* act, int64_t n_cols, float* out, int64_t out_stride);
 
+// The same products on rows packed into the GEMM's tiles once, ahead of time (weights that stay
+// in cache are used many times: repacking them at every product costs about one token's worth).
+// Tile t holds rows [t * rows, t * rows + rows) (a short last tile repeats a row) in bytes(n)
+// bytes; gemm takes a pointer to the first tile of its rows and stores only n_rows rows.
+struct PackedTileKernels {
+  int64_t rows = 0;                       // weight rows per tile
+  int64_t (*bytes)(int64_t n) = nullptr;  // bytes of one tile of rows of n values
+  void (*pack)(int64_t n, const void* weights, int64_t w_stride, int64_t n_rows,
+               uint8_t* tiles) = nullptr;  // tiles of n_rows rows, 64-byte aligned
+  void (*gemm)(int64_t n, const uint8_t* tiles, int64_t n_rows, const uint8_t* const* act,
+               int64_t n_cols, float* out, int64_t out_stride) = nullptr;
+};
+
 struct TypeKernels {
   DequantizeRowFn dequantize_row = nullptr;
   QuantizeRowFn quantize_row =
@@ -43,6 +56,7 @@ struct TypeKernels {
   VecDotFn vec_dot = nullptr;
   VecDotMultiFn vec_dot_multi = nullptr;  // optional: null means "loop over vec_dot"
   GemmFn gemm = nullptr;                  // optional: null means "use vec_dot_multi"
+  PackedTileKernels packed{};             // with gemm: the same on tiles packed ahead
 };
 
 struct TypeTraits {

@@ -86,7 +86,10 @@ struct Registry {
       if (!out.vec_dot_multi && k.vec_dot_multi && out.vec_dot == k.vec_dot) {
         out.vec_dot_multi = k.vec_dot_multi;
       }
-      if (!out.gemm) out.gemm = k.gemm;
+      if (!out.gemm) {
+        out.gemm = k.gemm;
+        out.packed = k.packed;  // from the same kernels as gemm: the same tiles
+      }
     }
     return out;
   }

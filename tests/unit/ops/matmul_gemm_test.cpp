@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ops/matmul.h"
+#include "ops/packed_tiles.h"
 #include "quant/quant.h"
 #include "support/test_support.h"
 
@@ -138,6 +140,52 @@ TEST(MatmulGemm, TilesFromThreeOrEightTokensGiveTheSameBits) {
       ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << tokens;
     }
   }
+}
+
+// Weights packed into tiles ahead (PackedTiles) give the bits of the products without, from one
+// token up, whole and in slices (the experts of a [cols, rows, n_expert] tensor): a slice keeps
+// the tiles where it starts a tile, and runs without them where it does not.
+TEST(MatmulGemm, PackedTilesGiveTheSameBits) {
+  ThreadPool pool(2);
+  MatmulSettings plain, tiled;
+  tiled.pack_tiles = true;
+  tiled.packed_min_tokens = 1;
+  for (GgmlType type : kTypes) {
+    SCOPED_TRACE(std::string(ggml_type_name(type)));
+    const int64_t cols = 512, rows = 48;
+    for (int64_t tokens : {1, 2, 3, 5, 9}) {
+      Problem p = make_problem(type, cols, rows, tokens);
+      std::vector<float> want(static_cast<size_t>(tokens * rows)), got(want.size());
+      matmul(p.w, p.a, want.data(), rows, pool, plain);
+      PackedTiles tiles;
+      tiles.pack(p.w);
+      const bool has_tiles = quant::traits(type).kernels.packed.pack != nullptr;
+      ASSERT_EQ(p.w.tiles != nullptr, has_tiles);
+      EXPECT_EQ(tiles.bytes() > 0, has_tiles);
+      matmul(p.w, p.a, got.data(), rows, pool, tiled);
+      ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0) << tokens;
+      for (const auto& [first, count] : {std::pair<int64_t, int64_t>{16, 16}, {5, 24}}) {
+        const WeightMatrix part = p.w.slice(first, count);
+        EXPECT_EQ(part.tiles != nullptr, has_tiles && first % p.w.tile_rows == 0) << first;
+        std::vector<float> a(static_cast<size_t>(tokens * count)), b(a.size());
+        matmul(p.w.slice(first, count), p.a, a.data(), count, pool, tiled);
+        for (int64_t t = 0; t < tokens; ++t)
+          std::memcpy(b.data() + t * count, want.data() + t * rows + first,
+                      static_cast<size_t>(count) * sizeof(float));
+        ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0)
+            << tokens << " tokens, rows from " << first;
+      }
+      tiles.unpack();
+      EXPECT_EQ(p.w.tiles, nullptr);
+      EXPECT_EQ(tiles.bytes(), 0);
+    }
+  }
+  // Row blocks of a packed matrix start tiles.
+  static const uint8_t some_tiles[64] = {};
+  const WeightMatrix expert{GgmlType::Q8_0, nullptr, 256, 96, quant::row_bytes(GgmlType::Q8_0, 256),
+                            some_tiles,     8,       64};
+  for (int64_t tokens : {1, 3, 8, 64})
+    EXPECT_EQ(matmul_row_block(expert, tokens, 2, 11) % 8, 0) << tokens;
 }
 
 TEST(MatmulGemm, TilesStartLaterForWeightsStreamedFromRam) {

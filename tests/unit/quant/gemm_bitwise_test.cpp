@@ -3,12 +3,15 @@
 // bit-identical floats: otherwise a prompt evaluated in one batch gets other logits than the same
 // tokens one at a time (and MoE routing can flip). Checked for the formats with an AVX-512 tile
 // GEMM: random data, block counts that leave partial groups, 13 rows (a short last tile), every
-// column-group split of vec_dot_multi and of the GEMM, and some all-zero weight blocks.
+// column-group split of vec_dot_multi and of the GEMM, and some all-zero weight blocks. The GEMM
+// on tiles packed ahead (TypeKernels::packed) gives the same bits too.
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -81,6 +84,33 @@ void check(GgmlType type, const TypeKernels& k, int64_t blocks, uint32_t seed) {
         ASSERT_EQ(bits(got), bits(expected))
             << "gemm blocks=" << blocks << " n_cols=" << n_cols << " row " << r << " column " << c
             << ": " << got << " vs vec_dot " << expected;
+      }
+    }
+  }
+
+  // The same tiles packed ahead: all rows, and the rows from the second tile on.
+  const PackedTileKernels& p = k.packed;
+  ASSERT_TRUE(p.pack && p.gemm && p.bytes && p.rows > 0 && p.rows < kRows);
+  const int64_t tile_bytes = p.bytes(n);
+  ASSERT_EQ(tile_bytes % 64, 0);
+  const int64_t n_tiles = (kRows + p.rows - 1) / p.rows;
+  const std::unique_ptr<uint8_t, decltype(&std::free)> tiles(
+      static_cast<uint8_t*>(std::aligned_alloc(64, static_cast<size_t>(n_tiles * tile_bytes))),
+      &std::free);
+  p.pack(n, wq.data(), w_stride, kRows, tiles.get());
+  for (int64_t first : {int64_t{0}, p.rows}) {
+    for (int64_t n_cols : {1, 2, 3, 5, 8, 20}) {
+      std::vector<float> out(static_cast<size_t>(n_cols * kRows));
+      p.gemm(n, tiles.get() + first / p.rows * tile_bytes, kRows - first, ptrs.data(), n_cols,
+             out.data() + first, kRows);
+      for (int64_t c = 0; c < n_cols; ++c) {
+        for (int64_t r = first; r < kRows; ++r) {
+          const float got = out[static_cast<size_t>(c * kRows + r)];
+          const float expected = single[static_cast<size_t>(r * kCols + c)];
+          ASSERT_EQ(bits(got), bits(expected))
+              << "packed gemm blocks=" << blocks << " rows from " << first << " n_cols=" << n_cols
+              << " row " << r << " column " << c << ": " << got << " vs vec_dot " << expected;
+        }
       }
     }
   }
