@@ -59,6 +59,12 @@ void run_columns(const typename Format::TileBlock* tile, int64_t n_groups,
   }
 }
 
+template <typename Format>
+int64_t tile_groups(int64_t n) {
+  const int64_t nb = n / Format::kBlockElems;
+  return (nb + Format::kGroupBlocks - 1) / Format::kGroupBlocks;
+}
+
 // The column loop shared by both kinds of product: tile_of(r0, rows) gives the tile of rows
 // [r0, r0 + rows) (repacked into a buffer, or packed ahead).
 template <typename Format, typename TileOf>
@@ -68,7 +74,7 @@ void gemm_over_tiles(int64_t n, int64_t n_rows, const uint8_t* const* act, int64
   constexpr int kRows = Format::kRows;
   static_assert(kRows <= kMaxTileRows);
   const int64_t nb = n / Format::kBlockElems;
-  const int64_t groups = (nb + Format::kGroupBlocks - 1) / Format::kGroupBlocks;
+  const int64_t groups = tile_groups<Format>(n);
   thread_local std::vector<ColumnBlock> prepared;
   thread_local std::vector<const ColumnBlock*> column;
   for (int64_t c0 = 0; c0 < n_cols; c0 += kColumnChunk) {
@@ -95,12 +101,6 @@ void repack_rows(const uint8_t* first, int64_t w_stride, int rows, int64_t nb,
   const uint8_t* row_ptr[Format::kRows];
   for (int r = 0; r < Format::kRows; ++r) row_ptr[r] = first + (r < rows ? r : 0) * w_stride;
   Format::repack(row_ptr, nb, tile);
-}
-
-template <typename Format>
-int64_t tile_groups(int64_t n) {
-  const int64_t nb = n / Format::kBlockElems;
-  return (nb + Format::kGroupBlocks - 1) / Format::kGroupBlocks;
 }
 
 template <typename Format>
