@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -19,6 +20,9 @@ namespace {
 // gpt-oss's expert activation constants (fixed by the model, not in the file).
 constexpr float kSwigluOaiAlpha = 1.702f;
 constexpr float kSwigluOaiLimit = 7.0f;
+
+// The most tokens one attention task takes: a block's rows stay in a thread's caches.
+constexpr int64_t kMaxAttentionBlock = 16;
 
 // b with room for n floats (its contents are the caller's to write).
 float* room(std::vector<float>& b, int64_t n) {
@@ -139,10 +143,12 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
   const int64_t group = p.n_head / p.n_head_kv;
   {
     STRATA_PROFILE("attention: over the kv cache");
-    // One task per (block of consecutive tokens of one sequence, KV head): the block's query
-    // heads read each chunk of its keys and values once (attend_block gives every token what it
-    // would get alone, so the blocking is free to follow the thread count). Blocks are small
-    // enough to leave a few tasks per thread, and the costliest (longest contexts) run first.
+    // Tasks of consecutive tokens of one sequence (a block) over one KV head or one range of
+    // positions: a block's query heads read each chunk of its keys and values once (attend_block
+    // and attend_range give every token what it would get alone, so the blocking is free to
+    // follow the thread count). Blocks are as large as leaves the threads evenly busy
+    // (ops::attention_makespan): a verify step's tokens share their decoded chunks, a prefill
+    // leaves a few tasks per thread. The costliest tasks (longest contexts) run first.
     std::vector<int64_t> lengths(static_cast<size_t>(n)), firsts;
     for (int64_t t = 0; t < n; ++t)
       lengths[static_cast<size_t>(t)] = at.position[static_cast<size_t>(t)] + 1;
@@ -151,7 +157,6 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
       for (size_t t = 0; t < firsts.size(); ++t)
         firsts[t] = std::max<int64_t>(0, lengths[t] - p.sliding_window);
     }
-    const int64_t max_block = std::clamp<int64_t>(n * p.n_head_kv / (4 * pool.size()), 1, 16);
     // A block's tokens [first, first + count): their lengths summed (cost), the longest, and
     // the first position any of them sees.
     struct TokenBlock {
@@ -160,32 +165,54 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
     const auto window_first = [&](int64_t t) {
       return firsts.empty() ? int64_t{0} : firsts[static_cast<size_t>(t)];
     };
-    std::vector<TokenBlock> blocks;
-    for (int64_t t = 0; t < n;) {
-      TokenBlock b{t, 1, lengths[static_cast<size_t>(t)], lengths[static_cast<size_t>(t)],
-                   window_first(t)};
-      for (int64_t e = t + 1;
-           e < n && b.count < max_block &&
-           at.sequence[static_cast<size_t>(e)] == at.sequence[static_cast<size_t>(t)];
-           ++e, ++b.count) {
-        b.cost += lengths[static_cast<size_t>(e)];
-        b.longest = std::max(b.longest, lengths[static_cast<size_t>(e)]);
-        b.window_first = std::min(b.window_first, window_first(e));
+    const auto blocks_of = [&](int64_t max_block) {
+      std::vector<TokenBlock> blocks;
+      for (int64_t t = 0; t < n;) {
+        TokenBlock b{t, 1, lengths[static_cast<size_t>(t)], lengths[static_cast<size_t>(t)],
+                     window_first(t)};
+        for (int64_t e = t + 1;
+             e < n && b.count < max_block &&
+             at.sequence[static_cast<size_t>(e)] == at.sequence[static_cast<size_t>(t)];
+             ++e, ++b.count) {
+          b.cost += lengths[static_cast<size_t>(e)];
+          b.longest = std::max(b.longest, lengths[static_cast<size_t>(e)]);
+          b.window_first = std::min(b.window_first, window_first(e));
+        }
+        blocks.push_back(b);
+        t += b.count;
       }
-      blocks.push_back(b);
-      t += b.count;
+      std::stable_sort(blocks.begin(), blocks.end(),
+                       [](const TokenBlock& a, const TokenBlock& b) { return a.cost > b.cost; });
+      return blocks;
+    };
+    const auto shapes_of = [](const std::vector<TokenBlock>& blocks) {
+      std::vector<ops::AttentionBlockShape> shapes;
+      for (const TokenBlock& b : blocks) shapes.push_back({b.count, b.cost, b.longest});
+      return shapes;
+    };
+    std::vector<TokenBlock> blocks;
+    bool by_ranges = false;
+    double soonest = std::numeric_limits<double>::infinity();
+    for (int64_t max_block = std::min<int64_t>(n, kMaxAttentionBlock); max_block >= 1;
+         --max_block) {  // on a tie the larger blocks: fewer chunks decoded
+      std::vector<TokenBlock> candidate = blocks_of(max_block);
+      const std::vector<ops::AttentionBlockShape> shapes = shapes_of(candidate);
+      const bool ranges = ops::attention_by_ranges(shapes, p.n_head_kv, p.n_head, hd, pool.size());
+      const double makespan =
+          ops::attention_makespan(shapes, ranges, p.n_head_kv, p.n_head, pool.size());
+      if (makespan < soonest) {
+        soonest = makespan;
+        blocks = std::move(candidate);
+        by_ranges = ranges;
+      }
     }
-    std::stable_sort(blocks.begin(), blocks.end(),
-                     [](const TokenBlock& a, const TokenBlock& b) { return a.cost > b.cost; });
     const auto options_of = [&](const TokenBlock& b, int64_t kvh) {
       ops::AttendOptions options;
       if (!firsts.empty()) options.first_position = firsts.data() + b.first;
       if (w.sinks) options.sinks = w.sinks + kvh * group;
       return options;
     };
-    std::vector<ops::AttentionBlockShape> shapes;
-    for (const TokenBlock& b : blocks) shapes.push_back({b.count, b.cost, b.longest});
-    if (!ops::attention_by_ranges(shapes, p.n_head_kv, p.n_head, hd, pool.size())) {
+    if (!by_ranges) {
       pool.run(static_cast<int64_t>(blocks.size()) * p.n_head_kv, [&](int64_t task, int) {
         const TokenBlock& b = blocks[static_cast<size_t>(task / p.n_head_kv)];
         const int64_t kvh = task % p.n_head_kv;

@@ -98,6 +98,14 @@ struct AttentionBlockShape {
 bool attention_by_ranges(const std::vector<AttentionBlockShape>& blocks, int64_t n_kv_heads,
                          int64_t n_heads, int64_t head_dim, int n_threads);
 
+// How long the step's attention takes on n_threads threads, in units of one query row scoring one
+// position, scheduled as the model runs it: tasks taken longest first, by the least busy thread.
+// A task decodes each chunk of keys and values once for all its rows (about as costly as
+// kDecodeRows rows), so blocks of more tokens share that work but leave fewer tasks to spread.
+constexpr double kDecodeRows = 2;
+double attention_makespan(const std::vector<AttentionBlockShape>& blocks, bool by_ranges,
+                          int64_t n_kv_heads, int64_t n_heads, int n_threads);
+
 // Attention of n_rows query rows over one range, not yet normalized: acc = sum_j e^(s_j - max)
 // v_j, the sum of e^(s_j - max) kept in kAttentionLanes lanes. A row with no position in the
 // range has max -inf and zeros.

@@ -2,6 +2,7 @@
 // range order, then normalized (attention.h).
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "ops/attention.h"
@@ -40,6 +41,30 @@ bool attention_by_ranges(const std::vector<AttentionBlockShape>& blocks, int64_t
   const bool few_head_tasks =
       static_cast<int64_t>(blocks.size()) * n_kv_heads < 8 * static_cast<int64_t>(n_threads);
   return by_range < by_head || (by_range == by_head && few_head_tasks);
+}
+
+double attention_makespan(const std::vector<AttentionBlockShape>& blocks, bool by_ranges,
+                          int64_t n_kv_heads, int64_t n_heads, int n_threads) {
+  const double group = static_cast<double>(n_heads) / static_cast<double>(n_kv_heads);
+  std::vector<double> tasks;
+  for (const AttentionBlockShape& b : blocks) {
+    // Per position of the longest token: one decode and the rows of the tokens that reach it.
+    const double longest = static_cast<double>(b.longest);
+    const double per_position = kDecodeRows + group * static_cast<double>(b.positions) / longest;
+    if (!by_ranges) {
+      tasks.insert(tasks.end(), static_cast<size_t>(n_kv_heads), longest * per_position);
+      continue;
+    }
+    for (int64_t r = 0; r < attention_ranges(b.longest); ++r) {
+      const auto span =
+          static_cast<double>(std::min(kAttentionRange, b.longest - r * kAttentionRange));
+      tasks.push_back(static_cast<double>(n_kv_heads) * span * per_position);
+    }
+  }
+  std::sort(tasks.begin(), tasks.end(), std::greater<>());
+  std::vector<double> busy(static_cast<size_t>(std::max(n_threads, 1)), 0.0);
+  for (const double t : tasks) *std::min_element(busy.begin(), busy.end()) += t;
+  return *std::max_element(busy.begin(), busy.end());
 }
 
 void clear_partial(const AttentionPartial& p, int64_t n_rows, int64_t head_dim) {

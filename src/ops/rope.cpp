@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "util/error.h"
 
@@ -53,21 +54,32 @@ Rope::Rope(RopeStyle style, int64_t head_dim, int64_t n_rot, float freq_base, Ya
 }
 
 void Rope::apply(float* head, int64_t pos) const {
-  const int64_t half = n_rot_ / 2;
-  const float p = static_cast<float>(pos);
-  for (int64_t i = 0; i < half; ++i) {
-    const float angle = p * inv_freq_[static_cast<size_t>(i)];
-    const float c = std::cos(angle) * magnitude_, s = std::sin(angle) * magnitude_;
-    const int64_t a = style_ == RopeStyle::neox ? i : 2 * i;
-    const int64_t b = style_ == RopeStyle::neox ? i + half : 2 * i + 1;
-    const float x0 = head[a], x1 = head[b];
-    head[a] = x0 * c - x1 * s;
-    head[b] = x0 * s + x1 * c;
-  }
+  apply_heads(head, 1, pos);
 }
 
 void Rope::apply_heads(float* heads, int64_t n_heads, int64_t pos) const {
-  for (int64_t h = 0; h < n_heads; ++h) apply(heads + h * head_dim_, pos);
+  // The angles once for all heads: cos and sin cost more than the rotations.
+  const int64_t half = n_rot_ / 2;
+  thread_local std::vector<float> cos_sin;
+  cos_sin.resize(static_cast<size_t>(2 * half));
+  const float p = static_cast<float>(pos);
+  for (int64_t i = 0; i < half; ++i) {
+    const float angle = p * inv_freq_[static_cast<size_t>(i)];
+    cos_sin[static_cast<size_t>(2 * i)] = std::cos(angle) * magnitude_;
+    cos_sin[static_cast<size_t>(2 * i + 1)] = std::sin(angle) * magnitude_;
+  }
+  for (int64_t h = 0; h < n_heads; ++h) {
+    float* head = heads + h * head_dim_;
+    for (int64_t i = 0; i < half; ++i) {
+      const float c = cos_sin[static_cast<size_t>(2 * i)],
+                  s = cos_sin[static_cast<size_t>(2 * i + 1)];
+      const int64_t a = style_ == RopeStyle::neox ? i : 2 * i;
+      const int64_t b = style_ == RopeStyle::neox ? i + half : 2 * i + 1;
+      const float x0 = head[a], x1 = head[b];
+      head[a] = x0 * c - x1 * s;
+      head[b] = x0 * s + x1 * c;
+    }
+  }
 }
 
 }  // namespace strata::ops

@@ -171,5 +171,26 @@ TEST(AttentionRanges, RangesWhereTheyEndSoonerOrReadWholeSlots) {
   EXPECT_FALSE(attention_by_ranges({{256, 256 * 262144, 262144}}, 2, 128, 128, 16));
 }
 
+// The time a blocking takes: a verify step's tokens in one block decode each chunk once (the
+// trained model's shape: 2 KV heads of 2 query heads, 2 threads), while a prefill on many threads
+// needs blocks small enough to give every thread a task. Units: one row scoring one position.
+TEST(AttentionRanges, MakespanSharesDecodedChunksAndKeepsThreadsBusy) {
+  // One token of 1000 positions by ranges: a 512 and a 488 over both KV heads, per position the
+  // chunk's decode and 2 rows.
+  const double per_position = kDecodeRows + 2;
+  EXPECT_DOUBLE_EQ(attention_makespan({{1, 1000, 1000}}, true, 2, 4, 2), 2 * 512 * per_position);
+  EXPECT_DOUBLE_EQ(attention_makespan({{1, 1000, 1000}}, false, 2, 4, 2), 1000 * per_position);
+  // Six verify tokens at 700: one block of six against six blocks of one, each by KV head.
+  std::vector<AttentionBlockShape> one_block{{6, 6 * 703 - 15, 706}}, six_blocks;
+  for (int64_t t = 0; t < 6; ++t) six_blocks.push_back({1, 701 + t, 701 + t});
+  EXPECT_LT(attention_makespan(one_block, false, 2, 4, 2),
+            0.7 * attention_makespan(six_blocks, false, 2, 4, 2));
+  // 16 prefill tokens at 4096 on 8 threads: one block leaves 6 threads idle, four blocks do not.
+  std::vector<AttentionBlockShape> whole{{16, 16 * 4104, 4112}}, quarters;
+  for (int64_t b = 0; b < 4; ++b) quarters.push_back({4, 4 * (4098 + 4 * b), 4100 + 4 * b});
+  EXPECT_LT(attention_makespan(quarters, false, 2, 64, 8),
+            0.6 * attention_makespan(whole, false, 2, 64, 8));
+}
+
 }  // namespace
 }  // namespace strata::ops

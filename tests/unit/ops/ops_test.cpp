@@ -67,6 +67,32 @@ TEST(Rope, PartialRotationLeavesTheRest) {
   EXPECT_THROW(Rope(RopeStyle::neox, 16, 3, 1e4f), std::exception);
 }
 
+// Several heads at one position (their angles computed once): every head rotated by the formula,
+// the dimensions past n_rot left alone.
+TEST(Rope, HeadsTogetherEachRotatedByTheFormula) {
+  const int64_t d = 16, n_rot = 12, n_heads = 3, pos = 777;
+  const double base = 1e6;
+  for (RopeStyle style : {RopeStyle::norm, RopeStyle::neox}) {
+    Rope rope(style, d, n_rot, static_cast<float>(base));
+    const auto x = test::random_floats(n_heads * d, 5);
+    auto y = x;
+    rope.apply_heads(y.data(), n_heads, pos);
+    for (int64_t h = 0; h < n_heads; ++h) {
+      const auto at = [&](const std::vector<float>& v, int64_t i) {
+        return v[static_cast<size_t>(h * d + i)];
+      };
+      for (int64_t i = 0; i < n_rot / 2; ++i) {
+        const int64_t a = style == RopeStyle::neox ? i : 2 * i;
+        const int64_t b = style == RopeStyle::neox ? i + n_rot / 2 : 2 * i + 1;
+        const double angle = pos * std::pow(base, -2.0 * i / n_rot);
+        EXPECT_NEAR(at(y, a), at(x, a) * std::cos(angle) - at(x, b) * std::sin(angle), 1e-4);
+        EXPECT_NEAR(at(y, b), at(x, a) * std::sin(angle) + at(x, b) * std::cos(angle), 1e-4);
+      }
+      for (int64_t i = n_rot; i < d; ++i) EXPECT_EQ(at(y, i), at(x, i));
+    }
+  }
+}
+
 // YaRN as gpt-oss uses it (head 64, base 150000, factor 32 over an original 4096 context),
 // against the formula written out in doubles: corners lo = floor(c(32)) and hi = ceil(c(1)) with
 // c(b) = 64 ln(4096 / (2 pi b)) / (2 ln 150000), a linear ramp from extrapolated to interpolated
