@@ -193,7 +193,10 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
     std::vector<TokenBlock> blocks;
     bool by_ranges = false;
     double soonest = std::numeric_limits<double>::infinity();
-    for (int64_t max_block = std::min<int64_t>(n, kMaxAttentionBlock); max_block >= 1;
+    // Tokens for four full-size tasks per thread or more: the largest blocks, no search.
+    const bool plenty = n * p.n_head_kv >= 4 * pool.size() * kMaxAttentionBlock;
+    const int64_t largest = std::min<int64_t>(n, kMaxAttentionBlock);
+    for (int64_t max_block = largest; max_block >= (plenty ? largest : 1);
          --max_block) {  // on a tie the larger blocks: fewer chunks decoded
       std::vector<TokenBlock> candidate = blocks_of(max_block);
       const std::vector<ops::AttentionBlockShape> shapes = shapes_of(candidate);
