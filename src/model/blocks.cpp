@@ -190,25 +190,48 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
       for (const TokenBlock& b : blocks) shapes.push_back({b.count, b.cost, b.longest});
       return shapes;
     };
-    std::vector<TokenBlock> blocks;
-    bool by_ranges = false;
-    double soonest = std::numeric_limits<double>::infinity();
-    // Tokens for four full-size tasks per thread or more: the largest blocks, no search.
-    const bool plenty = n * p.n_head_kv >= 4 * pool.size() * kMaxAttentionBlock;
+    // The block size whose tasks end soonest, the larger on a tie (fewer chunks decoded). Tokens
+    // for four full-size tasks per thread or more take the largest blocks without a search. Every
+    // attention layer of a step sees the same tokens, so the layers after the first take the
+    // size the first found (a layer with another window or head count searches again).
+    struct BlockChoice {
+      std::vector<int64_t> positions;
+      std::vector<int32_t> sequence;
+      int64_t window = -1, n_head_kv = 0, n_head = 0, max_block = 0;
+      int threads = 0;
+      bool by_ranges = false;
+    };
+    thread_local BlockChoice chosen;
     const int64_t largest = std::min<int64_t>(n, kMaxAttentionBlock);
-    for (int64_t max_block = largest; max_block >= (plenty ? largest : 1);
-         --max_block) {  // on a tie the larger blocks: fewer chunks decoded
-      std::vector<TokenBlock> candidate = blocks_of(max_block);
-      const std::vector<ops::AttentionBlockShape> shapes = shapes_of(candidate);
-      const bool ranges = ops::attention_by_ranges(shapes, p.n_head_kv, p.n_head, hd, pool.size());
-      const double makespan =
-          ops::attention_makespan(shapes, ranges, p.n_head_kv, p.n_head, pool.size());
-      if (makespan < soonest) {
-        soonest = makespan;
-        blocks = std::move(candidate);
-        by_ranges = ranges;
+    const bool plenty = n * p.n_head_kv >= 4 * pool.size() * kMaxAttentionBlock;
+    const bool chosen_before = chosen.window == p.sliding_window &&
+                               chosen.n_head_kv == p.n_head_kv && chosen.n_head == p.n_head &&
+                               chosen.threads == pool.size() &&
+                               std::ranges::equal(chosen.positions, at.position) &&
+                               std::ranges::equal(chosen.sequence, at.sequence);
+    if (!chosen_before) {
+      double soonest = std::numeric_limits<double>::infinity();
+      for (int64_t max_block = largest; max_block >= (plenty ? largest : 1); --max_block) {
+        const std::vector<ops::AttentionBlockShape> shapes = shapes_of(blocks_of(max_block));
+        const bool ranges =
+            ops::attention_by_ranges(shapes, p.n_head_kv, p.n_head, hd, pool.size());
+        const double makespan =
+            ops::attention_makespan(shapes, ranges, p.n_head_kv, p.n_head, pool.size());
+        if (makespan < soonest) {
+          soonest = makespan;
+          chosen.max_block = max_block;
+          chosen.by_ranges = ranges;
+        }
       }
+      chosen.positions.assign(at.position.begin(), at.position.end());
+      chosen.sequence.assign(at.sequence.begin(), at.sequence.end());
+      chosen.window = p.sliding_window;
+      chosen.n_head_kv = p.n_head_kv;
+      chosen.n_head = p.n_head;
+      chosen.threads = pool.size();
     }
+    const std::vector<TokenBlock> blocks = blocks_of(chosen.max_block);
+    const bool by_ranges = chosen.by_ranges;
     const auto options_of = [&](const TokenBlock& b, int64_t kvh) {
       ops::AttendOptions options;
       if (!firsts.empty()) options.first_position = firsts.data() + b.first;
