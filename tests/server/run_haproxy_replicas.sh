@@ -193,14 +193,23 @@ def drain():
             key = k
             break
     assert key, "no conversation key landed on replica1"
-    # A stream long enough to still run while replica1 drains: about 4 s of this machine's
-    # decoding (measured here, so slow builds get fewer tokens).
-    t0 = time.time()
-    status, _ = request(f"http://{r1}/v1/completions",
-                        {"prompt": "x", "max_tokens": 300, "ignore_eos": True, "spec": "off"})
-    assert status == 200, status
-    rate = 300 / max(time.time() - t0, 1e-3)
-    long_tokens = int(min(max(rate * 4, 300), 7500))
+    # A stream long enough to still run while replica1 drains, yet done well within its 60 s
+    # grace: twice the length of a request that took at least 1 s here (slow builds get fewer
+    # tokens). Measured at full length because each token attends to all before it, so a rate
+    # taken over a few hundred tokens overstates a few thousand (an ASan build ran 15x slower at
+    # depth 6000 than at 300).
+    long_tokens = 300
+    while long_tokens < 7500:
+        t0 = time.time()
+        status, _ = request(f"http://{r1}/v1/completions",
+                            {"prompt": "x", "max_tokens": long_tokens, "ignore_eos": True,
+                             "spec": "off"})
+        assert status == 200, status
+        if time.time() - t0 >= 1:
+            break
+        long_tokens *= 2
+    long_tokens = min(long_tokens * 2, 7500)
+    print("     the long stream: %d tokens" % long_tokens)
 
     results, lock = [], threading.Lock()
     long_run = {"status": None, "done": False, "finish": None, "chunks": 0}
