@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <vector>
@@ -34,6 +35,25 @@ void project(const ops::WeightMatrix& w, ActivationCache& input, float* out,
              const BlockWorkspace& ws, ThreadPool& pool) {
   if (ws.observer) ws.observer->dense(w.data, input.values(), input.rows(), input.cols());
   ops::matmul(w, input.get(quant::traits(w.type).activation_type), out, w.rows, pool, ws.matmul);
+}
+
+// The same input rows by several matrices (out: w.rows values per row) in one pool run: a
+// decode step's small products each cost a barrier.
+struct Projection {
+  const ops::WeightMatrix& w;
+  float* out;
+};
+void project_together(std::initializer_list<Projection> projections, ActivationCache& input,
+                      const BlockWorkspace& ws, ThreadPool& pool) {
+  // Every activation type first: a new one may move those quantized before.
+  for (const Projection& p : projections) {
+    if (ws.observer) ws.observer->dense(p.w.data, input.values(), input.rows(), input.cols());
+    input.get(quant::traits(p.w.type).activation_type);
+  }
+  std::vector<ops::MatmulPart> parts;
+  for (const Projection& p : projections)
+    parts.push_back({&p.w, &input.get(quant::traits(p.w.type).activation_type), p.out, p.w.rows});
+  ops::matmul_together(parts, pool, ws.matmul);
 }
 
 // Runs fn(expert, row_begin, row_end) over the pool for every active expert and every block of
@@ -100,7 +120,7 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
     if (p.output_gate) {
       // Per head: head_dim query values, then head_dim gate values.
       float* qg = room(ws.query_gate, n * 2 * q_dim);
-      project(w.wq, input, qg, ws, pool);
+      project_together({{w.wq, qg}, {w.wk, k}, {w.wv, v}}, input, ws, pool);
       for (int64_t t = 0; t < n; ++t) {
         for (int64_t h = 0; h < p.n_head; ++h) {
           const float* src = qg + t * 2 * q_dim + h * 2 * hd;
@@ -109,10 +129,8 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
         }
       }
     } else {
-      project(w.wq, input, q, ws, pool);
+      project_together({{w.wq, q}, {w.wk, k}, {w.wv, v}}, input, ws, pool);
     }
-    project(w.wk, input, k, ws, pool);
-    project(w.wv, input, v, ws, pool);
     add_bias_rows(q, w.bq, n, q_dim);
     add_bias_rows(k, w.bk, n, kv_dim);
     add_bias_rows(v, w.bv, n, kv_dim);
@@ -311,8 +329,7 @@ void dense_ffn_block(const DenseFfnWeights& w, const float* x, int64_t n, float*
   ActivationCache& input = ws.ffn_input;
   ActivationCache& hidden = ws.ffn_hidden;
   input.reset(x, n, w.gate.cols);
-  project(w.gate, input, gate, ws, pool);
-  project(w.up, input, up, ws, pool);
+  project_together({{w.gate, gate}, {w.up, up}}, input, ws, pool);
   ops::swiglu(gate, up, gate, n * n_ff);
   hidden.reset(gate, n, n_ff);
   project(w.down, hidden, out, ws, pool);
@@ -527,10 +544,7 @@ void gated_delta_net_block(const GatedDeltaNetWeights& w, const GatedDeltaNetPar
   input.reset(x, n, w.qkv.cols);
   {
     STRATA_PROFILE("gdn: projections");
-    project(w.qkv, input, qkv, ws, pool);
-    project(w.gate, input, z, ws, pool);
-    project(w.beta, input, b, ws, pool);
-    project(w.alpha, input, a, ws, pool);
+    project_together({{w.qkv, qkv}, {w.gate, z}, {w.beta, b}, {w.alpha, a}}, input, ws, pool);
   }
   {
     STRATA_PROFILE("gdn: conv, norms, gates");

@@ -1,6 +1,7 @@
 #include "ops/matmul.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
 
@@ -150,15 +151,35 @@ int64_t matmul_row_block(const WeightMatrix& w, int64_t n_tokens, int n_threads,
 
 void matmul(const WeightMatrix& w, const QuantizedRows& a, float* out, int64_t out_stride,
             ThreadPool& pool, const MatmulSettings& settings) {
-  STRATA_CHECK(a.type() == quant::traits(w.type).activation_type,
-               "activations are {} but {} weights need {}", ggml_type_name(a.type()),
-               ggml_type_name(w.type), ggml_type_name(quant::traits(w.type).activation_type));
-  STRATA_CHECK(a.cols() == w.cols, "activation rows have {} values, weight rows {}", a.cols(),
-               w.cols);
-  const int64_t block = matmul_row_block(w, a.rows(), pool.size());
-  const int64_t n_blocks = (w.rows + block - 1) / block;
-  pool.run(n_blocks, [&](int64_t b, int) {
-    matmul_rows(w, a, out, out_stride, b * block, std::min(w.rows, (b + 1) * block), settings);
+  const MatmulPart part{&w, &a, out, out_stride};
+  matmul_together({&part, 1}, pool, settings);
+}
+
+void matmul_together(std::span<const MatmulPart> parts, ThreadPool& pool,
+                     const MatmulSettings& settings) {
+  // Per part: its row block and the first task of its blocks.
+  std::array<int64_t, 8> blocks{}, first{};
+  STRATA_CHECK(parts.size() <= blocks.size(), "{} products in one run, at most {}", parts.size(),
+               blocks.size());
+  int64_t tasks = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const WeightMatrix& w = *parts[i].w;
+    const QuantizedRows& a = *parts[i].a;
+    STRATA_CHECK(a.type() == quant::traits(w.type).activation_type,
+                 "activations are {} but {} weights need {}", ggml_type_name(a.type()),
+                 ggml_type_name(w.type), ggml_type_name(quant::traits(w.type).activation_type));
+    STRATA_CHECK(a.cols() == w.cols, "activation rows have {} values, weight rows {}", a.cols(),
+                 w.cols);
+    blocks[i] = matmul_row_block(w, a.rows(), pool.size(), static_cast<int64_t>(parts.size()));
+    first[i] = tasks;
+    tasks += (w.rows + blocks[i] - 1) / blocks[i];
+  }
+  pool.run(tasks, [&](int64_t task, int) {
+    size_t i = parts.size() - 1;
+    while (first[i] > task) --i;
+    const MatmulPart& p = parts[i];
+    const int64_t r0 = (task - first[i]) * blocks[i];
+    matmul_rows(*p.w, *p.a, p.out, p.out_stride, r0, std::min(p.w->rows, r0 + blocks[i]), settings);
   });
 }
 

@@ -5,6 +5,7 @@
 // tiled so the block's rows stay in cache while every token's activation passes over them.
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "gguf/ggml_type.h"
@@ -109,6 +110,17 @@ void matmul_rows_indexed(const WeightMatrix& w, const QuantizedRows& a, const in
 // The whole product, split over the pool by blocks of weight rows.
 void matmul(const WeightMatrix& w, const QuantizedRows& a, float* out, int64_t out_stride,
             ThreadPool& pool, const MatmulSettings& settings);
+
+// Several whole products in one pool run (their blocks of weight rows share it): products of the
+// same rows by a layer's q, k and v matrices meet at one barrier instead of three.
+struct MatmulPart {
+  const WeightMatrix* w;
+  const QuantizedRows* a;
+  float* out;
+  int64_t out_stride;
+};
+void matmul_together(std::span<const MatmulPart> parts, ThreadPool& pool,
+                     const MatmulSettings& settings);
 
 // Rows per work item: enough to amortize scheduling, few enough to balance threads. n_matrices
 // matrices of w's shape share one pool run (the selected experts of a MoE layer): in a step of at

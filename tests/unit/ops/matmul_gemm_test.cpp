@@ -17,6 +17,7 @@
 #include "ops/packed_tiles.h"
 #include "quant/quant.h"
 #include "support/test_support.h"
+#include "util/error.h"
 
 namespace strata::ops {
 namespace {
@@ -220,6 +221,41 @@ TEST(MatmulGemm, MatricesSharingARunAreCutIntoFewerBlocks) {
   const WeightMatrix big{GgmlType::Q4_K, nullptr, 2048, 768,
                          quant::row_bytes(GgmlType::Q4_K, 2048)};
   EXPECT_LE(matmul_row_block(big, 8, threads, 64) * big.row_bytes, int64_t{256} << 10);
+}
+
+// Products of one set of rows by several matrices in one pool run (a layer's q, k and v) give each
+// product's bits alone, whatever the token count (GEMV, repacked tiles, packed tiles), and are
+// refused past the parts one run holds.
+TEST(MatmulGemm, ProductsTogetherGiveTheBitsOfEachAlone) {
+  ThreadPool pool(3);
+  const int64_t cols = 512;
+  for (int64_t tokens : {1, 2, 5, 20}) {
+    SCOPED_TRACE("tokens " + std::to_string(tokens));
+    const std::pair<GgmlType, int64_t> shapes[] = {
+        {GgmlType::Q4_K, 45}, {GgmlType::Q8_0, 30}, {GgmlType::F16, 17}, {GgmlType::Q6_K, 64}};
+    std::vector<Problem> problems;
+    for (const auto& [type, rows] : shapes)
+      problems.push_back(make_problem(type, cols, rows, tokens));
+    PackedTiles packed;
+    packed.pack(problems[3].w);
+    std::vector<std::vector<float>> together(problems.size()), alone(problems.size());
+    std::vector<MatmulPart> parts;
+    for (size_t i = 0; i < problems.size(); ++i) {
+      const Problem& p = problems[i];
+      together[i].assign(static_cast<size_t>(tokens * p.w.rows), -1.0f);
+      alone[i].assign(together[i].size(), -2.0f);
+      parts.push_back({&p.w, &p.a, together[i].data(), p.w.rows});
+      matmul(p.w, p.a, alone[i].data(), p.w.rows, pool, {.pack_tiles = true});
+    }
+    matmul_together(parts, pool, {.pack_tiles = true});
+    for (size_t i = 0; i < problems.size(); ++i) {
+      EXPECT_EQ(
+          0, std::memcmp(together[i].data(), alone[i].data(), together[i].size() * sizeof(float)))
+          << ggml_type_name(problems[i].w.type);
+    }
+    const std::vector<MatmulPart> too_many(9, parts[0]);
+    EXPECT_THROW(matmul_together(too_many, pool, {}), strata::Error);
+  }
 }
 
 }  // namespace
