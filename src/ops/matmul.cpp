@@ -161,7 +161,7 @@ void matmul_together(std::span<const MatmulPart> parts, ThreadPool& pool,
   std::array<int64_t, 8> blocks{}, first{};
   STRATA_CHECK(parts.size() <= blocks.size(), "{} products in one run, at most {}", parts.size(),
                blocks.size());
-  int64_t tasks = 0;
+  int64_t tasks = 0, macs = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
     const WeightMatrix& w = *parts[i].w;
     const QuantizedRows& a = *parts[i].a;
@@ -173,6 +173,12 @@ void matmul_together(std::span<const MatmulPart> parts, ThreadPool& pool,
     blocks[i] = matmul_row_block(w, a.rows(), pool.size(), static_cast<int64_t>(parts.size()));
     first[i] = tasks;
     tasks += (w.rows + blocks[i] - 1) / blocks[i];
+    macs += w.rows * w.cols * a.rows();
+  }
+  if (macs <= kInlineMatmulMacs) {  // cheaper here than a round trip through the pool
+    for (const MatmulPart& p : parts)
+      matmul_rows(*p.w, *p.a, p.out, p.out_stride, 0, p.w->rows, settings);
+    return;
   }
   pool.run(tasks, [&](int64_t task, int) {
     size_t i = parts.size() - 1;

@@ -111,6 +111,11 @@ void matmul_rows_indexed(const WeightMatrix& w, const QuantizedRows& a, const in
 void matmul(const WeightMatrix& w, const QuantizedRows& a, float* out, int64_t out_stride,
             ThreadPool& pool, const MatmulSettings& settings);
 
+// Products of at most this many multiply-adds in all run on the calling thread: a decode step's
+// router (16 x 256 on the trained model, a few microseconds) costs less there than the pool's
+// round trip.
+constexpr int64_t kInlineMatmulMacs = 16 << 10;
+
 // Several whole products in one pool run (their blocks of weight rows share it): products of the
 // same rows by a layer's q, k and v matrices meet at one barrier instead of three.
 struct MatmulPart {
