@@ -224,8 +224,9 @@ TEST(MatmulGemm, MatricesSharingARunAreCutIntoFewerBlocks) {
 }
 
 // Products of one set of rows by several matrices in one pool run (a layer's q, k and v) give each
-// product's bits alone, whatever the token count (GEMV, repacked tiles, packed tiles), and are
-// refused past the parts one run holds.
+// product's bits alone, whatever the token count (GEMV, repacked tiles, packed tiles) and whether
+// a product is small enough to run on the calling thread (the Q8_0 and F16 ones alone at one
+// token), and are refused past the parts one run holds.
 TEST(MatmulGemm, ProductsTogetherGiveTheBitsOfEachAlone) {
   ThreadPool pool(3);
   const int64_t cols = 512;
