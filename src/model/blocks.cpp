@@ -1,6 +1,7 @@
 #include "model/blocks.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <initializer_list>
 #include <limits>
@@ -59,18 +60,24 @@ void project_together(std::initializer_list<Projection> projections, ActivationC
 // Runs fn(expert, row_begin, row_end) over the pool for every active expert and every block of
 // its rows (`expert`: one expert's matrix; n_tokens: the step's): the (selected expert, row
 // block) work split, so each expert's bytes stream once. The experts share the run, so their
-// blocks together balance the threads.
-template <typename Fn>
+// blocks together balance the threads. Then done(expert), on the thread that finished the
+// expert's last block and after every block's writes: the expert's own follow-up work runs in the
+// same pool run instead of on one thread after it.
+template <typename Fn, typename Done>
 void for_each_expert_block(const std::vector<int32_t>& active, const ops::WeightMatrix& expert,
-                           int64_t n_tokens, ThreadPool& pool, Fn fn) {
+                           int64_t n_tokens, ThreadPool& pool, Fn fn, Done done) {
   const int64_t rows = expert.rows;
   const int64_t block =
       ops::matmul_row_block(expert, n_tokens, pool.size(), static_cast<int64_t>(active.size()));
   const int64_t blocks = (rows + block - 1) / block;
+  std::vector<std::atomic<int64_t>> blocks_left(active.size());
+  for (auto& left : blocks_left) left.store(blocks, std::memory_order_relaxed);
   pool.run(static_cast<int64_t>(active.size()) * blocks, [&](int64_t task, int) {
+    const auto i = static_cast<size_t>(task / blocks);
     const int64_t r0 = task % blocks * block;
-    fn(static_cast<int64_t>(active[static_cast<size_t>(task / blocks)]), r0,
-       std::min(rows, r0 + block));
+    fn(static_cast<int64_t>(active[i]), r0, std::min(rows, r0 + block));
+    if (blocks_left[i].fetch_sub(1, std::memory_order_acq_rel) == 1)
+      done(static_cast<int64_t>(active[i]));
   });
 }
 
@@ -142,14 +149,8 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
     pool.run(n, [&](int64_t t, int) {
       float* qt = q + t * q_dim;
       float* kt = k + t * kv_dim;
-      if (w.q_norm) {
-        for (int64_t h = 0; h < p.n_head; ++h)
-          ops::rms_norm(qt + h * hd, w.q_norm, qt + h * hd, hd, p.rms_eps);
-      }
-      if (w.k_norm) {
-        for (int64_t h = 0; h < p.n_head_kv; ++h)
-          ops::rms_norm(kt + h * hd, w.k_norm, kt + h * hd, hd, p.rms_eps);
-      }
+      if (w.q_norm) ops::rms_norm_rows(qt, w.q_norm, qt, p.n_head, hd, p.rms_eps);
+      if (w.k_norm) ops::rms_norm_rows(kt, w.k_norm, kt, p.n_head_kv, hd, p.rms_eps);
       const int64_t pos = at.position[static_cast<size_t>(t)];
       p.rope->apply_heads(qt, p.n_head, pos);
       p.rope->apply_heads(kt, p.n_head_kv, pos);
@@ -411,30 +412,39 @@ void routed_experts(const MoeFfnWeights& w, const MoeParams& p, ActivationCache&
     }
   }
   phase.emplace(gate_up_slot);
-  // Gate and up projections: work items are (active expert, block of rows).
+  // Gate and up projections: work items are (active expert, block of rows). Once an expert's rows
+  // are done, its biases, the activation and the quantization of its hidden rows for the down
+  // projection follow on the same thread.
   float* gate = room(ws.expert_gate, rows_total * n_ff);
   float* up = room(ws.expert_up, rows_total * n_ff);
   const ops::QuantizedRows& xq = input.get(quant::traits(w.gate_exps.type).activation_type);
   const ops::QuantizedRows& xq_up = input.get(quant::traits(w.up_exps.type).activation_type);
+  ops::QuantizedRows& hidden = ws.expert_hidden;
+  hidden.shape(rows_total, n_ff, quant::traits(w.down_exps.type).activation_type);
   for_each_expert_block(
-      active, w.gate_exps.slice(0, n_ff), n, pool, [&](int64_t e, int64_t r0, int64_t r1) {
+      active, w.gate_exps.slice(0, n_ff), n, pool,
+      [&](int64_t e, int64_t r0, int64_t r1) {
         const int64_t off = first[e], count = first[e + 1] - first[e];
         ops::matmul_rows_indexed(w.gate_exps.slice(e * n_ff, n_ff), xq, &ids[off], count,
                                  gate + off * n_ff, n_ff, r0, r1, ws.matmul);
         ops::matmul_rows_indexed(w.up_exps.slice(e * n_ff, n_ff), xq_up, &ids[off], count,
                                  up + off * n_ff, n_ff, r0, r1, ws.matmul);
+      },
+      [&](int64_t e) {
+        const int64_t off = first[e], count = first[e + 1] - first[e];
+        float* g = gate + off * n_ff;
+        const float* u = up + off * n_ff;
+        if (w.gate_bias) {
+          add_bias_rows(g, w.gate_bias + e * n_ff, count, n_ff);
+          add_bias_rows(up + off * n_ff, w.up_bias + e * n_ff, count, n_ff);
+        }
+        if (p.activation == ExpertActivation::swiglu_oai) {
+          ops::swiglu_oai(g, u, g, count * n_ff, kSwigluOaiAlpha, kSwigluOaiLimit);
+        } else {
+          ops::swiglu(g, u, g, count * n_ff);
+        }
+        hidden.quantize_rows(g, off, count, n_ff);
       });
-  if (w.gate_bias) {
-    for (int32_t e : active) {
-      add_bias_rows(gate + first[e] * n_ff, w.gate_bias + e * n_ff, first[e + 1] - first[e], n_ff);
-      add_bias_rows(up + first[e] * n_ff, w.up_bias + e * n_ff, first[e + 1] - first[e], n_ff);
-    }
-  }
-  if (p.activation == ExpertActivation::swiglu_oai) {
-    ops::swiglu_oai(gate, up, gate, rows_total * n_ff, kSwigluOaiAlpha, kSwigluOaiLimit);
-  } else {
-    ops::swiglu(gate, up, gate, rows_total * n_ff);
-  }
 
   phase.emplace(down_slot);
   // Down projection of each (token, expert) row, then the weighted sum per token.
@@ -447,15 +457,15 @@ void routed_experts(const MoeFfnWeights& w, const MoeParams& p, ActivationCache&
                           n_ff);
     }
   }
-  ops::QuantizedRows& hidden = ws.expert_hidden;
-  hidden.quantize(gate, rows_total, n_ff, n_ff, quant::traits(w.down_exps.type).activation_type);
   float* down = room(ws.expert_down, rows_total * n_embd);
   for_each_expert_block(
-      active, w.down_exps.slice(0, n_embd), n, pool, [&](int64_t e, int64_t r0, int64_t r1) {
+      active, w.down_exps.slice(0, n_embd), n, pool,
+      [&](int64_t e, int64_t r0, int64_t r1) {
         const int64_t off = first[e], count = first[e + 1] - first[e];
         ops::matmul_rows_indexed(w.down_exps.slice(e * n_embd, n_embd), hidden, &identity[off],
                                  count, down + off * n_embd, n_embd, r0, r1, ws.matmul);
-      });
+      },
+      [](int64_t) {});
   if (w.down_bias) {  // each expert's own output bias, before its weight
     for (int32_t e : active) {
       add_bias_rows(down + first[e] * n_embd, w.down_bias + e * n_embd, first[e + 1] - first[e],

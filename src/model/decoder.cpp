@@ -33,7 +33,7 @@ void add_residual(float* x, const float* y, int64_t n) {
 
 void rms_norm_rows(const float* x, const float* weight, float* out, int64_t n, int64_t cols,
                    float eps) {
-  for (int64_t t = 0; t < n; ++t) ops::rms_norm(x + t * cols, weight, out + t * cols, cols, eps);
+  ops::rms_norm_rows(x, weight, out, n, cols, eps);
 }
 
 void output_head(const ops::WeightMatrix& output, const float* output_norm, float rms_eps,

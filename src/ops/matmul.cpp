@@ -12,6 +12,11 @@ namespace strata::ops {
 
 void QuantizedRows::quantize(const float* x, int64_t n_rows, int64_t cols, int64_t x_stride,
                              GgmlType type) {
+  shape(n_rows, cols, type);
+  quantize_rows(x, 0, n_rows, x_stride);
+}
+
+void QuantizedRows::shape(int64_t n_rows, int64_t cols, GgmlType type) {
   const quant::TypeTraits& t = quant::traits(type);
   STRATA_CHECK(cols % t.block_elems == 0,
                "activation row of {} values is not a multiple of the {} "
@@ -22,9 +27,13 @@ void QuantizedRows::quantize(const float* x, int64_t n_rows, int64_t cols, int64
   cols_ = cols;
   row_bytes_ = quant::row_bytes(type, cols);
   data_.resize(static_cast<size_t>(n_rows * row_bytes_));
-  for (int64_t i = 0; i < n_rows; ++i) {
-    t.kernels.quantize_row(x + i * x_stride, data_.data() + i * row_bytes_, cols);
-  }
+}
+
+void QuantizedRows::quantize_rows(const float* x, int64_t first, int64_t n, int64_t x_stride) {
+  STRATA_CHECK(first >= 0 && first + n <= rows_, "rows {}..{} of {}", first, first + n, rows_);
+  const quant::TypeTraits& t = quant::traits(type_);
+  for (int64_t i = 0; i < n; ++i)
+    t.kernels.quantize_row(x + i * x_stride, data_.data() + (first + i) * row_bytes_, cols_);
 }
 
 namespace {

@@ -50,6 +50,11 @@ class QuantizedRows {
  public:
   // Quantizes n_rows rows of `cols` floats (row i at x + i * x_stride) to `type`.
   void quantize(const float* x, int64_t n_rows, int64_t cols, int64_t x_stride, GgmlType type);
+  // Room for n_rows rows of `cols` values of `type`, for quantize_rows to fill.
+  void shape(int64_t n_rows, int64_t cols, GgmlType type);
+  // Quantizes rows [first, first + n) from x (row first + i at x + i * x_stride); threads may
+  // fill different rows at once.
+  void quantize_rows(const float* x, int64_t first, int64_t n, int64_t x_stride);
 
   GgmlType type() const { return type_; }
   int64_t rows() const { return rows_; }

@@ -259,5 +259,25 @@ TEST(MatmulGemm, ProductsTogetherGiveTheBitsOfEachAlone) {
   }
 }
 
+// Rows quantized a few at a time into a shaped QuantizedRows (each MoE expert's hidden rows, by the
+// thread that finished the expert) hold the bytes the whole quantization gives; rows past the
+// shape are refused.
+TEST(MatmulGemm, RowsQuantizedInPiecesEqualTheWhole) {
+  const int64_t rows = 7, cols = 96;
+  const auto x = test::random_floats(static_cast<size_t>(rows * cols), 21);
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::F16, GgmlType::F32}) {
+    SCOPED_TRACE(std::string(ggml_type_name(type)));
+    QuantizedRows whole, pieces;
+    whole.quantize(x.data(), rows, cols, cols, type);
+    pieces.shape(rows, cols, type);
+    for (const auto& [first, n] : {std::pair<int64_t, int64_t>{4, 3}, {0, 1}, {1, 3}})
+      pieces.quantize_rows(x.data() + first * cols, first, n, cols);
+    ASSERT_EQ(pieces.rows(), rows);
+    EXPECT_EQ(
+        0, std::memcmp(pieces.row(0), whole.row(0), static_cast<size_t>(rows * whole.row_bytes())));
+    EXPECT_THROW(pieces.quantize_rows(x.data(), 5, 3, cols), strata::Error);
+  }
+}
+
 }  // namespace
 }  // namespace strata::ops

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "ops/activations.h"
@@ -34,6 +36,44 @@ TEST(RmsNorm, MatchesDefinition) {
   double rms = 0;
   for (float v : y) rms += double(v) * v;
   EXPECT_NEAR(std::sqrt(rms / 300), 1.0, 1e-5);
+}
+
+// Rows normed together (their sums side by side) give each row's bits alone, and those are the
+// GGUF engines' order written out here: float squares summed in double in index order, the scale
+// in float. In place and out of place, with and without weights, any row count.
+TEST(RmsNorm, RowsTogetherGiveEachRowsBitsInTheGgufOrder) {
+  for (int64_t n : {64, 300}) {
+    for (int64_t rows = 1; rows <= 9; ++rows) {
+      SCOPED_TRACE("n " + std::to_string(n) + " rows " + std::to_string(rows));
+      const auto x = test::random_floats(static_cast<size_t>(rows * n), 5, 4.0f);
+      const auto w = test::random_floats(static_cast<size_t>(n), 6);
+      for (const float* weight : {w.data(), static_cast<const float*>(nullptr)}) {
+        std::vector<float> expected(x.size());
+        for (int64_t r = 0; r < rows; ++r) {
+          double sum = 0;
+          for (int64_t i = 0; i < n; ++i) {
+            const float v = x[static_cast<size_t>(r * n + i)];
+            sum += static_cast<double>(v * v);
+          }
+          const float scale =
+              1.0f / std::sqrt(static_cast<float>(sum / static_cast<double>(n)) + 1e-6f);
+          for (int64_t i = 0; i < n; ++i) {
+            const float v = x[static_cast<size_t>(r * n + i)] * scale;
+            expected[static_cast<size_t>(r * n + i)] = weight ? v * weight[i] : v;
+          }
+        }
+        std::vector<float> out(x.size()), in_place = x;
+        rms_norm_rows(x.data(), weight, out.data(), rows, n, 1e-6f);
+        rms_norm_rows(in_place.data(), weight, in_place.data(), rows, n, 1e-6f);
+        EXPECT_EQ(0, std::memcmp(out.data(), expected.data(), out.size() * sizeof(float)));
+        EXPECT_EQ(0, std::memcmp(in_place.data(), expected.data(), out.size() * sizeof(float)));
+        std::vector<float> alone(static_cast<size_t>(n));
+        rms_norm(x.data() + (rows - 1) * n, weight, alone.data(), n, 1e-6f);
+        EXPECT_EQ(0, std::memcmp(alone.data(), expected.data() + (rows - 1) * n,
+                                 alone.size() * sizeof(float)));
+      }
+    }
+  }
 }
 
 TEST(Rope, RotatesThePairsOfEachStyle) {
