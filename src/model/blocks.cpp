@@ -1,6 +1,7 @@
 #include "model/blocks.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <initializer_list>
@@ -32,12 +33,6 @@ float* room(std::vector<float>& b, int64_t n) {
   return b.data();
 }
 
-void project(const ops::WeightMatrix& w, ActivationCache& input, float* out,
-             const BlockWorkspace& ws, ThreadPool& pool) {
-  if (ws.observer) ws.observer->dense(w.data, input.values(), input.rows(), input.cols());
-  ops::matmul(w, input.get(quant::traits(w.type).activation_type), out, w.rows, pool, ws.matmul);
-}
-
 // The same input rows by several matrices (out: w.rows values per row) in one pool run: a
 // decode step's small products each cost a barrier.
 struct Projection {
@@ -46,15 +41,23 @@ struct Projection {
 };
 void project_together(std::initializer_list<Projection> projections, ActivationCache& input,
                       const BlockWorkspace& ws, ThreadPool& pool) {
+  std::array<ops::MatmulPart, 4> parts;  // a Gated DeltaNet layer's four at most
+  STRATA_CHECK(projections.size() <= parts.size(), "{} projections together, at most {}",
+               projections.size(), parts.size());
   // Every activation type first: a new one may move those quantized before.
   for (const Projection& p : projections) {
     if (ws.observer) ws.observer->dense(p.w.data, input.values(), input.rows(), input.cols());
     input.get(quant::traits(p.w.type).activation_type);
   }
-  std::vector<ops::MatmulPart> parts;
+  size_t n = 0;
   for (const Projection& p : projections)
-    parts.push_back({&p.w, &input.get(quant::traits(p.w.type).activation_type), p.out, p.w.rows});
-  ops::matmul_together(parts, pool, ws.matmul);
+    parts[n++] = {&p.w, &input.get(quant::traits(p.w.type).activation_type), p.out, p.w.rows};
+  ops::matmul_together({parts.data(), n}, pool, ws.matmul);
+}
+
+void project(const ops::WeightMatrix& w, ActivationCache& input, float* out,
+             const BlockWorkspace& ws, ThreadPool& pool) {
+  project_together({{w, out}}, input, ws, pool);
 }
 
 // Runs fn(expert, row_begin, row_end) over the pool for every active expert and every block of
@@ -433,10 +436,10 @@ void routed_experts(const MoeFfnWeights& w, const MoeParams& p, ActivationCache&
       [&](int64_t e) {
         const int64_t off = first[e], count = first[e + 1] - first[e];
         float* g = gate + off * n_ff;
-        const float* u = up + off * n_ff;
+        float* u = up + off * n_ff;
         if (w.gate_bias) {
           add_bias_rows(g, w.gate_bias + e * n_ff, count, n_ff);
-          add_bias_rows(up + off * n_ff, w.up_bias + e * n_ff, count, n_ff);
+          add_bias_rows(u, w.up_bias + e * n_ff, count, n_ff);
         }
         if (p.activation == ExpertActivation::swiglu_oai) {
           ops::swiglu_oai(g, u, g, count * n_ff, kSwigluOaiAlpha, kSwigluOaiLimit);
