@@ -1,6 +1,7 @@
-// Decode attention at depth on the shape of Qwen3-30B-A3B (head size 128, 8 query heads per KV
-// head, 4 KV heads interleaved in the cache): one KV head's group attending over N cached
-// positions, f16 and q8_0 caches, one core. "flops" counts the useful arithmetic, 2 x 2 x d per
+// Decode and prompt attention at depth on the shape of Qwen3-30B-A3B (head size 128, 8 query heads
+// per KV head, 4 KV heads interleaved in the cache): one KV head's group attending over N cached
+// positions (decode), or a prefill task's block of 16 consecutive tokens ending at position N, f16
+// and q8_0 caches, one core. "flops" counts the useful arithmetic, 2 x 2 x d per
 // (query head, position): the Q.K scores and the weighted sum of V. Each instruction-set path this
 // CPU runs (ops::set_attention_path) is measured: avx512, avx2 (register-blocked), avx2_loops.
 // Run: build/release/bench/bench_attention
@@ -49,6 +50,43 @@ void BM_DecodeAttention(benchmark::State& state, GgmlType type, strata::ops::Att
   state.counters["kv_bytes"] = benchmark::Counter(
       static_cast<double>(state.iterations()) * static_cast<double>(n) * 2 * row_bytes,
       benchmark::Counter::kIsRate);
+}
+
+// A prefill task as the model runs it (blocks.cpp): T consecutive tokens of one sequence (the
+// second argument), the last at position N - 1, each attending causally over its own positions,
+// one KV head's group.
+void BM_PrefillAttention(benchmark::State& state, GgmlType type, strata::ops::AttentionPath path) {
+  strata::ops::set_attention_path(path);
+  constexpr int64_t kHeads = 4, kGroup = 8, kDim = 128;
+  const int64_t n = state.range(0), n_tokens = state.range(1);
+  const int64_t row_bytes = strata::quant::row_bytes(type, kDim);
+  std::vector<uint8_t> k(static_cast<size_t>(n * kHeads * row_bytes)), v(k.size());
+  const strata::ops::KvLayerView kv{type, k.data(), v.data(), kHeads, kDim, row_bytes};
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal;
+  std::vector<float> keys(kHeads * kDim), values(keys.size());
+  for (int64_t pos = 0; pos < n; ++pos) {
+    for (auto& x : keys) x = normal(rng);
+    for (auto& x : values) x = normal(rng);
+    strata::ops::kv_store(kv, pos, keys.data(), values.data());
+  }
+  std::vector<float> q(n_tokens * kGroup * kDim), out(q.size());
+  for (auto& x : q) x = normal(rng);
+  std::vector<int64_t> lengths(n_tokens);
+  double positions = 0;
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    lengths[static_cast<size_t>(t)] = n - n_tokens + 1 + t;
+    positions += static_cast<double>(lengths[static_cast<size_t>(t)]);
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(kDim));
+  for (auto _ : state) {
+    strata::ops::attend_block(kv, 1, q.data(), kGroup * kDim, kGroup, n_tokens, lengths.data(),
+                              scale, out.data(), kGroup * kDim);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["flops"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * kGroup * positions * 4 * kDim,
+                         benchmark::Counter::kIsRate);
 }
 
 // The same step as a model's decode runs it at depth (one core), the layers rotating through 16
@@ -130,6 +168,12 @@ int main(int argc, char** argv) {
           [type, path](benchmark::State& state) { BM_DecodeAttention(state, type, path); })
           ->Arg(1024)
           ->Arg(8192);
+      benchmark::RegisterBenchmark(
+          (std::string("BM_PrefillAttention/") + type_name + "/" + name).c_str(),
+          [type, path](benchmark::State& state) { BM_PrefillAttention(state, type, path); })
+          ->Args({2048, 16})
+          ->Args({8192, 16})
+          ->Args({8192, 64});
     }
   }
   for (const auto& [type_name, type] :

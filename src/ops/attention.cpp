@@ -661,10 +661,12 @@ void chunk_rows(const KvLayerView& kv, int64_t kv_head, int64_t p0, int64_t coun
   }
 }
 
-// Whether the values kernel reads the cache rows as they are (else decode_chunk decodes them).
-bool values_from_rows(const KvLayerView& kv, const ChunkKernels& k) {
+// Whether the values kernel reads the cache rows as they are (else decode_chunk decodes them):
+// for one token's rows; the rows of several tokens would convert every value again for each block
+// of rows, where decoding the chunk once costs one conversion.
+bool values_from_rows(const KvLayerView& kv, const ChunkKernels& k, int64_t n_tokens) {
   return k.values_rows && (kv.type == GgmlType::F16 || kv.type == GgmlType::Q8_0) &&
-         kv.head_dim % kLanes == 0;
+         kv.head_dim % kLanes == 0 && n_tokens == 1;
 }
 
 // Decodes positions [p0, p0 + count) of kv_head: keys transposed into keys_t, values as rows
@@ -793,7 +795,7 @@ void attend_range(const KvLayerView& kv, int64_t first_head, int64_t n_heads, co
   }
 
   const ChunkKernels& k = chunk_kernels(d);
-  const bool raw_values = values_from_rows(kv, k);
+  const bool raw_values = values_from_rows(kv, k, n_tokens);
   alignas(64) float scores[kRowBlock * kChunk];
   // Chunks stay aligned to multiples of kChunk (a window only skips whole chunks and masks the
   // head of one), so a token's arithmetic is the same whichever tokens share its block. Within a
