@@ -22,14 +22,10 @@ namespace {
 
 using strata::GgmlType;
 
-void BM_DecodeAttention(benchmark::State& state, GgmlType type, strata::ops::AttentionPath path) {
-  strata::ops::set_attention_path(path);
-  constexpr int64_t kHeads = 4, kGroup = 8, kDim = 128;
-  const int64_t n = state.range(0);
-  const int64_t row_bytes = strata::quant::row_bytes(type, kDim);
-  std::vector<uint8_t> k(static_cast<size_t>(n * kHeads * row_bytes)), v(k.size());
-  const strata::ops::KvLayerView kv{type, k.data(), v.data(), kHeads, kDim, row_bytes};
-  std::mt19937 rng(1);
+constexpr int64_t kHeads = 4, kGroup = 8, kDim = 128;
+
+// Positions [0, n) of a cache of kHeads heads filled with normal keys and values.
+void fill_cache(const strata::ops::KvLayerView& kv, int64_t n, std::mt19937& rng) {
   std::normal_distribution<float> normal;
   std::vector<float> keys(kHeads * kDim), values(keys.size());
   for (int64_t pos = 0; pos < n; ++pos) {
@@ -37,8 +33,37 @@ void BM_DecodeAttention(benchmark::State& state, GgmlType type, strata::ops::Att
     for (auto& x : values) x = normal(rng);
     strata::ops::kv_store(kv, pos, keys.data(), values.data());
   }
-  std::vector<float> q(kGroup * kDim), out(q.size());
-  for (auto& x : q) x = normal(rng);
+}
+
+std::vector<float> normal_values(int64_t count, std::mt19937& rng) {
+  std::normal_distribution<float> normal;
+  std::vector<float> values(static_cast<size_t>(count));
+  for (auto& x : values) x = normal(rng);
+  return values;
+}
+
+// One layer's cache of n positions, filled.
+struct FilledCache {
+  FilledCache(GgmlType type, int64_t n, std::mt19937& rng)
+      : row_bytes(strata::quant::row_bytes(type, kDim)),
+        k(static_cast<size_t>(n * kHeads * row_bytes)),
+        v(k.size()),
+        view{type, k.data(), v.data(), kHeads, kDim, row_bytes} {
+    fill_cache(view, n, rng);
+  }
+  int64_t row_bytes;
+  std::vector<uint8_t> k, v;
+  strata::ops::KvLayerView view;
+};
+
+void BM_DecodeAttention(benchmark::State& state, GgmlType type, strata::ops::AttentionPath path) {
+  strata::ops::set_attention_path(path);
+  const int64_t n = state.range(0);
+  std::mt19937 rng(1);
+  const FilledCache cache(type, n, rng);
+  const strata::ops::KvLayerView& kv = cache.view;
+  const std::vector<float> q = normal_values(kGroup * kDim, rng);
+  std::vector<float> out(q.size());
   const float scale = 1.0f / std::sqrt(static_cast<float>(kDim));
   for (auto _ : state) {
     strata::ops::attend_group(kv, 1, q.data(), kGroup, n, scale, out.data());
@@ -48,7 +73,7 @@ void BM_DecodeAttention(benchmark::State& state, GgmlType type, strata::ops::Att
       static_cast<double>(state.iterations()) * kGroup * static_cast<double>(n) * 4 * kDim,
       benchmark::Counter::kIsRate);
   state.counters["kv_bytes"] = benchmark::Counter(
-      static_cast<double>(state.iterations()) * static_cast<double>(n) * 2 * row_bytes,
+      static_cast<double>(state.iterations()) * static_cast<double>(n) * 2 * cache.row_bytes,
       benchmark::Counter::kIsRate);
 }
 
@@ -57,21 +82,12 @@ void BM_DecodeAttention(benchmark::State& state, GgmlType type, strata::ops::Att
 // one KV head's group.
 void BM_PrefillAttention(benchmark::State& state, GgmlType type, strata::ops::AttentionPath path) {
   strata::ops::set_attention_path(path);
-  constexpr int64_t kHeads = 4, kGroup = 8, kDim = 128;
   const int64_t n = state.range(0), n_tokens = state.range(1);
-  const int64_t row_bytes = strata::quant::row_bytes(type, kDim);
-  std::vector<uint8_t> k(static_cast<size_t>(n * kHeads * row_bytes)), v(k.size());
-  const strata::ops::KvLayerView kv{type, k.data(), v.data(), kHeads, kDim, row_bytes};
   std::mt19937 rng(1);
-  std::normal_distribution<float> normal;
-  std::vector<float> keys(kHeads * kDim), values(keys.size());
-  for (int64_t pos = 0; pos < n; ++pos) {
-    for (auto& x : keys) x = normal(rng);
-    for (auto& x : values) x = normal(rng);
-    strata::ops::kv_store(kv, pos, keys.data(), values.data());
-  }
-  std::vector<float> q(n_tokens * kGroup * kDim), out(q.size());
-  for (auto& x : q) x = normal(rng);
+  const FilledCache cache(type, n, rng);
+  const strata::ops::KvLayerView& kv = cache.view;
+  const std::vector<float> q = normal_values(n_tokens * kGroup * kDim, rng);
+  std::vector<float> out(q.size());
   std::vector<int64_t> lengths(n_tokens);
   double positions = 0;
   for (int64_t t = 0; t < n_tokens; ++t) {
@@ -95,23 +111,18 @@ void BM_PrefillAttention(benchmark::State& state, GgmlType type, strata::ops::At
 // whole slots, then the ranges merged, as the model's decode step does).
 void BM_DecodeAttentionFromRam(benchmark::State& state, GgmlType type, bool by_range) {
   strata::ops::set_attention_path(strata::ops::AttentionPath::automatic);
-  constexpr int64_t kHeads = 4, kGroup = 8, kDim = 128, kLayers = 16;
+  constexpr int64_t kLayers = 16;
   const int64_t n = state.range(0);
   const int64_t row_bytes = strata::quant::row_bytes(type, kDim);
   const size_t layer_bytes = static_cast<size_t>(n * kHeads * row_bytes);
   std::vector<uint8_t> k(layer_bytes * kLayers), v(k.size());
   std::mt19937 rng(1);
   std::normal_distribution<float> normal;
-  std::vector<float> keys(kHeads * kDim), values(keys.size());
   std::vector<strata::ops::KvLayerView> layers;
   for (int64_t l = 0; l < kLayers; ++l) {
     layers.push_back(
         {type, k.data() + l * layer_bytes, v.data() + l * layer_bytes, kHeads, kDim, row_bytes});
-    for (int64_t pos = 0; pos < n; ++pos) {
-      for (auto& x : keys) x = normal(rng);
-      for (auto& x : values) x = normal(rng);
-      strata::ops::kv_store(layers.back(), pos, keys.data(), values.data());
-    }
+    fill_cache(layers.back(), n, rng);
   }
   std::vector<float> q(kGroup * kDim), out(q.size());
   for (auto& x : q) x = normal(rng);
