@@ -31,9 +31,14 @@ namespace {
 
 constexpr int kMaxTileRows = 8;
 
-// Columns per pass over the row tiles: their activations (about 2.3 KiB each for 2048 values)
-// stay in L2 while every tile of the row block meets them; each pass repacks the tiles again.
-constexpr int64_t kColumnChunk = 64;
+// Columns per pass over the row tiles: as many as keep their activations (about 1.1 bytes a value)
+// within kColumnChunkBytes, so they stay in L2 while every tile of the row block meets them, and
+// at least 64; each pass repacks the tiles again. 512 KiB (256 columns of 2048 values) measured
+// 5-15% faster than 64 columns on a 512-token product (Zen 5, one core).
+constexpr int64_t kColumnChunkBytes = int64_t{512} << 10;
+inline int64_t column_chunk(int64_t n) {
+  return std::max<int64_t>(64, kColumnChunkBytes / n);
+}
 
 // Format::run<1> .. Format::run<kMaxColumns>, indexed by column count - 1.
 template <typename Format, size_t... I>
@@ -77,8 +82,9 @@ void gemm_over_tiles(int64_t n, int64_t n_rows, const uint8_t* const* act, int64
   const int64_t groups = tile_groups<Format>(n);
   thread_local std::vector<ColumnBlock> prepared;
   thread_local std::vector<const ColumnBlock*> column;
-  for (int64_t c0 = 0; c0 < n_cols; c0 += kColumnChunk) {
-    const int64_t chunk = std::min(kColumnChunk, n_cols - c0);
+  const int64_t max_chunk = column_chunk(n);
+  for (int64_t c0 = 0; c0 < n_cols; c0 += max_chunk) {
+    const int64_t chunk = std::min(max_chunk, n_cols - c0);
     prepared.resize(static_cast<size_t>(chunk * groups));
     column.resize(static_cast<size_t>(chunk));
     for (int64_t c = 0; c < chunk; ++c) {
