@@ -44,6 +44,9 @@ namespace {
 // unless gemv_prefetch.h measured that it pays on this machine.
 constexpr int64_t kPrefetchBytes = 8192;
 
+// The activation rows one pass of vec_dot_multi keeps in L1 (of 32-48 KiB).
+constexpr int64_t kMultiDotActivationBytes = int64_t{32} << 10;
+
 // Prefetches the lines of [p, p + n) that lie before `end`.
 inline void prefetch_range(const uint8_t* p, int64_t n, const uint8_t* end) {
   const uint8_t* stop = std::min(p + n, end);
@@ -76,11 +79,14 @@ void matmul_rows_impl(const WeightMatrix& w, const QuantizedRows& a, TokenOf tok
     return;
   }
   if (k.vec_dot_multi && n_out > 1) {
-    constexpr int kGroup = quant::kMaxMultiDot;
+    // Tokens per pass over the rows: as many as keep their activation rows within L1 while every
+    // weight row of the block meets them (8 rows of 2048 f32 values, a router's, would not).
+    const int64_t group =
+        std::clamp<int64_t>(kMultiDotActivationBytes / a_bytes, 1, quant::kMaxMultiDot);
     static thread_local std::vector<uint8_t> gathered;  // reused: called per block of rows
-    float results[kGroup];
-    for (int64_t i0 = 0; i0 < n_out; i0 += kGroup) {
-      const int count = static_cast<int>(std::min<int64_t>(kGroup, n_out - i0));
+    float results[quant::kMaxMultiDot];
+    for (int64_t i0 = 0; i0 < n_out; i0 += group) {
+      const int count = static_cast<int>(std::min<int64_t>(group, n_out - i0));
       const uint8_t* group = a.row(token_of(i0));
       if (!contiguous) {
         gathered.resize(static_cast<size_t>(count * a_bytes));

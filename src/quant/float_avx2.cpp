@@ -8,6 +8,7 @@
 
 #include "quant/float_common.h"
 #include "quant/kernel_table.h"
+#include "quant/multi_dot.h"
 
 namespace strata::quant {
 namespace {
@@ -33,31 +34,53 @@ float hsum(__m256 v) {
 
 // ---- F32 ------------------------------------------------------------------------------------
 
-float vec_dot_f32(int64_t n, const void* weights, const void* activations) {
-  const auto* w = static_cast<const float*>(weights);
-  const auto* a = static_cast<const float*>(activations);
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
-  int64_t i = lead_to_alignment<32>(w, n);
-  if (i > 0) {
-    const TailBuffer<float, 8> tw(w, i), ta(a, i);
-    acc2 = _mm256_mul_ps(_mm256_load_ps(tw.values), _mm256_load_ps(ta.values));
+// Dot products of one F32 weight row with N activation rows, each weight vector loaded once for
+// all of them (a router's product over a prompt's tokens); every column keeps the single-row
+// kernel's four accumulators and order, so vec_dot (N = 1) and vec_dot_multi agree bit for bit.
+struct MultiF32 {
+  template <int N>
+  static void run(int64_t n, const void* weights, const uint8_t* act, int64_t act_stride,
+                  float* out) {
+    const auto* w = static_cast<const float*>(weights);
+    const float* a[N];
+    for (int c = 0; c < N; ++c) a[c] = reinterpret_cast<const float*>(act + c * act_stride);
+    __m256 acc[N][4];
+    for (int c = 0; c < N; ++c)
+      for (int v = 0; v < 4; ++v) acc[c][v] = _mm256_setzero_ps();
+    int64_t i = lead_to_alignment<32>(w, n);
+    if (i > 0) {
+      const TailBuffer<float, 8> tw(w, i);
+      for (int c = 0; c < N; ++c) {
+        const TailBuffer<float, 8> ta(a[c], i);
+        acc[c][2] = _mm256_mul_ps(_mm256_load_ps(tw.values), _mm256_load_ps(ta.values));
+      }
+    }
+    for (; i + 32 <= n; i += 32) {
+      __m256 wv[4];
+      for (int v = 0; v < 4; ++v) wv[v] = _mm256_loadu_ps(w + i + 8 * v);
+      for (int c = 0; c < N; ++c)
+        for (int v = 0; v < 4; ++v)
+          acc[c][v] = _mm256_fmadd_ps(wv[v], _mm256_loadu_ps(a[c] + i + 8 * v), acc[c][v]);
+    }
+    for (; i + 8 <= n; i += 8) {
+      const __m256 wv = _mm256_loadu_ps(w + i);
+      for (int c = 0; c < N; ++c)
+        acc[c][0] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(a[c] + i), acc[c][0]);
+    }
+    if (i < n) {
+      const TailBuffer<float, 8> tw(w + i, n - i);
+      for (int c = 0; c < N; ++c) {
+        const TailBuffer<float, 8> ta(a[c] + i, n - i);
+        acc[c][1] =
+            _mm256_fmadd_ps(_mm256_load_ps(tw.values), _mm256_load_ps(ta.values), acc[c][1]);
+      }
+    }
+    for (int c = 0; c < N; ++c) {
+      out[c] = hsum(
+          _mm256_add_ps(_mm256_add_ps(acc[c][0], acc[c][1]), _mm256_add_ps(acc[c][2], acc[c][3])));
+    }
   }
-  for (; i + 32 <= n; i += 32) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(a + i), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 8), _mm256_loadu_ps(a + i + 8), acc1);
-    acc2 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 16), _mm256_loadu_ps(a + i + 16), acc2);
-    acc3 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 24), _mm256_loadu_ps(a + i + 24), acc3);
-  }
-  for (; i + 8 <= n; i += 8) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(a + i), acc0);
-  }
-  if (i < n) {
-    const TailBuffer<float, 8> tw(w + i, n - i), ta(a + i, n - i);
-    acc1 = _mm256_fmadd_ps(_mm256_load_ps(tw.values), _mm256_load_ps(ta.values), acc1);
-  }
-  return hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-}
+};
 
 // ---- F16 ------------------------------------------------------------------------------------
 
@@ -219,7 +242,9 @@ float vec_dot_bf16(int64_t n, const void* weights, const void* activations) {
 }  // namespace
 
 void fill_float_avx2(KernelTable& table) {
-  table[GgmlType::F32].vec_dot = vec_dot_f32;
+  table[GgmlType::F32].vec_dot = vec_dot_of<MultiF32>;
+  // Three columns: 12 accumulators and 4 weight vectors fill the 16 registers.
+  table[GgmlType::F32].vec_dot_multi = vec_dot_multi_of<MultiF32, 3>;
   table[GgmlType::F16] = {dequantize_f16, quantize_f16, vec_dot_f16};
   table[GgmlType::BF16] = {dequantize_bf16, quantize_bf16, vec_dot_bf16};
 }

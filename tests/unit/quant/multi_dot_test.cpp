@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -91,6 +93,42 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, MultiDot,
                          testing::ValuesIn(levels_with(&TypeKernels::vec_dot_multi)),
                          type_level_name);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(MultiDot);
+
+// F32 (a MoE router's product over a prompt) promises bits: at router lengths (the 64-wide loop,
+// the 16-wide one and a masked tail) and with the weight row 0-3 floats past a 64-byte boundary
+// (the lead the kernels take to align their weight loads), every column equals vec_dot.
+TEST(MultiDot, F32ColumnsAreVecDotsBitForBit) {
+  for (const TypeLevel& level : levels_with(&TypeKernels::vec_dot_multi)) {
+    if (level.type != GgmlType::F32) continue;
+    const TypeKernels k = kernels_exact(GgmlType::F32, level.isa);
+    for (int64_t n : {64, 200, 2053}) {
+      for (int64_t offset = 0; offset < 4; ++offset) {
+        SCOPED_TRACE(testing::Message()
+                     << isa_name(level.isa) << " n " << n << " offset " << offset);
+        std::vector<float> storage(static_cast<size_t>(n + 32));
+        const auto address = reinterpret_cast<uintptr_t>(storage.data());
+        float* row = storage.data() + (64 - address % 64) % 64 / sizeof(float) + offset;
+        const auto w = test::random_floats(static_cast<size_t>(n), 7 + static_cast<uint32_t>(n));
+        std::copy(w.begin(), w.end(), row);
+        std::vector<float> a(static_cast<size_t>(n * kMaxMultiDot));
+        for (int j = 0; j < kMaxMultiDot; ++j) {
+          const auto col =
+              test::random_floats(static_cast<size_t>(n), 50 + static_cast<uint32_t>(j));
+          std::copy(col.begin(), col.end(), a.begin() + j * n);
+        }
+        for (int n_act = 1; n_act <= kMaxMultiDot; ++n_act) {
+          float out[kMaxMultiDot];
+          k.vec_dot_multi(n, row, a.data(), n * 4, n_act, out);
+          for (int j = 0; j < n_act; ++j) {
+            const float expected = k.vec_dot(n, row, a.data() + j * n);
+            EXPECT_EQ(std::bit_cast<uint32_t>(out[j]), std::bit_cast<uint32_t>(expected))
+                << "n_act " << n_act << " column " << j;
+          }
+        }
+      }
+    }
+  }
+}
 
 // What matmul sees: the dispatched kernels of the best level pair a multi-row kernel only with
 // the single-row kernel of its own level, and the two agree.
