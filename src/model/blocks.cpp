@@ -404,8 +404,10 @@ void routed_experts(const MoeFfnWeights& w, const MoeParams& p, ActivationCache&
     if (p.selection_counts) p.selection_counts[e] += static_cast<uint64_t>(first[e + 1] - first[e]);
   }
   if (p.distinct_experts) *p.distinct_experts += static_cast<int64_t>(active.size());
-  std::fill(out, out + n * n_embd, 0.0f);
-  if (rows_total == 0) return;
+  if (rows_total == 0) {
+    std::fill(out, out + n * n_embd, 0.0f);
+    return;
+  }
 
   if (ws.observer) {
     for (int32_t e : active) {
@@ -475,9 +477,7 @@ void routed_experts(const MoeFfnWeights& w, const MoeParams& p, ActivationCache&
                     n_embd);
     }
   }
-  for (int64_t slot = 0; slot < rows_total; ++slot) {
-    ops::axpy(ids_weight[slot], down + slot * n_embd, out + ids[slot] * n_embd, n_embd);
-  }
+  ops::combine_expert_rows(ids, ids_weight, down, n, n_embd, out, pool);
 }
 
 }  // namespace

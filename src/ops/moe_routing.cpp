@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "ops/activations.h"
 #include "util/error.h"
 
 namespace strata::ops {
@@ -67,6 +68,43 @@ void route_top_k(const float* logits, int64_t n_expert, int64_t k, bool renormal
   if (renormalize && chosen > 0) {
     for (int64_t i = 0; i < k; ++i) weights[i] = static_cast<float>(weights[i] / chosen);
   }
+}
+
+// A few tokens' rows (decode, verify steps) are summed here in the one loop: cheaper than a
+// round trip through the pool.
+void combine_expert_rows(std::span<const int32_t> token_of, std::span<const float> weight,
+                         const float* rows, int64_t n_tokens, int64_t n_embd, float* out,
+                         ThreadPool& pool) {
+  constexpr int64_t kInlineValues = int64_t{1} << 16, kTokensPerTask = 4;
+  const auto n_slots = static_cast<int64_t>(token_of.size());
+  if (n_slots * n_embd <= kInlineValues) {
+    std::fill(out, out + n_tokens * n_embd, 0.0f);
+    for (int64_t s = 0; s < n_slots; ++s)
+      axpy(weight[static_cast<size_t>(s)], rows + s * n_embd,
+           out + token_of[static_cast<size_t>(s)] * n_embd, n_embd);
+    return;
+  }
+  // Token t's slots, in slot order: slots[first[t] .. first[t + 1]).
+  std::vector<int64_t> first(static_cast<size_t>(n_tokens + 1), 0);
+  for (const int32_t t : token_of) first[static_cast<size_t>(t) + 1]++;
+  for (int64_t t = 0; t < n_tokens; ++t) first[t + 1] += first[t];
+  std::vector<int64_t> slots(static_cast<size_t>(n_slots));
+  {
+    std::vector<int64_t> fill(first.begin(), first.end() - 1);
+    for (int64_t s = 0; s < n_slots; ++s)
+      slots[static_cast<size_t>(fill[static_cast<size_t>(token_of[static_cast<size_t>(s)])]++)] = s;
+  }
+  pool.run((n_tokens + kTokensPerTask - 1) / kTokensPerTask, [&](int64_t task, int) {
+    for (int64_t t = task * kTokensPerTask; t < std::min(n_tokens, (task + 1) * kTokensPerTask);
+         ++t) {
+      float* o = out + t * n_embd;
+      std::fill(o, o + n_embd, 0.0f);
+      for (int64_t i = first[t]; i < first[t + 1]; ++i) {
+        const int64_t s = slots[static_cast<size_t>(i)];
+        axpy(weight[static_cast<size_t>(s)], rows + s * n_embd, o, n_embd);
+      }
+    }
+  });
 }
 
 }  // namespace strata::ops

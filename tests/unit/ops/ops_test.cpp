@@ -16,6 +16,7 @@
 #include "ops/rope.h"
 #include "quant/quant.h"
 #include "support/test_support.h"
+#include "util/thread_pool.h"
 
 namespace strata::ops {
 namespace {
@@ -231,6 +232,33 @@ TEST(MoeRouting, TopKWithRenormalizedWeights) {
   for (float l : logits) z += std::exp(l);
   EXPECT_NEAR(weights[2], std::exp(1.5) / z, 1e-6);
   EXPECT_THROW(route_top_k(logits, 5, 6, true, experts, weights), std::exception);
+}
+
+// The experts' outputs summed per token: tokens split across threads (many rows) or one loop
+// (few) give the bits of the plain loop over the rows in order; a token without rows gets zeros.
+TEST(MoeRouting, CombinedRowsAreTheLoopsBitsWhateverTheThreads) {
+  ThreadPool pool(3);
+  for (const int64_t n_tokens : {3, 97}) {  // 3 x 4 rows: one loop; 97 x 4: across the threads
+    constexpr int64_t kEmbd = 768, kExperts = 4;
+    SCOPED_TRACE(testing::Message() << n_tokens << " tokens");
+    // Rows grouped by expert, each expert's tokens in a different order; token 1 has none.
+    std::vector<int32_t> token_of;
+    for (int64_t e = 0; e < kExperts; ++e) {
+      for (int64_t i = 0; i < n_tokens; ++i) {
+        const int64_t t = (i * 7 + e * 3) % n_tokens;
+        if (t != 1) token_of.push_back(static_cast<int32_t>(t));
+      }
+    }
+    const auto weight = test::random_floats(token_of.size(), 3);
+    const auto rows = test::random_floats(token_of.size() * kEmbd, 4, 2.0f);
+    std::vector<float> expected(static_cast<size_t>(n_tokens * kEmbd), 0.0f);
+    for (size_t s = 0; s < token_of.size(); ++s)
+      axpy(weight[s], rows.data() + s * kEmbd, expected.data() + token_of[s] * kEmbd, kEmbd);
+    std::vector<float> out(expected.size(), 123.0f);
+    combine_expert_rows(token_of, weight, rows.data(), n_tokens, kEmbd, out.data(), pool);
+    EXPECT_EQ(std::memcmp(out.data(), expected.data(), out.size() * sizeof(float)), 0);
+    EXPECT_EQ(out[kEmbd], 0.0f);
+  }
 }
 
 TEST(Matmul, EqualsDotOfDequantizedRows) {
