@@ -34,53 +34,25 @@ float hsum(__m256 v) {
 
 // ---- F32 ------------------------------------------------------------------------------------
 
-// Dot products of one F32 weight row with N activation rows, each weight vector loaded once for
-// all of them (a router's product over a prompt's tokens); every column keeps the single-row
-// kernel's four accumulators and order, so vec_dot (N = 1) and vec_dot_multi agree bit for bit.
-struct MultiF32 {
-  template <int N>
-  static void run(int64_t n, const void* weights, const uint8_t* act, int64_t act_stride,
-                  float* out) {
-    const auto* w = static_cast<const float*>(weights);
-    const float* a[N];
-    for (int c = 0; c < N; ++c) a[c] = reinterpret_cast<const float*>(act + c * act_stride);
-    __m256 acc[N][4];
-    for (int c = 0; c < N; ++c)
-      for (int v = 0; v < 4; ++v) acc[c][v] = _mm256_setzero_ps();
-    int64_t i = lead_to_alignment<32>(w, n);
-    if (i > 0) {
-      const TailBuffer<float, 8> tw(w, i);
-      for (int c = 0; c < N; ++c) {
-        const TailBuffer<float, 8> ta(a[c], i);
-        acc[c][2] = _mm256_mul_ps(_mm256_load_ps(tw.values), _mm256_load_ps(ta.values));
-      }
-    }
-    for (; i + 32 <= n; i += 32) {
-      __m256 wv[4];
-      for (int v = 0; v < 4; ++v) wv[v] = _mm256_loadu_ps(w + i + 8 * v);
-      for (int c = 0; c < N; ++c)
-        for (int v = 0; v < 4; ++v)
-          acc[c][v] = _mm256_fmadd_ps(wv[v], _mm256_loadu_ps(a[c] + i + 8 * v), acc[c][v]);
-    }
-    for (; i + 8 <= n; i += 8) {
-      const __m256 wv = _mm256_loadu_ps(w + i);
-      for (int c = 0; c < N; ++c)
-        acc[c][0] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(a[c] + i), acc[c][0]);
-    }
-    if (i < n) {
-      const TailBuffer<float, 8> tw(w + i, n - i);
-      for (int c = 0; c < N; ++c) {
-        const TailBuffer<float, 8> ta(a[c] + i, n - i);
-        acc[c][1] =
-            _mm256_fmadd_ps(_mm256_load_ps(tw.values), _mm256_load_ps(ta.values), acc[c][1]);
-      }
-    }
-    for (int c = 0; c < N; ++c) {
-      out[c] = hsum(
-          _mm256_add_ps(_mm256_add_ps(acc[c][0], acc[c][1]), _mm256_add_ps(acc[c][2], acc[c][3])));
-    }
+// The F32 dot products' vectors (MultiF32, float_common.h): partial vectors through a padded
+// copy.
+struct F32x8 {
+  using Vec = __m256;
+  static constexpr int64_t kLanes = 8;
+  static constexpr int kLeadAccumulator = 2;
+  static Vec zero() { return _mm256_setzero_ps(); }
+  static Vec load(const float* p) { return _mm256_loadu_ps(p); }
+  static Vec load_part(const float* p, int64_t count) {
+    const TailBuffer<float, 8> padded(p, count);
+    return _mm256_load_ps(padded.values);
   }
+  static Vec add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
+  static Vec mul(Vec a, Vec b) { return _mm256_mul_ps(a, b); }
+  static Vec fmadd(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
+  static float sum(Vec v) { return hsum(v); }
+  static int64_t lead(const float* w, int64_t n) { return lead_to_alignment<32>(w, n); }
 };
+using MultiF32x8 = MultiF32<F32x8>;
 
 // ---- F16 ------------------------------------------------------------------------------------
 
@@ -242,9 +214,9 @@ float vec_dot_bf16(int64_t n, const void* weights, const void* activations) {
 }  // namespace
 
 void fill_float_avx2(KernelTable& table) {
-  table[GgmlType::F32].vec_dot = vec_dot_of<MultiF32>;
+  table[GgmlType::F32].vec_dot = vec_dot_of<MultiF32x8>;
   // Three columns: 12 accumulators and 4 weight vectors fill the 16 registers.
-  table[GgmlType::F32].vec_dot_multi = vec_dot_multi_of<MultiF32, 3>;
+  table[GgmlType::F32].vec_dot_multi = vec_dot_multi_of<MultiF32x8, 3>;
   table[GgmlType::F16] = {dequantize_f16, quantize_f16, vec_dot_f16};
   table[GgmlType::BF16] = {dequantize_bf16, quantize_bf16, vec_dot_bf16};
 }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "quant/float_common.h"
 #include "quant/kernel_table.h"
 #include "quant/multi_dot.h"
 
@@ -34,49 +35,23 @@ int64_t lead_to_alignment(const T* p, int64_t n) {
 
 // ---- F32 ------------------------------------------------------------------------------------
 
-// Dot products of one F32 weight row with N activation rows, each weight vector loaded once for
-// all of them (a router's product over a prompt's tokens); every column keeps the single-row
-// kernel's four accumulators and order, so vec_dot (N = 1) and vec_dot_multi agree bit for bit.
-struct MultiF32 {
-  template <int N>
-  static void run(int64_t n, const void* weights, const uint8_t* act, int64_t act_stride,
-                  float* out) {
-    const auto* w = static_cast<const float*>(weights);
-    const float* a[N];
-    for (int c = 0; c < N; ++c) a[c] = reinterpret_cast<const float*>(act + c * act_stride);
-    __m512 acc[N][4];
-    for (int c = 0; c < N; ++c)
-      for (int v = 0; v < 4; ++v) acc[c][v] = _mm512_setzero_ps();
-    int64_t i = lead_to_alignment<64>(w, n);
-    if (i > 0) {
-      const __mmask16 m = tail_mask16(i);
-      const __m512 wv = _mm512_maskz_loadu_ps(m, w);
-      for (int c = 0; c < N; ++c) acc[c][1] = _mm512_mul_ps(wv, _mm512_maskz_loadu_ps(m, a[c]));
-    }
-    for (; i + 64 <= n; i += 64) {
-      __m512 wv[4];
-      for (int v = 0; v < 4; ++v) wv[v] = _mm512_loadu_ps(w + i + 16 * v);
-      for (int c = 0; c < N; ++c)
-        for (int v = 0; v < 4; ++v)
-          acc[c][v] = _mm512_fmadd_ps(wv[v], _mm512_loadu_ps(a[c] + i + 16 * v), acc[c][v]);
-    }
-    for (; i + 16 <= n; i += 16) {
-      const __m512 wv = _mm512_loadu_ps(w + i);
-      for (int c = 0; c < N; ++c)
-        acc[c][0] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(a[c] + i), acc[c][0]);
-    }
-    if (i < n) {
-      const __mmask16 m = tail_mask16(n - i);
-      const __m512 wv = _mm512_maskz_loadu_ps(m, w + i);
-      for (int c = 0; c < N; ++c)
-        acc[c][1] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, a[c] + i), acc[c][1]);
-    }
-    for (int c = 0; c < N; ++c) {
-      out[c] = _mm512_reduce_add_ps(
-          _mm512_add_ps(_mm512_add_ps(acc[c][0], acc[c][1]), _mm512_add_ps(acc[c][2], acc[c][3])));
-    }
+// The F32 dot products' vectors (MultiF32, float_common.h): the lead goes through masked loads.
+struct F32x16 {
+  using Vec = __m512;
+  static constexpr int64_t kLanes = 16;
+  static constexpr int kLeadAccumulator = 1;
+  static Vec zero() { return _mm512_setzero_ps(); }
+  static Vec load(const float* p) { return _mm512_loadu_ps(p); }
+  static Vec load_part(const float* p, int64_t count) {
+    return _mm512_maskz_loadu_ps(tail_mask16(count), p);
   }
+  static Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
+  static Vec mul(Vec a, Vec b) { return _mm512_mul_ps(a, b); }
+  static Vec fmadd(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
+  static float sum(Vec v) { return _mm512_reduce_add_ps(v); }
+  static int64_t lead(const float* w, int64_t n) { return lead_to_alignment<64>(w, n); }
 };
+using MultiF32x16 = MultiF32<F32x16>;
 
 // ---- F16 ------------------------------------------------------------------------------------
 
@@ -220,9 +195,9 @@ float vec_dot_bf16(int64_t n, const void* weights, const void* activations) {
 }  // namespace
 
 void fill_float_avx512(KernelTable& table) {
-  table[GgmlType::F32].vec_dot = vec_dot_of<MultiF32>;
+  table[GgmlType::F32].vec_dot = vec_dot_of<MultiF32x16>;
   // Four columns: 16 accumulators and 4 weight vectors in registers.
-  table[GgmlType::F32].vec_dot_multi = vec_dot_multi_of<MultiF32, 4>;
+  table[GgmlType::F32].vec_dot_multi = vec_dot_multi_of<MultiF32x16, 4>;
   table[GgmlType::F16] = {dequantize_f16, quantize_f16, vec_dot_f16};
   table[GgmlType::BF16] = {dequantize_bf16, quantize_bf16, vec_dot_bf16};
 }
