@@ -81,12 +81,12 @@ void matmul_rows_impl(const WeightMatrix& w, const QuantizedRows& a, TokenOf tok
   if (k.vec_dot_multi && n_out > 1) {
     // Tokens per pass over the rows: as many as keep their activation rows within L1 while every
     // weight row of the block meets them (8 rows of 2048 f32 values, a router's, would not).
-    const int64_t group =
+    const int64_t tokens_per_pass =
         std::clamp<int64_t>(kMultiDotActivationBytes / a_bytes, 1, quant::kMaxMultiDot);
     static thread_local std::vector<uint8_t> gathered;  // reused: called per block of rows
     float results[quant::kMaxMultiDot];
-    for (int64_t i0 = 0; i0 < n_out; i0 += group) {
-      const int count = static_cast<int>(std::min<int64_t>(group, n_out - i0));
+    for (int64_t i0 = 0; i0 < n_out; i0 += tokens_per_pass) {
+      const int count = static_cast<int>(std::min<int64_t>(tokens_per_pass, n_out - i0));
       const uint8_t* group = a.row(token_of(i0));
       if (!contiguous) {
         gathered.resize(static_cast<size_t>(count * a_bytes));

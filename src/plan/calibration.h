@@ -43,12 +43,13 @@ namespace strata::plan {
 
 // Bumped when the kernels measured get faster, so recorded runs of older kernels are not taken
 // for this build's (run_records.h). 11: tile GEMMs for IQ4_XS, Q6_K, Q4_0, IQ4_NL and MXFP4
-// (issue 36). Bump kCalibrationVersion with it.
-inline constexpr int kKernelsVersion = 11;
+// (issue 36); 12: prompt attention's values decoded once a chunk, wider tile GEMM column passes,
+// F32 products over several tokens. Bump kCalibrationVersion with it.
+inline constexpr int kKernelsVersion = 12;
 // Bumped when what is measured or how changes (or the kernels do), so older cache entries are
 // measured again. 10: kernel level and load recorded; 11: kernels (above); 12: interleaved rounds
-// with their spread recorded.
-inline constexpr int kCalibrationVersion = 12;
+// with their spread recorded; 13: kernels (above).
+inline constexpr int kCalibrationVersion = 13;
 
 struct TypeCalibration {
   GgmlType type = GgmlType::F32;
