@@ -470,13 +470,12 @@ void routed_experts(const MoeFfnWeights& w, const MoeParams& p, ActivationCache&
         ops::matmul_rows_indexed(w.down_exps.slice(e * n_embd, n_embd), hidden, &identity[off],
                                  count, down + off * n_embd, n_embd, r0, r1, ws.matmul);
       },
-      [](int64_t) {});
-  if (w.down_bias) {  // each expert's own output bias, before its weight
-    for (int32_t e : active) {
-      add_bias_rows(down + first[e] * n_embd, w.down_bias + e * n_embd, first[e + 1] - first[e],
-                    n_embd);
-    }
-  }
+      [&](int64_t e) {  // each expert's own output bias, before its weight
+        if (w.down_bias) {
+          add_bias_rows(down + first[e] * n_embd, w.down_bias + e * n_embd, first[e + 1] - first[e],
+                        n_embd);
+        }
+      });
   ops::combine_expert_rows(ids, ids_weight, down, n, n_embd, out, pool);
 }
 
