@@ -29,7 +29,7 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads) {
     {
       std::lock_guard lock(mutex_);
       stop_.store(true);
-      generation_.fetch_add(1);
+      generation_.fetch_add(2);  // stop_ is read before the kind bit
     }
     wake_.notify_all();
     for (auto& w : workers_) w.join();
@@ -61,7 +61,7 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard lock(mutex_);
     stop_.store(true);
-    generation_.fetch_add(1);
+    generation_.fetch_add(2);  // stop_ is read before the kind bit
   }
   wake_.notify_all();
   for (auto& w : workers_) w.join();
@@ -105,8 +105,17 @@ void ThreadPool::worker_loop(int thread) {
     }
     seen = generation_.load(std::memory_order_acquire);
     if (stop_.load()) return;
-    work_on_current_job(thread);
-    busy_workers_.fetch_sub(1, std::memory_order_acq_rel);
+    if (seen & 1) {  // run_on_all: the caller waits for this thread
+      work_on_current_job(thread);
+      busy_workers_.fetch_sub(1, std::memory_order_acq_rel);
+      continue;
+    }
+    // Join only a job still open. Against the caller's close (open_ = 0, then joined_workers_
+    // read; all sequentially consistent): either it sees this worker joined and waits, or this
+    // worker sees the job closed and leaves it alone (its fields may already be the next job's).
+    joined_workers_.fetch_add(1, std::memory_order_seq_cst);
+    if (open_.load(std::memory_order_seq_cst) == seen) work_on_current_job(thread);
+    joined_workers_.fetch_sub(1, std::memory_order_release);
   }
 }
 
@@ -119,27 +128,43 @@ void ThreadPool::run(int64_t n_tasks, const TaskFn& fn) {
   dispatch(n_tasks, fn, false);
 }
 
+void ThreadPool::wait_for_zero(const std::atomic<int>& count) {
+  // Yield now and then so an oversubscribed machine (more threads than free cores) lets a
+  // descheduled worker finish instead of spinning against it.
+  for (int spins = 0; count.load(std::memory_order_seq_cst) != 0; ++spins) {
+    if (spins < 4096) {
+      _mm_pause();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+}
+
 void ThreadPool::dispatch(int64_t n_tasks, const TaskFn& fn, bool per_thread) {
   job_ = &fn;
   per_thread_ = per_thread;
   n_tasks_ = n_tasks;
   next_task_.store(0, std::memory_order_relaxed);
   error_ = nullptr;
-  busy_workers_.store(n_threads_ - 1, std::memory_order_relaxed);
+  const uint64_t generation =
+      ((generation_.load(std::memory_order_relaxed) >> 1) + 1) << 1 | (per_thread ? 1 : 0);
+  if (per_thread) {
+    busy_workers_.store(n_threads_ - 1, std::memory_order_relaxed);
+  } else {
+    open_.store(generation, std::memory_order_relaxed);  // published by the release below
+  }
   {
     std::lock_guard lock(mutex_);
-    generation_.fetch_add(1, std::memory_order_release);
+    generation_.store(generation, std::memory_order_release);
   }
   wake_.notify_all();
   work_on_current_job(0);
-  // Wait for the workers; yield now and then so an oversubscribed machine (more threads than
-  // free cores) lets a descheduled worker finish instead of spinning against it.
-  for (int spins = 0; busy_workers_.load(std::memory_order_acquire) != 0; ++spins) {
-    if (spins < 4096) {
-      _mm_pause();
-    } else {
-      std::this_thread::yield();
-    }
+  if (per_thread) {
+    wait_for_zero(busy_workers_);
+  } else {
+    // No task is left to claim: close the job and wait only for the workers inside it.
+    open_.store(0, std::memory_order_seq_cst);
+    wait_for_zero(joined_workers_);
   }
   job_ = nullptr;
   if (error_) std::rethrow_exception(error_);

@@ -3,6 +3,12 @@
 // thread 0, so a pool of N runs N-1 workers. Workers spin briefly between jobs (decode issues
 // hundreds of small jobs per token; waking a sleeping thread costs tens of microseconds) and
 // then sleep.
+//
+// A job waits only for the workers that joined it before its tasks ran out. A worker that is
+// late (asleep, or its core given to another process or, in a VM, its virtual CPU descheduled
+// by the host for milliseconds) finds the job closed and skips it, so the caller's thread does
+// the work instead of waiting for it: on a 2-vCPU VM the first steps after an idle pause took
+// 5 ms each, 30 times their time, waiting for the sleeping worker's vCPU to come back.
 
 #include <atomic>
 #include <condition_variable>
@@ -35,6 +41,7 @@ class ThreadPool {
 
  private:
   void dispatch(int64_t n_tasks, const TaskFn& fn, bool per_thread);
+  void wait_for_zero(const std::atomic<int>& count);
   void pin_workers();
   void worker_loop(int thread);
   void work_on_current_job(int thread);
@@ -44,15 +51,19 @@ class ThreadPool {
 
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::atomic<uint64_t> generation_{0};  // bumped for every job
+  // Bumped by 2 for every job; the low bit is set for run_on_all jobs (every thread runs them
+  // once, and the caller waits for every worker), so a worker reads the kind with the job.
+  std::atomic<uint64_t> generation_{0};
   std::atomic<bool> stop_{false};
 
   // The current job.
   const TaskFn* job_ = nullptr;
   int64_t n_tasks_ = 0;
-  bool per_thread_ = false;  // run_on_all: every thread runs the job once
+  bool per_thread_ = false;  // run_on_all
   std::atomic<int64_t> next_task_{0};
-  std::atomic<int> busy_workers_{0};
+  std::atomic<int> busy_workers_{0};    // run_on_all: workers yet to run it
+  std::atomic<uint64_t> open_{0};       // run: the generation workers may still join (0: none)
+  std::atomic<int> joined_workers_{0};  // run: workers inside the job (or checking whether open)
   std::exception_ptr error_;
   std::mutex error_mutex_;
 };

@@ -2,9 +2,16 @@
 
 #include <gtest/gtest.h>
 
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+
 #include <atomic>
+#include <chrono>
 #include <set>
 #include <stdexcept>
+#include <thread>
+#include <vector>
 
 namespace strata {
 namespace {
@@ -53,6 +60,70 @@ TEST(ThreadPool, ExceptionsReachTheCaller) {
   std::atomic<int> count{0};
   pool.run(10, [&](int64_t, int) { count++; });
   EXPECT_EQ(count.load(), 10);
+}
+
+sem_t held_up, let_go;  // for the signal handler: a worker it holds up
+void hold_up(int) {
+  sem_post(&held_up);
+  while (sem_wait(&let_go) != 0) {
+  }
+}
+
+// A worker that does not come (here: held inside a signal handler; in life: asleep, or its
+// virtual CPU descheduled by the host) does not hold up the jobs meanwhile: the caller's thread
+// runs their tasks. Once back, the worker takes part again and every task still runs once.
+TEST(ThreadPool, AWorkerThatDoesNotComeDoesNotHoldUpTheJobs) {
+  using namespace std::chrono_literals;
+  ThreadPool pool(2);
+  pthread_t worker{};
+  pool.run_on_all([&](int thread) {
+    if (thread == 1) worker = pthread_self();
+  });
+  ASSERT_EQ(sem_init(&held_up, 0, 0), 0);
+  ASSERT_EQ(sem_init(&let_go, 0, 0), 0);
+  struct sigaction hold {
+  }, before{};
+  hold.sa_handler = hold_up;
+  sigemptyset(&hold.sa_mask);
+  ASSERT_EQ(sigaction(SIGUSR1, &hold, &before), 0);
+  ASSERT_EQ(pthread_kill(worker, SIGUSR1), 0);
+  while (sem_wait(&held_up) != 0) {
+  }
+
+  constexpr int kJobs = 20, kTasks = 50;
+  std::vector<int> ran_by(kJobs * kTasks, -1);
+  std::atomic<bool> done{false};
+  std::thread caller([&] {
+    for (int job = 0; job < kJobs; ++job) {
+      pool.run(kTasks, [&](int64_t task, int thread) {
+        ran_by[static_cast<size_t>(job * kTasks + task)] = thread;
+      });
+    }
+    done = true;
+  });
+  const auto start = std::chrono::steady_clock::now();
+  while (!done && std::chrono::steady_clock::now() - start < 10s) std::this_thread::sleep_for(1ms);
+  const bool finished_without_it = done;
+  sem_post(&let_go);  // either way, so the jobs can end
+  caller.join();
+  sigaction(SIGUSR1, &before, nullptr);
+  EXPECT_TRUE(finished_without_it) << "the jobs waited for the held-up worker";
+  for (int thread : ran_by) EXPECT_EQ(thread, 0);
+
+  std::vector<std::atomic<int>> hits(2000);
+  std::atomic<bool> worker_ran{false};
+  for (int job = 0; job < 200; ++job) {
+    pool.run(10, [&](int64_t task, int thread) {
+      hits[static_cast<size_t>(job * 10 + task)]++;
+      if (thread == 1) worker_ran = true;
+      if (thread == 1 || worker_ran) return;
+      std::this_thread::sleep_for(10us);  // leave the worker tasks to take
+    });
+  }
+  for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+  EXPECT_TRUE(worker_ran) << "the worker never took part again";
+  sem_destroy(&held_up);
+  sem_destroy(&let_go);
 }
 
 TEST(ThreadPool, SplitRangeCoversEverythingOnce) {
