@@ -12,12 +12,36 @@ bool TokenChannel::push(int32_t token) {
   bool wake, more;
   {
     std::lock_guard lock(mutex);
-    wake = tokens.empty();
     tokens.push_back(token);
+    wake = std::exchange(reader_waiting_, false);
     more = !stop_requested;
   }
   if (wake) ready.notify_one();  // after unlocking: the reader does not wake into a held lock
   return more;
+}
+
+void TokenChannel::finish(const JobResult& result) {
+  {
+    std::lock_guard lock(mutex);
+    done = result;
+  }
+  ready.notify_one();
+}
+
+TokenChannel::Taken TokenChannel::take(std::chrono::milliseconds wait) {
+  std::unique_lock lock(mutex);
+  const auto due = last_take_ + kReadInterval;
+  if (!done && std::chrono::steady_clock::now() < due)
+    ready.wait_until(lock, due, [&] { return done.has_value(); });
+  reader_waiting_ = true;
+  ready.wait_for(lock, wait, [&] { return !tokens.empty() || done.has_value(); });
+  reader_waiting_ = false;
+  Taken taken;
+  taken.tokens.swap(tokens);
+  taken.logprobs.swap(logprobs);
+  taken.done = done;
+  if (!taken.tokens.empty()) last_take_ = std::chrono::steady_clock::now();
+  return taken;
 }
 
 GenerationRun::GenerationRun(Scheduler& scheduler, const Tokenizer& tokenizer, GenerationJob job,
@@ -38,11 +62,7 @@ GenerationRun::GenerationRun(Scheduler& scheduler, const Tokenizer& tokenizer, G
       ch->logprobs.push_back(lp);
     };
   }
-  job.on_done = [ch = channel_](const JobResult& r) {
-    std::lock_guard lock(ch->mutex);
-    ch->done = r;
-    ch->ready.notify_one();
-  };
+  job.on_done = [ch = channel_](const JobResult& r) { ch->finish(r); };
   std::optional<uint64_t> id;
   try {
     id = scheduler_.submit(std::move(job));
@@ -100,17 +120,7 @@ void GenerationRun::emit(const std::string& text, TextEvents& ev) {
 
 TextEvents GenerationRun::next(std::chrono::milliseconds wait) {
   TextEvents ev;
-  std::vector<int32_t> tokens;
-  std::vector<TokenLogprobs> logprobs;
-  std::optional<JobResult> done;
-  {
-    std::unique_lock lock(channel_->mutex);
-    channel_->ready.wait_for(
-        lock, wait, [&] { return !channel_->tokens.empty() || channel_->done.has_value(); });
-    tokens.swap(channel_->tokens);
-    logprobs.swap(channel_->logprobs);
-    done = channel_->done;
-  }
+  auto [tokens, logprobs, done] = channel_->take(wait);
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (stopped_early_) break;
     ++tokens_used_;

@@ -1,6 +1,8 @@
 // The scheduler hands each token to the HTTP side through a TokenChannel. A reader waiting on an
 // empty channel wakes at the first token; tokens pushed before it reads (a verify step's kept
-// tokens) arrive with it, none lost, in order; and the push says when no more are wanted.
+// tokens) arrive with it, none lost, in order; a fast stream is read in batches at most every
+// kReadInterval, not token by token; the end wakes the reader; and the push says when no more
+// are wanted.
 
 #include <gtest/gtest.h>
 
@@ -18,11 +20,7 @@ using namespace std::chrono_literals;
 
 // Waits as GenerationRun::next does and takes whatever the channel holds.
 std::vector<int32_t> read(TokenChannel& ch, std::chrono::milliseconds wait) {
-  std::unique_lock lock(ch.mutex);
-  ch.ready.wait_for(lock, wait, [&] { return !ch.tokens.empty() || ch.done.has_value(); });
-  std::vector<int32_t> got;
-  got.swap(ch.tokens);
-  return got;
+  return ch.take(wait).tokens;
 }
 
 TEST(TokenChannel, AWaitingReaderWakesAtTheFirstTokenAndABurstArrivesWhole) {
@@ -63,6 +61,56 @@ TEST(TokenChannel, TokensPushedBeforeAReadAreAllThereAndAStopIsReported) {
     ch.stop_requested = true;
   }
   EXPECT_FALSE(ch.push(11));
+}
+
+TEST(TokenChannel, AFastStreamIsReadInBatchesNoMoreOftenThanTheInterval) {
+  TokenChannel ch;
+  constexpr int kTokens = 60;
+  std::vector<int32_t> got;
+  int reads = 0;
+  std::thread reader([&] {
+    const auto start = std::chrono::steady_clock::now();
+    while (got.size() < kTokens && std::chrono::steady_clock::now() - start < 30s) {
+      const std::vector<int32_t> batch = read(ch, 10s);
+      reads += batch.empty() ? 0 : 1;
+      got.insert(got.end(), batch.begin(), batch.end());
+    }
+  });
+  std::this_thread::sleep_for(20ms);  // the reader is waiting
+  // A token every 100 us or more (a small model's decode): unpaced, a read each.
+  const auto first = std::chrono::steady_clock::now();
+  for (int32_t t = 0; t < kTokens; ++t) {
+    EXPECT_TRUE(ch.push(t));
+    std::this_thread::sleep_for(100us);
+  }
+  const auto pushing = std::chrono::steady_clock::now() - first;
+  reader.join();
+  std::vector<int32_t> want(kTokens);
+  for (int32_t t = 0; t < kTokens; ++t) want[static_cast<size_t>(t)] = t;
+  EXPECT_EQ(got, want);
+  // The first token's read, then one per interval at most while the tokens came, and the last.
+  const auto intervals = pushing / TokenChannel::kReadInterval;
+  EXPECT_LE(reads, intervals + 2) << "tokens pushed over " << intervals << " intervals";
+  EXPECT_GE(reads, 2);  // the first token was read alone, at once
+}
+
+TEST(TokenChannel, TheEndWakesAReaderAtOnceAfterTokens) {
+  TokenChannel ch;
+  EXPECT_TRUE(ch.push(1));
+  EXPECT_EQ(read(ch, 0ms), (std::vector<int32_t>{1}));
+  std::thread ender([&] {
+    std::this_thread::sleep_for(20ms);
+    JobResult result;
+    result.generated_tokens = 1;
+    ch.finish(result);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const TokenChannel::Taken taken = ch.take(10s);
+  ender.join();
+  EXPECT_TRUE(taken.tokens.empty());
+  ASSERT_TRUE(taken.done.has_value());
+  EXPECT_EQ(taken.done->generated_tokens, 1);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
 }
 
 }  // namespace
