@@ -149,14 +149,25 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
   // Per-head q/k norms, rotary embeddings, then the new keys and values into the cache.
   {
     STRATA_PROFILE("attention: q/k norm, rope, kv store");
+    // The step's first attention layer computes the angles; the others find them here.
+    RopeAngles& angles = ws.rope_angles;
+    const int64_t n_rot = p.rope->n_rot();
+    const bool fresh = angles.rope != p.rope || !std::ranges::equal(angles.positions, at.position);
+    if (fresh) {
+      angles.rope = p.rope;
+      angles.positions.assign(at.position.begin(), at.position.end());
+      angles.cos_sin.resize(static_cast<size_t>(n * n_rot));
+    }
     pool.run(n, [&](int64_t t, int) {
       float* qt = q + t * q_dim;
       float* kt = k + t * kv_dim;
       if (w.q_norm) ops::rms_norm_rows(qt, w.q_norm, qt, p.n_head, hd, p.rms_eps);
       if (w.k_norm) ops::rms_norm_rows(kt, w.k_norm, kt, p.n_head_kv, hd, p.rms_eps);
       const int64_t pos = at.position[static_cast<size_t>(t)];
-      p.rope->apply_heads(qt, p.n_head, pos);
-      p.rope->apply_heads(kt, p.n_head_kv, pos);
+      float* cos_sin = angles.cos_sin.data() + t * n_rot;
+      if (fresh) p.rope->angles(pos, cos_sin);
+      p.rope->apply_heads(qt, p.n_head, cos_sin);
+      p.rope->apply_heads(kt, p.n_head_kv, cos_sin);
       ops::kv_store(cache_of(at, t), pos, kt, v + t * kv_dim);
     });
   }

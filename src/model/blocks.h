@@ -41,9 +41,17 @@ class ActivationCache {
 // The buffers the blocks compute in, owned by the caller (a decoder keeps one for its steps) and
 // passed to every block: named per block, grown on demand, so no buffer serves two purposes at
 // once. One per thread that calls blocks.
+// The rotary angles of a step's positions, computed by its first attention layer for all of them.
+struct RopeAngles {
+  const ops::Rope* rope = nullptr;
+  std::vector<int64_t> positions;
+  std::vector<float> cos_sin;  // [token][rope->n_rot()]
+};
+
 struct BlockWorkspace {
   // Attention: projections, the attended values, the gate of a gated query.
   std::vector<float> q, k, v, attn, gate, query_gate;
+  RopeAngles rope_angles;
   ops::AttentionPartials attention_partials;  // ranges attended apart (attend_by_range)
   ActivationCache attn_input, attn_output;
   // Dense FFN (and the shared expert).

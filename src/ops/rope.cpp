@@ -58,21 +58,28 @@ void Rope::apply(float* head, int64_t pos) const {
 }
 
 void Rope::apply_heads(float* heads, int64_t n_heads, int64_t pos) const {
-  // The angles once for all heads: cos and sin cost more than the rotations.
-  const int64_t half = n_rot_ / 2;
   thread_local std::vector<float> cos_sin;
-  cos_sin.resize(static_cast<size_t>(2 * half));
+  cos_sin.resize(static_cast<size_t>(n_rot_));
+  angles(pos, cos_sin.data());
+  apply_heads(heads, n_heads, cos_sin.data());
+}
+
+void Rope::angles(int64_t pos, float* cos_sin) const {
+  const int64_t half = n_rot_ / 2;
   const float p = static_cast<float>(pos);
   for (int64_t i = 0; i < half; ++i) {
     const float angle = p * inv_freq_[static_cast<size_t>(i)];
-    cos_sin[static_cast<size_t>(2 * i)] = std::cos(angle) * magnitude_;
-    cos_sin[static_cast<size_t>(2 * i + 1)] = std::sin(angle) * magnitude_;
+    cos_sin[2 * i] = std::cos(angle) * magnitude_;
+    cos_sin[2 * i + 1] = std::sin(angle) * magnitude_;
   }
+}
+
+void Rope::apply_heads(float* heads, int64_t n_heads, const float* cos_sin) const {
+  const int64_t half = n_rot_ / 2;
   for (int64_t h = 0; h < n_heads; ++h) {
     float* head = heads + h * head_dim_;
     for (int64_t i = 0; i < half; ++i) {
-      const float c = cos_sin[static_cast<size_t>(2 * i)],
-                  s = cos_sin[static_cast<size_t>(2 * i + 1)];
+      const float c = cos_sin[2 * i], s = cos_sin[2 * i + 1];
       const int64_t a = style_ == RopeStyle::neox ? i : 2 * i;
       const int64_t b = style_ == RopeStyle::neox ? i + half : 2 * i + 1;
       const float x0 = head[a], x1 = head[b];

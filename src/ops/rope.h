@@ -28,6 +28,11 @@ class Rope {
   void apply(float* head, int64_t pos) const;
   // Rotates n_heads consecutive head vectors (stride head_dim) at the same position.
   void apply_heads(float* heads, int64_t n_heads, int64_t pos) const;
+  // The same in two parts, so one position's angles serve several calls (a token's query and
+  // key heads, and every layer of a step): cos and sin of each pair's angle (n_rot values, cos
+  // then sin per pair), then the rotation with them. Cos and sin cost more than the rotations.
+  void angles(int64_t pos, float* cos_sin) const;
+  void apply_heads(float* heads, int64_t n_heads, const float* cos_sin) const;
 
   RopeStyle style() const { return style_; }
   int64_t n_rot() const { return n_rot_; }

@@ -108,6 +108,30 @@ TEST(Rope, PartialRotationLeavesTheRest) {
   EXPECT_THROW(Rope(RopeStyle::neox, 16, 3, 1e4f), std::exception);
 }
 
+// A position's angles computed once (a step's first layer) and used by later rotations give the
+// bits of a rotation that computes them itself, for both styles, partial rotation and YaRN.
+TEST(Rope, AnglesComputedOnceGiveTheSameBits) {
+  const int64_t d = 64, n_heads = 3;
+  for (RopeStyle style : {RopeStyle::norm, RopeStyle::neox}) {
+    for (const int64_t n_rot : {int64_t{64}, int64_t{32}}) {
+      for (const float factor : {0.0f, 32.0f}) {
+        Rope rope(style, d, n_rot, 1e6f, YarnScaling{factor, 4096});
+        std::vector<float> cos_sin(static_cast<size_t>(n_rot));
+        for (const int64_t pos : {int64_t{0}, int64_t{1}, int64_t{777}, int64_t{131071}}) {
+          const auto x = test::random_floats(static_cast<size_t>(n_heads * d),
+                                             static_cast<uint32_t>(pos) + 11);
+          auto itself = x, shared = x;
+          rope.apply_heads(itself.data(), n_heads, pos);
+          rope.angles(pos, cos_sin.data());
+          rope.apply_heads(shared.data(), n_heads, cos_sin.data());
+          ASSERT_EQ(0, std::memcmp(itself.data(), shared.data(), x.size() * sizeof(float)))
+              << "pos " << pos << " n_rot " << n_rot << " factor " << factor;
+        }
+      }
+    }
+  }
+}
+
 // Several heads at one position (their angles computed once): every head rotated by the formula,
 // the dimensions past n_rot left alone.
 TEST(Rope, HeadsTogetherEachRotatedByTheFormula) {
