@@ -84,6 +84,17 @@ void for_each_expert_block(const std::vector<int32_t>& active, const ops::Weight
   });
 }
 
+// Tasks of per-token work of a few microseconds: for a step of a few tokens (decode, short verify
+// steps) cheaper on this thread than a round trip through the pool.
+template <typename Fn>
+void run_small_steps_here(ThreadPool& pool, int64_t n_tokens, int64_t count, const Fn& fn) {
+  if (n_tokens <= 4) {
+    for (int64_t task = 0; task < count; ++task) fn(task, 0);
+  } else {
+    pool.run(count, fn);
+  }
+}
+
 // rows[t] += bias for n rows of `cols` values (no bias: nothing).
 void add_bias_rows(float* rows, const float* bias, int64_t n, int64_t cols) {
   if (!bias) return;
@@ -158,7 +169,7 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
       angles.positions.assign(at.position.begin(), at.position.end());
       angles.cos_sin.resize(static_cast<size_t>(n * n_rot));
     }
-    pool.run(n, [&](int64_t t, int) {
+    run_small_steps_here(pool, n, n, [&](int64_t t, int) {
       float* qt = q + t * q_dim;
       float* kt = k + t * kv_dim;
       if (w.q_norm) ops::rms_norm_rows(qt, w.q_norm, qt, p.n_head, hd, p.rms_eps);
@@ -556,13 +567,7 @@ void gated_delta_net_block(const GatedDeltaNetWeights& w, const GatedDeltaNetPar
 
   // The per-token work around the recurrence is a few microseconds for a decode step: cheaper
   // on this thread than a round trip through the pool.
-  auto for_tasks = [&](int64_t count, const auto& fn) {
-    if (n <= 4) {
-      for (int64_t task = 0; task < count; ++task) fn(task, 0);
-    } else {
-      pool.run(count, fn);
-    }
-  };
+  auto for_tasks = [&](int64_t count, const auto& fn) { run_small_steps_here(pool, n, count, fn); };
   ActivationCache& input = ws.gdn_input;
   input.reset(x, n, w.qkv.cols);
   {
