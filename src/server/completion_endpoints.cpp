@@ -80,7 +80,7 @@ void stream_response(httplib::Response& res, std::shared_ptr<GenerationRun> run,
         if (const auto opening = chunks.opening(); opening && !write(sink, sse_event(*opening)))
           return client_gone();
         for (;;) {
-          const TextEvents ev = run->next(kPoll);
+          const TextEvents ev = run->next(kPoll, 1);  // a chunk per token
           if (ev.finished) {
             log_line->generation = ev.result;
             if (ev.error) log_line->error = *ev.error;

@@ -1,6 +1,7 @@
 #include "server/generation.h"
 
 #include <algorithm>
+#include <iterator>
 #include <utility>
 
 #include "server/api_error.h"
@@ -38,7 +39,13 @@ TokenChannel::Taken TokenChannel::take(std::chrono::milliseconds wait) {
   reader_waiting_ = false;
   Taken taken;
   taken.tokens.swap(tokens);
-  taken.logprobs.swap(logprobs);
+  // A token's log-probabilities are added just before the token itself: one whose token is not
+  // here yet stays for the next take, so each taken token has its own.
+  const auto with_token = logprobs.begin() + static_cast<std::ptrdiff_t>(
+                                                 std::min(logprobs.size(), taken.tokens.size()));
+  taken.logprobs.assign(std::make_move_iterator(logprobs.begin()),
+                        std::make_move_iterator(with_token));
+  logprobs.erase(logprobs.begin(), with_token);
   taken.done = done;
   if (!taken.tokens.empty()) last_take_ = std::chrono::steady_clock::now();
   return taken;
@@ -118,24 +125,36 @@ void GenerationRun::emit(const std::string& text, TextEvents& ev) {
   }
 }
 
-TextEvents GenerationRun::next(std::chrono::milliseconds wait) {
+TextEvents GenerationRun::next(std::chrono::milliseconds wait, size_t max_tokens) {
   TextEvents ev;
-  auto [tokens, logprobs, done] = channel_->take(wait);
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    if (stopped_early_) break;
+  if (backlog_.empty() && !done_) {
+    TokenChannel::Taken taken = channel_->take(wait);
+    backlog_.insert(backlog_.end(), taken.tokens.begin(), taken.tokens.end());
+    for (TokenLogprobs& lp : taken.logprobs) backlog_logprobs_.push_back(std::move(lp));
+    done_ = std::move(taken.done);
+  }
+  for (size_t i = 0; i < max_tokens && !backlog_.empty() && !stopped_early_; ++i) {
+    const int32_t token = backlog_.front();
+    backlog_.pop_front();
     ++tokens_used_;
-    if (i < logprobs.size()) pending_logprobs_.push_back(std::move(logprobs[i]));
-    add_text(token_text(tokens[i]), ev);
+    if (!backlog_logprobs_.empty()) {  // one per token when the request asked for them
+      pending_logprobs_.push_back(std::move(backlog_logprobs_.front()));
+      backlog_logprobs_.pop_front();
+    }
+    add_text(token_text(token), ev);
   }
   if (stopped_early_) {
     // The rest is not wanted: the job ends at its next token (tokens after this are dropped).
+    backlog_.clear();
+    backlog_logprobs_.clear();
     std::lock_guard lock(channel_->mutex);
     channel_->stop_requested = true;
   }
-  if (!done) {
+  if (!done_ || !backlog_.empty()) {
     if (!ev.delta.empty()) ev.logprobs = std::exchange(pending_logprobs_, {});
     return ev;
   }
+  const JobResult& done = *done_;
 
   // Finished: release what the detokenizer, the stop matcher and the parser still hold.
   add_text(detok_.flush(), ev);
@@ -144,18 +163,18 @@ TextEvents GenerationRun::next(std::chrono::milliseconds wait) {
   ev.finished = true;
   finished_ = true;
   ev.logprobs = std::exchange(pending_logprobs_, {});
-  ev.result = *done;
+  ev.result = done;
   ev.result.generated_tokens = tokens_used_;
   if (stopped_early_) {
     ev.finish_reason = "stop";
-  } else if (done->reason == FinishReason::length) {
+  } else if (done.reason == FinishReason::length) {
     ev.finish_reason = "length";
-  } else if (done->reason == FinishReason::stop) {
+  } else if (done.reason == FinishReason::stop) {
     ev.finish_reason = "stop";
   } else {
-    ev.error = done->reason == FinishReason::cancelled ? std::string("the generation was cancelled")
-                                                       : done->error;
-    ev.device_lost = done->device_lost;
+    ev.error = done.reason == FinishReason::cancelled ? std::string("the generation was cancelled")
+                                                      : done.error;
+    ev.device_lost = done.device_lost;
   }
   if (ev.finish_reason == "stop" && parser_ && parser_->tool_calls_seen() > 0)
     ev.finish_reason = "tool_calls";

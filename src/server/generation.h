@@ -6,7 +6,9 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -32,7 +34,7 @@ struct TokenChannel {
   std::mutex mutex;
   std::condition_variable ready;
   std::vector<int32_t> tokens;
-  std::vector<TokenLogprobs> logprobs;  // one per token, when the request asked for them
+  std::vector<TokenLogprobs> logprobs;  // one per token, added before it, when asked for
   std::optional<JobResult> done;
   bool stop_requested = false;  // the HTTP side wants no more tokens
 
@@ -79,8 +81,12 @@ class GenerationRun {
                 std::vector<int32_t> tag_tokens = {});
   ~GenerationRun();  // cancels the job if it is still running
 
-  // Waits up to `wait` for tokens; returns what they add. After `finished`, do not call again.
-  TextEvents next(std::chrono::milliseconds wait);
+  // What the next tokens add: at most max_tokens of those taken from the channel, waiting up to
+  // `wait` for more only when none are left. A stream asks for one at a time, so each token is
+  // its own chunk (as OpenAI streams them) though the channel hands them over in batches. After
+  // `finished`, do not call again.
+  TextEvents next(std::chrono::milliseconds wait,
+                  size_t max_tokens = std::numeric_limits<size_t>::max());
   void cancel();
   uint64_t id() const { return id_; }
 
@@ -100,6 +106,10 @@ class GenerationRun {
   std::unique_ptr<ChatOutputParser> parser_;
   std::vector<int32_t> tag_tokens_;  // sorted
   uint64_t id_ = 0;
+  // Taken from the channel, not yet through next(): tokens, their log-probabilities, the end.
+  std::deque<int32_t> backlog_;
+  std::deque<TokenLogprobs> backlog_logprobs_;
+  std::optional<JobResult> done_;
   std::vector<TokenLogprobs> pending_logprobs_;  // of tokens whose text is not out yet
   int64_t tokens_used_ = 0;                      // generated tokens that made it into the text
   bool stopped_early_ = false;  // on a stop string, or after the last tool call allowed

@@ -139,6 +139,44 @@ TEST(Server, ChatCompletionWholeAndStreamedAgree) {
   EXPECT_EQ(text, whole_text);
 }
 
+// The HTTP side takes a fast model's tokens in batches (TokenChannel), but a stream still sends
+// each token's text as its own chunk, as OpenAI streams do. The trained model makes thousands of
+// tokens a second, several to a batch.
+TEST(Server, AStreamSendsEachTokensTextAsItsOwnChunk) {
+  const auto trained =
+      test::test_data_dir() / ".." / ".." / "tools" / "train" / "strata-coder-tiny.gguf";
+  ServerStack s({.n_slots = 1, .n_ctx = 1024}, {}, trained.string());
+  auto c = s.client();
+  const Json body = {
+      {"messages",
+       {{{"role", "user"},
+         {"content", "Write a function that does this: Return the sum of a list of numbers."}}}},
+      {"max_tokens", 64},
+      {"temperature", 0},
+      {"stream", true},
+      {"stream_options", {{"include_usage", true}}}};
+  auto streamed = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(streamed);
+  ASSERT_EQ(streamed->status, 200);
+  bool done = false;
+  const auto chunks = sse_payloads(streamed->body, done);
+  ASSERT_TRUE(done);
+  int64_t with_text = 0;
+  for (const auto& ch : chunks) {
+    if (ch["choices"].empty()) continue;
+    const auto& delta = ch["choices"][0]["delta"];
+    const auto has = [&](const char* key) {
+      return delta.contains(key) && delta[key].is_string() &&
+             !delta[key].get<std::string>().empty();
+    };
+    with_text += has("content") || has("reasoning_content") ? 1 : 0;
+  }
+  const int64_t tokens = chunks.back()["usage"]["completion_tokens"];
+  ASSERT_GE(tokens, 16);
+  // A token adds no text of its own only when it is part of a character or of a tag.
+  EXPECT_GE(with_text, tokens / 2) << with_text << " chunks with text for " << tokens << " tokens";
+}
+
 TEST(Server, RepeatedConversationReusesThePrefixWithTheSameResult) {
   ServerStack s({.n_slots = 2, .n_ctx = 512});
   auto c = s.client();

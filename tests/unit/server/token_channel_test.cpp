@@ -113,5 +113,35 @@ TEST(TokenChannel, TheEndWakesAReaderAtOnceAfterTokens) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
 }
 
+// The scheduler adds a token's log-probabilities, then the token: a take between the two leaves
+// them for the take that gets their token, so tokens and log-probabilities stay paired.
+TEST(TokenChannel, LogprobsWhoseTokenHasNotComeWaitForIt) {
+  TokenChannel ch;
+  const auto logprobs_of = [](int32_t token) {
+    TokenLogprobs lp;
+    lp.chosen = {token, -0.5f * static_cast<float>(token)};
+    return lp;
+  };
+  const auto add_logprobs = [&](int32_t token) {
+    std::lock_guard lock(ch.mutex);
+    ch.logprobs.push_back(logprobs_of(token));
+  };
+  for (int32_t t : {1, 2}) {
+    add_logprobs(t);
+    EXPECT_TRUE(ch.push(t));
+  }
+  add_logprobs(3);  // token 3's own push has not happened yet
+  TokenChannel::Taken first = ch.take(0ms);
+  EXPECT_EQ(first.tokens, (std::vector<int32_t>{1, 2}));
+  ASSERT_EQ(first.logprobs.size(), 2u);
+  EXPECT_EQ(first.logprobs[0].chosen.token, 1);
+  EXPECT_EQ(first.logprobs[1].chosen.token, 2);
+  EXPECT_TRUE(ch.push(3));
+  TokenChannel::Taken second = ch.take(10s);
+  EXPECT_EQ(second.tokens, (std::vector<int32_t>{3}));
+  ASSERT_EQ(second.logprobs.size(), 1u);
+  EXPECT_EQ(second.logprobs[0].chosen.token, 3);
+}
+
 }  // namespace
 }  // namespace strata::server
