@@ -103,7 +103,9 @@ struct PhaseSeconds {
 };
 
 // Runs `call` (one moe_ffn_block of `tokens` tokens) in windows: each phase's seconds per call,
-// less its small ops (median over the windows; 0 when every window came out shorter than them).
+// less its small ops (median over the windows). When every window came out shorter than the small
+// ops (their costs measured apart, on a busier moment: a loaded machine, or a late pool worker the
+// phase did not wait for), the phase's whole time: an upper bound, where 0 would say nothing.
 template <typename Call>
 PhaseSeconds time_phases(const ExpertLayer& l, int64_t tokens, Call&& call,
                          const SerialCosts& serial, double window_seconds, int repeats) {
@@ -115,19 +117,21 @@ PhaseSeconds time_phases(const ExpertLayer& l, int64_t tokens, Call&& call,
 
   ProfilerWindow profiling;
   call();  // warm-up (thread-local scratch buffers)
-  std::vector<double> gate_up, down;
+  std::vector<double> gate_up, down, gate_up_whole, down_whole;
   for (int r = 0; r < std::max(1, repeats); ++r) {
     profile::reset();
     const double n = static_cast<double>(time_calls(call, window_seconds, 2).calls);
-    const double gu_s = phase_seconds("moe: experts gate+up") / n - gate_up_other_s;
-    const double d_s = phase_seconds("moe: experts down + weighted sum") / n - down_other_s;
-    // A phase can only come out shorter than its small ops on a clock hiccup; skip that window.
-    if (gu_s > 0) gate_up.push_back(gu_s);
-    if (d_s > 0) down.push_back(d_s);
+    const double gu_whole = phase_seconds("moe: experts gate+up") / n;
+    const double d_whole = phase_seconds("moe: experts down + weighted sum") / n;
+    gate_up_whole.push_back(gu_whole);
+    down_whole.push_back(d_whole);
+    // A phase shorter than its small ops: that window says nothing about the products.
+    if (gu_whole > gate_up_other_s) gate_up.push_back(gu_whole - gate_up_other_s);
+    if (d_whole > down_other_s) down.push_back(d_whole - down_other_s);
   }
   PhaseSeconds t;
-  if (!gate_up.empty()) t.gate_up = median(gate_up);
-  if (!down.empty()) t.down = median(down);
+  t.gate_up = median(gate_up.empty() ? gate_up_whole : gate_up);
+  t.down = median(down.empty() ? down_whole : down);
   return t;
 }
 

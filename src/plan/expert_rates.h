@@ -13,7 +13,8 @@
 // Each phase's time, less the small single-threaded ops it contains (SwiGLU in gate+up; the hidden
 // rows' quantization and the weighted sum in down, priced by `serial`, which the cost model counts
 // separately), is what the rates describe; they include the phase's pool dispatch. Each time is
-// the median of `repeats` windows of `window_seconds`.
+// the median of `repeats` windows of `window_seconds`; when the small ops (priced at a busier
+// moment) come to more than the phase in every window, the phase's whole time.
 
 #include <cstdint>
 

@@ -63,6 +63,18 @@ TEST(ExpertRates, DecodeAndPrefillMeasureBothPhasesWhenExpertsFit) {
   }
 }
 
+// Small-op costs measured at a busier moment than the phases (here: absurdly high) leave nothing
+// of a phase once subtracted: its whole time gives the rate then, not a zero that says nothing.
+TEST(ExpertRates, APhaseShorterThanItsSmallOpsIsTimedWhole) {
+  const auto buffer = q4k_rows(6 * expert_bytes());
+  ThreadPool pool(2);
+  const SerialCosts inflated{1.0, 1e6, 1e6, 1e6, 2.0};
+  const ExpertPhaseRates decode =
+      measure_expert_decode_rates(experts_in(buffer), 8, inflated, pool, 0.002, 2);
+  EXPECT_TRUE(positive_finite(decode.gate_up)) << decode.gate_up;
+  EXPECT_TRUE(positive_finite(decode.down)) << decode.down;
+}
+
 TEST(ExpertRates, NothingMeasuredWhenFewerThanTwoExpertsFit) {
   const auto buffer = q4k_rows(2 * expert_bytes() - 1);
   ThreadPool pool(1);
