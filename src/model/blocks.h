@@ -38,9 +38,6 @@ class ActivationCache {
   std::vector<bool> valid_;
 };
 
-// The buffers the blocks compute in, owned by the caller (a decoder keeps one for its steps) and
-// passed to every block: named per block, grown on demand, so no buffer serves two purposes at
-// once. One per thread that calls blocks.
 // The rotary angles of a step's positions, computed by its first attention layer for all of them.
 struct RopeAngles {
   const ops::Rope* rope = nullptr;
@@ -48,6 +45,9 @@ struct RopeAngles {
   std::vector<float> cos_sin;  // [token][rope->n_rot()]
 };
 
+// The buffers the blocks compute in, owned by the caller (a decoder keeps one for its steps) and
+// passed to every block: named per block, grown on demand, so no buffer serves two purposes at
+// once. One per thread that calls blocks.
 struct BlockWorkspace {
   // Attention: projections, the attended values, the gate of a gated query.
   std::vector<float> q, k, v, attn, gate, query_gate;
