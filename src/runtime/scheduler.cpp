@@ -35,7 +35,11 @@ size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& 
 
 DraftSources Scheduler::draft_sources() {
   const NextnHead* nextn = model_.exports_hidden() ? model_.nextn_head() : nullptr;
-  return {.cost = &verify_cost_, .nextn = nextn, .n_ctx = options_.n_ctx, .pool = &pool_};
+  return {.cost = &verify_cost_,
+          .acceptance = &acceptance_,
+          .nextn = nextn,
+          .n_ctx = options_.n_ctx,
+          .pool = &pool_};
 }
 
 Scheduler::Scheduler(Model& model, ThreadPool& pool, SchedulerOptions options)

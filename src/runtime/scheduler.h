@@ -132,8 +132,8 @@ class Scheduler {
   // What checking drafts costs, measured on this scheduler's steps: for the drafters of its jobs
   // (CostAwareDrafter), which it calls on its own thread (the only thread to read it).
   const VerifyCostCurve* verify_cost() const { return &verify_cost_; }
-  // What this scheduler's generations draft from: its verify-cost curve, and the model's MTP
-  // block where the model keeps one and gives the hidden states it reads.
+  // What this scheduler's generations draft from: its verify-cost curve and acceptance tables,
+  // and the model's MTP block where the model keeps one and gives the hidden states it reads.
   DraftSources draft_sources();
 
  private:
@@ -203,6 +203,7 @@ class Scheduler {
   std::vector<float> logits_;    // the last step's logits (worker thread)
   std::vector<float> hidden_;    // its rows' hidden states, when a drafter reads them
   VerifyCostCurve verify_cost_;  // worker thread
+  AcceptanceTables acceptance_;  // worker thread: how often its generations' drafts were kept
   int64_t counted_tokens_ = 0;
   std::thread worker_;
 };

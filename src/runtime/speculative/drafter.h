@@ -18,6 +18,14 @@ class Drafter {
   // scheduler thread.
   virtual std::vector<int32_t> propose(std::span<const int32_t> context, int64_t max_tokens) = 0;
 
+  // How strongly the last proposal is backed, for the cost model to judge it by: prompt lookup
+  // gives the length of the match it copies after; 0 where the drafter has no such measure.
+  virtual int64_t last_evidence() const { return 0; }
+  // Whether a proposal costs next to nothing at any length (prompt lookup, unlike a head or a
+  // model that runs a row per guess): the cost model then asks for the most and cuts the
+  // proposal once it sees its evidence.
+  virtual bool guesses_for_free() const { return false; }
+
   // A drafter that guesses from the model's hidden states (a NextN head) says so; the scheduler
   // then tells it, after every step, what each position it kept ran with: positions [position,
   // position + tokens.size()) took these tokens and left these hidden states ([n][n_embd], as the

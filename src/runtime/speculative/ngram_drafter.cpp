@@ -52,6 +52,7 @@ void NgramDrafter::index(std::span<const int32_t> context) {
 }
 
 std::vector<int32_t> NgramDrafter::propose(std::span<const int32_t> context, int64_t max_tokens) {
+  last_match_ = 0;
   if (context.empty() || max_tokens <= 0) return {};
   index(context);
   const size_t last = context.size() - 1;
@@ -62,6 +63,12 @@ std::vector<int32_t> NgramDrafter::propose(std::span<const int32_t> context, int
     if (it == table.end() || !same_ngram(context, it->second, last, n)) continue;
     // What followed, copied on past the context's end into the draft itself (as LZ77 copies
     // overlap): a text that repeats with a period shorter than a draft is drafted in full.
+    const size_t end = it->second;
+    int64_t match = n;
+    while (match < kMaxEvidence && end >= static_cast<size_t>(match) &&
+           context[end - static_cast<size_t>(match)] == context[last - static_cast<size_t>(match)])
+      ++match;
+    last_match_ = match;
     std::vector<int32_t> draft;
     draft.reserve(static_cast<size_t>(max_tokens));
     for (size_t i = it->second + 1; std::ssize(draft) < max_tokens; ++i)

@@ -8,7 +8,8 @@
 // (the most recent version of an edited text); what followed it is copied on past the end of the
 // context, so a loop (a repeated line, a model stuck in a cycle) is drafted at full length. The
 // context only grows between calls for one generation, so n-grams are indexed once each (a hash
-// per n-gram length, O(new tokens) a call).
+// per n-gram length, O(new tokens) a call). How far the match reaches back past the n-gram is the
+// proposal's evidence: a copy followed for 40 tokens goes on far more surely than a 2-token echo.
 
 #include <cstdint>
 #include <span>
@@ -28,6 +29,11 @@ class NgramDrafter : public Drafter {
  public:
   explicit NgramDrafter(NgramDrafterOptions options = {});
   std::vector<int32_t> propose(std::span<const int32_t> context, int64_t max_tokens) override;
+  // The length of the match the last proposal copies after: how far back the context's end
+  // equals the text before the occurrence (counted up to kMaxEvidence; 0: nothing proposed).
+  int64_t last_evidence() const override { return last_match_; }
+  bool guesses_for_free() const override { return true; }
+  static constexpr int64_t kMaxEvidence = 64;
 
  private:
   // Index every n-gram ending at positions [indexed_ - 1, context.size() - 1): those with a
@@ -37,6 +43,7 @@ class NgramDrafter : public Drafter {
   void index(std::span<const int32_t> context);
 
   NgramDrafterOptions options_;
+  int64_t last_match_ = 0;
   size_t indexed_ = 0;              // context tokens seen by the last call
   int32_t indexed_last_token_ = 0;  // context[indexed_ - 1] then
   // last_end_[n - min_ngram]: n-gram hash -> the position of its latest occurrence's last token.

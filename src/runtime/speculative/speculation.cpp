@@ -45,19 +45,24 @@ std::shared_ptr<Drafter> make_drafter(SpecMode mode, const DraftSources& sources
   if (mode == SpecMode::draft && !has_draft_model)
     throw std::invalid_argument("the server has no draft model (start it with --draft-model)");
   // Every drafter drafts only while checking its drafts pays (CostAwareDrafter).
-  auto cost_aware = [&](std::unique_ptr<Drafter> inner) {
-    return std::make_unique<CostAwareDrafter>(std::move(inner), sources.cost);
+  // Each kind of drafter learns from its own drafts of earlier generations (the table's).
+  auto cost_aware = [&](std::unique_ptr<Drafter> inner, AcceptanceTable AcceptanceTables::*table) {
+    return std::make_unique<CostAwareDrafter>(
+        std::move(inner), sources.cost,
+        sources.acceptance ? &(sources.acceptance->*table) : nullptr);
   };
   auto mtp = [&] {
-    return cost_aware(std::make_unique<NextnDrafter>(*sources.nextn, sources.n_ctx, *sources.pool));
+    return cost_aware(std::make_unique<NextnDrafter>(*sources.nextn, sources.n_ctx, *sources.pool),
+                      &AcceptanceTables::mtp);
   };
   auto draft_model = [&] {
     return cost_aware(
-        std::make_unique<DraftModelDrafter>(*sources.draft_model, sources.n_ctx, *sources.pool));
+        std::make_unique<DraftModelDrafter>(*sources.draft_model, sources.n_ctx, *sources.pool),
+        &AcceptanceTables::draft_model);
   };
   if (mode == SpecMode::mtp) return mtp();
   if (mode == SpecMode::draft) return draft_model();
-  auto ngram = cost_aware(std::make_unique<NgramDrafter>());
+  auto ngram = cost_aware(std::make_unique<NgramDrafter>(), &AcceptanceTables::ngram);
   if (mode == SpecMode::ngram || !(has_mtp || has_draft_model)) return ngram;
   return std::make_shared<FallbackDrafter>(std::move(ngram),
                                            has_draft_model ? draft_model() : mtp());

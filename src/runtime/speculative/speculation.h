@@ -12,6 +12,7 @@
 
 #include "model/model.h"
 #include "model/nextn_head.h"
+#include "runtime/speculative/acceptance_table.h"
 #include "runtime/speculative/drafter.h"
 #include "runtime/speculative/verify_cost.h"
 #include "util/thread_pool.h"
@@ -25,11 +26,13 @@ std::optional<SpecMode> parse_spec_mode(std::string_view name);
 // The name parse_spec_mode reads.
 const char* spec_mode_name(SpecMode mode);
 
-// What drafters are made from: the scheduler's verify-cost curve, the model's MTP block (null:
-// none, or a model that does not give the hidden states it reads), a draft model (null: none;
-// run on the CPU, sharing the scheduler's thread pool), and what running them needs.
+// What drafters are made from: the scheduler's verify-cost curve and acceptance tables (null:
+// each generation learns alone), the model's MTP block (null: none, or a model that does not
+// give the hidden states it reads), a draft model (null: none; run on the CPU, sharing the
+// scheduler's thread pool), and what running them needs.
 struct DraftSources {
   const VerifyCostCurve* cost = nullptr;
+  AcceptanceTables* acceptance = nullptr;
   const NextnHead* nextn = nullptr;
   Model* draft_model = nullptr;
   int64_t n_ctx = 0;

@@ -188,6 +188,99 @@ TEST(CostAwareDrafter, ExpensiveChecksNeedHighAcceptance) {
   EXPECT_GT(learned.best_length(8), 0);
 }
 
+TEST(AcceptanceTable, BucketsByEvidenceAndFades) {
+  EXPECT_EQ(AcceptanceTable::bucket_of(0), 0);
+  EXPECT_EQ(AcceptanceTable::bucket_of(1), 1);
+  EXPECT_EQ(AcceptanceTable::bucket_of(2), 1);
+  EXPECT_EQ(AcceptanceTable::bucket_of(3), 2);
+  EXPECT_EQ(AcceptanceTable::bucket_of(5), 3);
+  EXPECT_EQ(AcceptanceTable::bucket_of(6), 4);
+  EXPECT_EQ(AcceptanceTable::bucket_of(19), 5);
+  EXPECT_EQ(AcceptanceTable::bucket_of(39), 6);
+  EXPECT_EQ(AcceptanceTable::bucket_of(40), 7);
+  EXPECT_EQ(AcceptanceTable::bucket_of(1000), AcceptanceTable::kBuckets - 1);
+  AcceptanceTable t;
+  t.record(3, 10, true);
+  t.record(3, 4, false);
+  EXPECT_NEAR(t.counts(3).kept, 10 * AcceptanceTable::kFade + 4, 1e-12);
+  EXPECT_NEAR(t.counts(3).rejections, AcceptanceTable::kFade, 1e-12);
+  EXPECT_EQ(t.counts(2).kept, 0);
+  for (int i = 0; i < 1000; ++i) t.record(3, 0, true);  // old counts fade away
+  EXPECT_LT(t.counts(3).kept, 0.01);
+  EXPECT_NEAR(t.counts(3).rejections, 1 / (1 - AcceptanceTable::kFade), 0.01);
+}
+
+// Prompt lookup's shape: free guesses, each with its evidence; right where the evidence is long
+// (a copy followed for a while), wrong where it is short (an echo of two tokens).
+class Backed : public Drafter {
+ public:
+  Backed(size_t prompt, Tokens text) : prompt_(prompt), text_(std::move(text)) {}
+  std::vector<int32_t> propose(std::span<const int32_t> context, int64_t max) override {
+    const size_t g = context.size() - prompt_;
+    Tokens out;
+    for (size_t i = g; i < text_.size() && static_cast<int64_t>(out.size()) < max; ++i)
+      out.push_back(evidence >= 20 ? text_[i] : text_[i] + 1000);
+    asked = max;
+    return out;
+  }
+  int64_t last_evidence() const override { return evidence; }
+  bool guesses_for_free() const override { return true; }
+  int64_t evidence = 0, asked = 0;
+
+ private:
+  size_t prompt_;
+  Tokens text_;
+};
+
+TEST(CostAwareDrafter, AGenerationStartsFromWhatTheServerLearnedOfEachEvidence) {
+  VerifyCostCurve cost;
+  measure(cost, 1, 0.010);
+  for (int b = 2; b <= VerifyCostCurve::kMaxTokens; ++b) measure(cost, b, 0.010 + 0.003 * (b - 1));
+  const Tokens text = counting(400);
+  AcceptanceTables tables;
+  // Earlier generations: long matches were always kept, short ones never.
+  for (int generation = 0; generation < 3; ++generation) {
+    auto inner = std::make_unique<Backed>(3, text);
+    Backed* backed = inner.get();
+    CostAwareDrafter d(std::move(inner), &cost, &tables.ngram);
+    Tokens context = {1, 2, 3, text[0]};
+    for (int step = 0; step < 60; ++step) {
+      backed->evidence = step % 2 ? 40 : 2;
+      const Tokens draft = d.propose(context, 15);
+      EXPECT_EQ(backed->asked, 15) << "free guesses: asked for the most";
+      size_t i = 0;
+      while (i < draft.size() && draft[i] == text[context.size() - 3]) {
+        context.push_back(text[context.size() - 3]);
+        ++i;
+      }
+      context.push_back(text[context.size() - 3]);
+    }
+  }
+  EXPECT_GT(tables.ngram.counts(AcceptanceTable::bucket_of(40)).kept, 100);
+  // Short ones were checked until they were known to miss, then only probed.
+  EXPECT_GT(tables.ngram.counts(AcceptanceTable::bucket_of(2)).rejections, 2);
+  EXPECT_LT(tables.ngram.counts(AcceptanceTable::bucket_of(2)).rejections, 15);
+  // A new generation checks a long match's whole proposal at once, and a short one's not at all.
+  auto inner = std::make_unique<Backed>(3, text);
+  Backed* backed = inner.get();
+  CostAwareDrafter learned(std::move(inner), &cost, &tables.ngram);
+  const Tokens context = {1, 2, 3, text[0]};
+  backed->evidence = 40;
+  EXPECT_EQ(learned.propose(context, 15).size(), 15u);
+  EXPECT_GT(learned.acceptance(AcceptanceTable::bucket_of(40)), 0.9);
+  backed->evidence = 2;
+  EXPECT_TRUE(learned.propose(context, 15).empty());
+  EXPECT_LT(learned.acceptance(AcceptanceTable::bucket_of(2)), 0.2);
+  // Alone, a generation starts at 1/2 and checks a few tokens of either.
+  auto alone_inner = std::make_unique<Backed>(3, text);
+  Backed* alone_backed = alone_inner.get();
+  CostAwareDrafter alone(std::move(alone_inner), &cost);
+  alone_backed->evidence = 40;
+  const size_t first = alone.propose(context, 15).size();
+  EXPECT_GT(first, 0u);
+  EXPECT_LT(first, 8u);
+}
+
 TEST(CostAwareDrafter, NeedsADrafterAndACost) {
   VerifyCostCurve cost;
   EXPECT_THROW(CostAwareDrafter(nullptr, &cost), std::invalid_argument);

@@ -65,6 +65,29 @@ TEST(NgramDrafter, GrowingContextGivesWhatAFreshDrafterGives) {
   EXPECT_EQ(kept.propose(other, 3), (Tokens{1, 2, 3}));
 }
 
+TEST(NgramDrafter, ItsEvidenceIsHowFarBackTheMatchReaches) {
+  NgramDrafter d;
+  // "1 2 3 4 5 6 7 8 9" shown; the context ends in "0 5 6", which matches back only to 5 6.
+  Tokens context = {1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 5, 6};
+  EXPECT_EQ(d.propose(context, 2), (Tokens{7, 8}));
+  EXPECT_EQ(d.last_evidence(), 2);
+  // Copying from the start: "1 2 3 4 5 6" matches six tokens back, past the 5-token n-gram.
+  context = {1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5, 6};
+  EXPECT_EQ(d.propose(context, 2), (Tokens{7, 8}));
+  EXPECT_EQ(d.last_evidence(), 6);
+  // Nothing proposed: no evidence.
+  EXPECT_TRUE(d.propose(Tokens{1, 2, 3}, 4).empty());
+  EXPECT_EQ(d.last_evidence(), 0);
+  // A long copy counts up to kMaxEvidence.
+  Tokens text(200);
+  std::iota(text.begin(), text.end(), 100);
+  context = text;
+  context.insert(context.end(), text.begin(), text.begin() + 150);
+  EXPECT_EQ(d.propose(context, 1), (Tokens{250}));
+  EXPECT_EQ(d.last_evidence(), NgramDrafter::kMaxEvidence);
+  EXPECT_TRUE(d.guesses_for_free());
+}
+
 TEST(NgramDrafter, RefusesBadOptions) {
   EXPECT_THROW(NgramDrafter({.min_ngram = 0, .max_ngram = 3}), std::invalid_argument);
   EXPECT_THROW(NgramDrafter({.min_ngram = 4, .max_ngram = 3}), std::invalid_argument);
