@@ -811,13 +811,30 @@ void attend_range(const KvLayerView& kv, int64_t first_head, int64_t n_heads, co
       const int64_t next_count = last_head ? std::min(kChunk, max_positions - next_p0) : decoded;
       decode_chunk(kv, first_head + h, p0, decoded, last_head ? first_head : first_head + h + 1,
                    next_p0, next_count, raw_values, k, ws);
-      for (int64_t t = 0; t < n_tokens; ++t) {
-        if (end_of(t) <= p0 || begin_of(t) >= p0 + kChunk || begin_of(t) >= end_of(t)) continue;
-        const int64_t count = std::min(kChunk, end_of(t) - p0);
-        const int64_t masked = std::max<int64_t>(0, begin_of(t) - p0);  // before the window
-        // The rows of a block belong to one token, so they share `count`.
-        for (int64_t g0 = 0; g0 < n_group; g0 += kRowBlock) {
-          const int64_t nr = std::min(kRowBlock, n_group - g0);
+      const auto count_of = [&](int64_t t) { return std::min(kChunk, end_of(t) - p0); };
+      const auto masked_of = [&](int64_t t) {  // positions before the window
+        return std::max<int64_t>(0, begin_of(t) - p0);
+      };
+      for (int64_t t = 0; t < n_tokens;) {
+        if (end_of(t) <= p0 || begin_of(t) >= p0 + kChunk || begin_of(t) >= end_of(t)) {
+          ++t;
+          continue;
+        }
+        const int64_t count = count_of(t), masked = masked_of(t);
+        // The rows of a block share `count` and `masked`. A small group takes the next tokens'
+        // rows along while they see the same positions of this chunk (all but the chunk at a
+        // verify step's end): their rows follow each other where this task has one KV head, and
+        // each key and value decoded is then used by up to kRowBlock rows instead of n_group.
+        int64_t tokens = 1;
+        if (head_rows == n_group) {
+          while (t + tokens < n_tokens && (tokens + 1) * n_group <= kRowBlock &&
+                 end_of(t + tokens) > p0 && count_of(t + tokens) == count &&
+                 masked_of(t + tokens) == masked && begin_of(t + tokens) < end_of(t + tokens))
+            ++tokens;
+        }
+        const int64_t block_rows = tokens * n_group;
+        for (int64_t g0 = 0; g0 < block_rows; g0 += kRowBlock) {
+          const int64_t nr = std::min(kRowBlock, block_rows - g0);
           const int64_t row0 = t * head_rows + h * n_group + g0;
           float* acc = partial.acc + row0 * d;
           const int64_t n_vectors = round_up_lanes(count) / kLanes;
@@ -846,6 +863,7 @@ void attend_range(const KvLayerView& kv, int64_t first_head, int64_t n_heads, co
             k.values(scores + masked, nr, ws.values.data() + masked * d, count - masked, d, acc);
           }
         }
+        t += tokens;
       }
     }
   }

@@ -1,7 +1,8 @@
 // attend_block (a block of query tokens of one sequence sharing each decoded chunk of keys and
 // values) gives every token exactly, bit for bit, what attend_group gives it alone: whatever the
 // other tokens of the block, their causal limits, the cache type, the page layout, the head size
-// and the group size.
+// and the group size (groups under 4 rows score a chunk together with the next tokens' rows where
+// those see the same positions of it: the blocks below that share full chunks check that too).
 
 #include <gtest/gtest.h>
 
