@@ -811,12 +811,15 @@ void attend_range(const KvLayerView& kv, int64_t first_head, int64_t n_heads, co
       const int64_t next_count = last_head ? std::min(kChunk, max_positions - next_p0) : decoded;
       decode_chunk(kv, first_head + h, p0, decoded, last_head ? first_head : first_head + h + 1,
                    next_p0, next_count, raw_values, k, ws);
+      const auto sees_chunk = [&](int64_t t) {
+        return end_of(t) > p0 && begin_of(t) < p0 + kChunk && begin_of(t) < end_of(t);
+      };
       const auto count_of = [&](int64_t t) { return std::min(kChunk, end_of(t) - p0); };
       const auto masked_of = [&](int64_t t) {  // positions before the window
         return std::max<int64_t>(0, begin_of(t) - p0);
       };
       for (int64_t t = 0; t < n_tokens;) {
-        if (end_of(t) <= p0 || begin_of(t) >= p0 + kChunk || begin_of(t) >= end_of(t)) {
+        if (!sees_chunk(t)) {
           ++t;
           continue;
         }
@@ -828,8 +831,8 @@ void attend_range(const KvLayerView& kv, int64_t first_head, int64_t n_heads, co
         int64_t tokens = 1;
         if (head_rows == n_group) {
           while (t + tokens < n_tokens && (tokens + 1) * n_group <= kRowBlock &&
-                 end_of(t + tokens) > p0 && count_of(t + tokens) == count &&
-                 masked_of(t + tokens) == masked && begin_of(t + tokens) < end_of(t + tokens))
+                 sees_chunk(t + tokens) && count_of(t + tokens) == count &&
+                 masked_of(t + tokens) == masked)
             ++tokens;
         }
         const int64_t block_rows = tokens * n_group;

@@ -13,8 +13,20 @@ CostAwareDrafter::CostAwareDrafter(std::unique_ptr<Drafter> inner, const VerifyC
   if (!inner_ || !cost_) throw std::invalid_argument("CostAwareDrafter needs a drafter and a cost");
 }
 
+int64_t CostAwareDrafter::kept() const {
+  double sum = 0;
+  for (const AcceptanceTable::Counts& c : own_) sum += c.kept;
+  return static_cast<int64_t>(sum);
+}
+
+int64_t CostAwareDrafter::rejections() const {
+  double sum = 0;
+  for (const AcceptanceTable::Counts& c : own_) sum += c.rejections;
+  return static_cast<int64_t>(sum);
+}
+
 double CostAwareDrafter::acceptance() const {
-  return static_cast<double>(kept_ + 1) / static_cast<double>(kept_ + rejections_ + 2);
+  return static_cast<double>(kept() + 1) / static_cast<double>(kept() + rejections() + 2);
 }
 
 double CostAwareDrafter::acceptance(int bucket) const {
@@ -43,7 +55,6 @@ void CostAwareDrafter::learn(std::span<const int32_t> context) {
   if (last_draft_.empty()) return;
   if (context.size() <= last_context_) {  // not the same generation: start over
     last_draft_.clear();
-    kept_ = rejections_ = 0;
     own_ = {};
     return;
   }
@@ -53,8 +64,6 @@ void CostAwareDrafter::learn(std::span<const int32_t> context) {
   while (kept < last_draft_.size() && kept < followed.size() && followed[kept] == last_draft_[kept])
     ++kept;
   const bool rejected = kept < last_draft_.size() && followed.size() > kept;
-  kept_ += static_cast<int64_t>(kept);
-  rejections_ += rejected ? 1 : 0;
   AcceptanceTable::Counts& own = own_[static_cast<size_t>(last_bucket_)];
   own.kept += static_cast<double>(kept);
   own.rejections += rejected ? 1.0 : 0.0;
@@ -77,8 +86,7 @@ std::vector<int32_t> CostAwareDrafter::propose(std::span<const int32_t> context,
     draft = inner_->propose(context, max_tokens);
     if (draft.empty()) return {};
     bucket = AcceptanceTable::bucket_of(inner_->last_evidence());
-    draft.resize(static_cast<size_t>(
-        std::min<int64_t>(std::ssize(draft), or_probe(best_length(std::ssize(draft), bucket)))));
+    draft.resize(static_cast<size_t>(or_probe(best_length(std::ssize(draft), bucket))));
   } else {
     // Only as many as could pay: a drafter that computes its guesses (an MTP block) runs no
     // rows that would be cut off, and none at all while drafting is off, but for a probe.

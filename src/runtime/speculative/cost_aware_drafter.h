@@ -48,8 +48,8 @@ class CostAwareDrafter : public Drafter {
   double acceptance() const;
   // The estimate drafts of `bucket` are checked by (this generation's counts and the prior).
   double acceptance(int bucket) const;
-  int64_t kept() const { return kept_; }
-  int64_t rejections() const { return rejections_; }
+  int64_t kept() const;  // this generation's, over every bucket
+  int64_t rejections() const;
   // The length to check of a proposal of n tokens in `bucket` (what propose truncates to).
   int64_t best_length(int64_t n, int bucket = 0) const;
 
@@ -61,12 +61,12 @@ class CostAwareDrafter : public Drafter {
   std::unique_ptr<Drafter> inner_;
   const VerifyCostCurve* cost_;
   AcceptanceTable* shared_;
+  // This generation's counts per bucket (unfaded, so whole numbers).
   std::array<AcceptanceTable::Counts, AcceptanceTable::kBuckets> own_{};
   std::vector<int32_t> last_draft_;  // checked in the step after the last call
   int last_bucket_ = 0;
   size_t last_context_ = 0;  // the context's length at that call
-  int64_t kept_ = 0, rejections_ = 0;
-  int64_t declined_ = 0;  // steps drafting was off (every kProbeEvery-th probes one token)
+  int64_t declined_ = 0;     // steps drafting was off (every kProbeEvery-th probes one token)
 };
 
 }  // namespace strata
