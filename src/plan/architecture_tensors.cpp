@@ -64,6 +64,8 @@ ArchitectureTensor priced(const std::string& name, const std::vector<int64_t>& s
   out.layer = layer;
   out.elements = 1;
   for (int64_t d : shape) out.elements *= d;
+  out.n_dims = static_cast<int>(shape.size());
+  out.row_length = shape.empty() ? 0 : shape.front();
   out.matrix = form != TensorForm::floats;
   out.quantized = form == TensorForm::matrix || (form == TensorForm::experts && !expert_type);
   if (form == TensorForm::experts) out.fixed_type = expert_type;

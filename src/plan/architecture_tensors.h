@@ -18,6 +18,8 @@ struct ArchitectureTensor {
   TensorRole role = TensorRole::other;
   int layer = -1;  // -1: outside the blocks; n_layer and up: NextN blocks (never run)
   int64_t elements = 0;
+  int n_dims = 1;
+  int64_t row_length = 0;  // the shape's first dimension
   bool matrix = false;     // one matrix product per token (not norms, biases, sinks, convs)
   bool quantized = false;  // takes the quantization's bits; else f32, or fixed_type
   std::optional<GgmlType> fixed_type;  // kept in this type whatever the quantization (MXFP4)

@@ -220,6 +220,8 @@ ModelInventory inventory_from_gguf(const GgufFile& file) {
     // Biases are added, not multiplied (gpt-oss's per-expert ones are 2-D: [n_ff, n_expert]).
     const bool bias = t.name.size() > 5 && t.name.compare(t.name.size() - 5, 5, ".bias") == 0;
     it.matrix = !bias && t.shape.size() >= 2 && t.shape[1] > 1;
+    it.n_dims = static_cast<int>(t.shape.size());
+    it.row_length = t.row_length();
     if (it.role == TensorRole::embeddings && t.shape.size() >= 2) inv.n_vocab = t.shape[1];
     STRATA_CHECK(it.layer < blocks, "{}: tensor {} is in layer {}, but the model has {}",
                  file.name(), t.name, it.layer, blocks);
@@ -327,6 +329,8 @@ ModelInventory inventory_from_architecture(const ArchitectureSpec& s, const Weig
       it.bytes = static_cast<uint64_t>(t.elements) * 4;
     }
     it.matrix = t.matrix;
+    it.n_dims = t.n_dims;
+    it.row_length = t.row_length;
     if (t.role == TensorRole::routed_experts && s.n_expert > 0) {
       // Whole per-expert slices, as in real files (a slice is rows of whole quant blocks).
       const auto n = static_cast<uint64_t>(s.n_expert);

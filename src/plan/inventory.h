@@ -34,6 +34,8 @@ struct InventoryTensor {
   int64_t elements = 0;
   GgmlType type = GgmlType::F32;
   bool matrix = false;              // 2-D or more: a matrix product (vectors are norms, biases)
+  int n_dims = 1;                   // of the stored shape (a 2-D bias is not a matrix above)
+  int64_t row_length = 0;           // values per row: the shape's first dimension
   int n_expert = 0;                 // routed experts: the experts this tensor holds, else 0
   uint64_t expert_slice_bytes = 0;  // routed experts: bytes / n_expert (one expert's slice)
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "plan/tile_copy.h"
 #include "util/error.h"
 
 namespace strata::plan {
@@ -247,6 +248,8 @@ std::vector<DeviceUsage> device_usage(const ModelInventory& inv, const HardwareP
     if (!inv.layers[l].has_kv_cache)
       usage[kCpuDevice].kv_bytes += 2 * inv.layers[l].recurrent_state_bytes;
   }
+  usage[kCpuDevice].tile_bytes = packed_tile_copy_bytes(inv);
+  usage[kCpuDevice].weight_bytes += usage[kCpuDevice].tile_bytes;
   return usage;
 }
 

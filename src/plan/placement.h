@@ -40,6 +40,7 @@ struct DeviceUsage {
   std::string name;
   uint64_t capacity_bytes = 0;  // usable: after the runtime margin / OS reserve
   uint64_t weight_bytes = 0;
+  uint64_t tile_bytes = 0;  // CPU: of weight_bytes, the weights packed into tiles (tile_copy.h)
   uint64_t kv_bytes = 0;    // KV cache and recurrent state
   uint64_t work_bytes = 0;  // GPUs: the executor's step buffers, kept out of capacity_bytes
   uint64_t used() const { return weight_bytes + kv_bytes; }

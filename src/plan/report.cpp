@@ -8,6 +8,7 @@
 
 #include "plan/speculation_estimate.h"
 #include "util/error.h"
+#include "util/format_bytes.h"
 
 namespace strata::plan {
 namespace {
@@ -187,9 +188,12 @@ std::string plan_text(const ModelInventory& inv, const HardwareProfile& hw, cons
   for (const auto& d : plan.devices) {
     out += fmt::format(
         "  {:<4} weights {:>7.2f} GiB + KV/state {:>6.2f} GiB = {:>7.2f} of {:>7.2f} GiB "
-        "usable{}\n",
+        "usable{}{}\n",
         d.name, gib(d.weight_bytes), gib(d.kv_bytes), gib(d.used()), gib(d.capacity_bytes),
         d.work_bytes ? fmt::format(" (after {:.3f} GiB of step buffers)", gib(d.work_bytes))
+                     : std::string(),
+        d.tile_bytes ? fmt::format("; the weights include a {} copy packed into GEMM tiles",
+                                   format_bytes(d.tile_bytes))
                      : std::string());
   }
   const auto& dc = plan.decode;
@@ -250,6 +254,7 @@ nlohmann::json device_usage_json(const std::vector<DeviceUsage>& devices) {
     out.push_back({{"device", d.name},
                    {"capacity_bytes", d.capacity_bytes},
                    {"weight_bytes", d.weight_bytes},
+                   {"tile_bytes", d.tile_bytes},
                    {"kv_bytes", d.kv_bytes},
                    {"work_bytes", d.work_bytes}});
   }

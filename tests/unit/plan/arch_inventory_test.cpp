@@ -190,7 +190,7 @@ TEST(ArchInventory, EachFileGetsAPlan) {
     const Plan p = plan_placement(inv, hw, goals);
     ASSERT_TRUE(p.fits) << p.fit_error;
     uint64_t placed = 0;
-    for (const auto& d : p.devices) placed += d.weight_bytes;
+    for (const auto& d : p.devices) placed += d.weight_bytes - d.tile_bytes;
     EXPECT_EQ(placed, inv.total_bytes());
     EXPECT_GT(p.decode.tokens_per_second(), 0);
     EXPECT_GT(p.prefill.tokens_per_second, 0);
