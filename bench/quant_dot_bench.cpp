@@ -16,7 +16,9 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -121,7 +123,14 @@ struct GemmShape {
   int64_t k, rows, tokens;
 };
 
-void gemm_benchmark(benchmark::State& state, GgmlType type, GemmShape shape, bool use_tile) {
+// multi: vec_dot_multi row by row; tile: the tile GEMM (repacking each call); packed: the tile
+// GEMM on tiles packed ahead (MatmulSettings::pack_tiles: weights that stay in cache).
+enum class GemmPath { multi, tile, packed };
+const char* gemm_path_name(GemmPath p) {
+  return p == GemmPath::multi ? "multi" : p == GemmPath::tile ? "tile" : "packed";
+}
+
+void gemm_benchmark(benchmark::State& state, GgmlType type, GemmShape shape, GemmPath path) {
   const TypeTraits& t = traits(type);
   const TypeKernels k = kernels_at(type, best_isa());
   const int64_t w_bytes = row_bytes(type, shape.k);
@@ -143,8 +152,18 @@ void gemm_benchmark(benchmark::State& state, GgmlType type, GemmShape shape, boo
   std::vector<const uint8_t*> act;
   for (int64_t i = 0; i < shape.tokens; ++i) act.push_back(activations.data() + i * a_bytes);
   std::vector<float> out(static_cast<size_t>(shape.rows * shape.tokens));
+  std::unique_ptr<uint8_t, decltype(&std::free)> tiles(nullptr, &std::free);
+  if (path == GemmPath::packed) {  // tiles are 64-byte aligned, whole 64-byte blocks
+    const int64_t n_tiles = (shape.rows + k.packed.rows - 1) / k.packed.rows;
+    tiles.reset(static_cast<uint8_t*>(
+        std::aligned_alloc(64, static_cast<size_t>(n_tiles * k.packed.bytes(shape.k)))));
+    k.packed.pack(shape.k, weights.data(), w_bytes, shape.rows, tiles.get());
+  }
   for (auto _ : state) {
-    if (use_tile) {
+    if (path == GemmPath::packed) {
+      k.packed.gemm(shape.k, tiles.get(), shape.rows, act.data(), shape.tokens, out.data(),
+                    shape.rows);
+    } else if (path == GemmPath::tile) {
       k.gemm(shape.k, weights.data(), w_bytes, shape.rows, act.data(), shape.tokens, out.data(),
              shape.rows);
     } else {
@@ -219,7 +238,8 @@ int register_all() {
                                        {"expert_up_4tok", 2048, 768, 4},
                                        {"expert_up_3tok", 2048, 768, 3},
                                        {"expert_up_2tok", 2048, 768, 2},
-                                       // the trained model's (tools/train) experts, a verify step
+                                       // the trained model's (tools/train) experts: decode, verify
+                                       {"small_expert_1tok", 256, 96, 1},
                                        {"small_expert_2tok", 256, 96, 2},
                                        {"small_expert_3tok", 256, 96, 3},
                                        {"small_expert_4tok", 256, 96, 4},
@@ -229,10 +249,11 @@ int register_all() {
     const TypeKernels k = kernels_at(type, best_isa());
     if (!k.gemm || !k.vec_dot_multi) continue;
     for (const GemmShape& shape : kGemmShapes) {
-      for (bool use_tile : {false, true}) {
+      for (GemmPath path : {GemmPath::multi, GemmPath::tile, GemmPath::packed}) {
+        if (path == GemmPath::packed && !k.packed.pack) continue;
         const std::string name = "gemm/" + std::string(ggml_type_name(type)) + "/" + shape.label +
-                                 (use_tile ? "/tile" : "/multi");
-        benchmark::RegisterBenchmark(name.c_str(), gemm_benchmark, type, shape, use_tile)
+                                 "/" + gemm_path_name(path);
+        benchmark::RegisterBenchmark(name.c_str(), gemm_benchmark, type, shape, path)
             ->Unit(benchmark::kMillisecond)
             ->MinTime(0.3);
       }
