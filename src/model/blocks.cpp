@@ -426,6 +426,11 @@ void routed_experts(const MoeFfnWeights& w, const MoeParams& p, ActivationCache&
     if (p.selection_counts) p.selection_counts[e] += static_cast<uint64_t>(first[e + 1] - first[e]);
   }
   if (p.distinct_experts) *p.distinct_experts += static_cast<int64_t>(active.size());
+  // The threads claim experts in this order: the busiest first, so the last ones claimed are the
+  // short ones and the threads end together (each expert's rows and sums do not depend on it).
+  std::stable_sort(active.begin(), active.end(), [&](int32_t a, int32_t b) {
+    return first[a + 1] - first[a] > first[b + 1] - first[b];
+  });
   if (rows_total == 0) {
     std::fill(out, out + n * n_embd, 0.0f);
     return;
