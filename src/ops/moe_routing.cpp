@@ -11,15 +11,20 @@ namespace strata::ops {
 
 namespace {
 
-// The k largest of rank[0, n) (ties to the lower id, so the choice is deterministic).
-void top_k(const std::vector<float>& rank, int64_t k, int32_t* experts) {
-  std::vector<int32_t> order(rank.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
-  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
-    return rank[static_cast<size_t>(a)] > rank[static_cast<size_t>(b)] ||
-           (rank[static_cast<size_t>(a)] == rank[static_cast<size_t>(b)] && a < b);
-  });
-  std::copy(order.begin(), order.begin() + k, experts);
+// The k largest of rank[0, n), best first (ties to the lower id, so the choice is
+// deterministic): kept sorted by insertion, with no allocation (a decode step routes every token
+// of every layer, and a verify step's tokens one after another on one thread).
+void top_k(const float* rank, int64_t n, int64_t k, int32_t* experts) {
+  const auto better = [&](int32_t a, int32_t b) {
+    return rank[a] > rank[b] || (rank[a] == rank[b] && a < b);
+  };
+  int64_t filled = 0;
+  for (int32_t i = 0; i < static_cast<int32_t>(n); ++i) {
+    if (filled == k && !better(i, experts[k - 1])) continue;
+    int64_t at = filled < k ? filled++ : k - 1;
+    for (; at > 0 && better(i, experts[at - 1]); --at) experts[at] = experts[at - 1];
+    experts[at] = i;
+  }
 }
 
 void check_k(int64_t k, int64_t n_expert) {
@@ -32,12 +37,14 @@ void route_top_k_sigmoid(const float* logits, const float* selection_bias, int64
                          int64_t k, bool renormalize, float scale, int32_t* experts,
                          float* weights) {
   check_k(k, n_expert);
-  std::vector<float> scores(static_cast<size_t>(n_expert)), rank(scores.size());
+  thread_local std::vector<float> scores, rank;  // reused: no allocation per token
+  scores.resize(static_cast<size_t>(n_expert));
+  rank.resize(scores.size());
   for (size_t e = 0; e < scores.size(); ++e) {
     scores[e] = 1.0f / (1.0f + std::exp(-logits[e]));
     rank[e] = scores[e] + (selection_bias ? selection_bias[e] : 0.0f);
   }
-  top_k(rank, k, experts);
+  top_k(rank.data(), n_expert, k, experts);
   float chosen = 0;
   for (int64_t i = 0; i < k; ++i) {
     weights[i] = scores[static_cast<size_t>(experts[i])];
@@ -50,7 +57,8 @@ void route_top_k_sigmoid(const float* logits, const float* selection_bias, int64
 void route_top_k(const float* logits, int64_t n_expert, int64_t k, bool renormalize,
                  int32_t* experts, float* weights) {
   check_k(k, n_expert);
-  std::vector<float> probs(logits, logits + n_expert);
+  thread_local std::vector<float> probs;  // reused: no allocation per token
+  probs.assign(logits, logits + n_expert);
   const float max = *std::max_element(probs.begin(), probs.end());
   double sum = 0;
   for (auto& p : probs) {
@@ -59,7 +67,7 @@ void route_top_k(const float* logits, int64_t n_expert, int64_t k, bool renormal
   }
   for (auto& p : probs) p = static_cast<float>(p / sum);
 
-  top_k(probs, k, experts);
+  top_k(probs.data(), n_expert, k, experts);
   double chosen = 0;
   for (int64_t i = 0; i < k; ++i) {
     weights[i] = probs[static_cast<size_t>(experts[i])];

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -256,6 +257,34 @@ TEST(MoeRouting, TopKWithRenormalizedWeights) {
   for (float l : logits) z += std::exp(l);
   EXPECT_NEAR(weights[2], std::exp(1.5) / z, 1e-6);
   EXPECT_THROW(route_top_k(logits, 5, 6, true, experts, weights), std::exception);
+}
+
+// The choice against a sort of every expert (value down, id up), on logits with many ties and
+// every k, for the expert counts of the supported models (16 to 512).
+TEST(MoeRouting, TopKIsTheSortedBestWithTiesToTheLowerId) {
+  std::mt19937 rng(34);
+  for (const int64_t n : {16, 128, 512}) {
+    for (int trial = 0; trial < 20; ++trial) {
+      std::vector<float> logits(static_cast<size_t>(n));
+      for (float& l : logits) l = static_cast<float>(static_cast<int>(rng() % 9)) * 0.25f;
+      std::vector<int32_t> order(static_cast<size_t>(n));
+      for (int32_t i = 0; i < static_cast<int32_t>(n); ++i) order[static_cast<size_t>(i)] = i;
+      std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+        return logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)];
+      });
+      for (const int64_t k : {int64_t{1}, int64_t{4}, int64_t{8}, int64_t{10}, n}) {
+        std::vector<int32_t> experts(static_cast<size_t>(k));
+        std::vector<float> weights(static_cast<size_t>(k));
+        route_top_k(logits.data(), n, k, false, experts.data(), weights.data());
+        EXPECT_TRUE(std::equal(experts.begin(), experts.end(), order.begin()))
+            << "n " << n << " k " << k;
+        route_top_k_sigmoid(logits.data(), nullptr, n, k, false, 1.0f, experts.data(),
+                            weights.data());
+        EXPECT_TRUE(std::equal(experts.begin(), experts.end(), order.begin()))
+            << "sigmoid, n " << n << " k " << k;
+      }
+    }
+  }
 }
 
 // The experts' outputs summed per token: tokens split across threads (many rows) or one loop
