@@ -546,8 +546,11 @@ void moe_ffn_block(const MoeFfnWeights& w, const MoeParams& p, const float* x, i
       // Each logit is the same product whichever tokens share its call (the kernels' bits do
       // not depend on the grouping), so this split changes no bit.
       const ops::QuantizedRows& xr = input.get(quant::traits(w.router.type).activation_type);
-      std::vector<int32_t> ids(static_cast<size_t>(n));
-      for (int64_t t = 0; t < n; ++t) ids[static_cast<size_t>(t)] = static_cast<int32_t>(t);
+      static const std::array<int32_t, kRoutedInTasksMaxTokens> ids = [] {
+        std::array<int32_t, kRoutedInTasksMaxTokens> a{};
+        for (size_t t = 0; t < a.size(); ++t) a[t] = static_cast<int32_t>(t);
+        return a;
+      }();
       const int64_t per_task = (n + pool.size() - 1) / pool.size();
       pool.run((n + per_task - 1) / per_task, [&](int64_t task, int) {
         const int64_t t0 = task * per_task, t1 = std::min(n, t0 + per_task);
