@@ -331,37 +331,59 @@ __attribute__((target("avx512f"))) inline __m512 exp_avx512(__m512 x) {
   return _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
 }
 
-// STRATA_SOFTMAX_BODY in registers, the correction factor from the same polynomial.
-__attribute__((target("avx512f"))) void softmax_avx512_row(float* scores, int64_t count,
-                                                           float* running_max, float* lane_sum,
-                                                           float* acc, int64_t d) {
+// STRATA_SOFTMAX_BODY in registers for NR rows (row r's scores at scores + r * kChunk, its
+// maximum at running_max[r], its lane sums at lane_sum + r * kLanes, its accumulator at
+// acc + r * d), the correction factor from the same polynomial. Step by step across the rows: each
+// row's arithmetic is its own, and the rows' independent chains (the maximum's reduction, the
+// exponentials) overlap.
+template <int NR>
+__attribute__((target("avx512f"))) void softmax_block_avx512(float* scores, int64_t count,
+                                                             float* running_max, float* lane_sum,
+                                                             float* acc, int64_t d) {
   const int64_t n_vectors = round_up_lanes(count) / kLanes;
   const __mmask16 last = static_cast<__mmask16>(0xffffu >> (n_vectors * kLanes - count));
   const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  __m512 s[4];
-  __m512 m = _mm512_set1_ps(*running_max);
-  for (int64_t v = 0; v < n_vectors; ++v) {
-    s[v] = _mm512_load_ps(scores + v * kLanes);
-    if (v == n_vectors - 1) s[v] = _mm512_mask_mov_ps(minus_inf, last, s[v]);
-    m = _mm512_max_ps(m, s[v]);
+  __m512 s[NR][4];
+  float chunk_max[NR];
+  for (int r = 0; r < NR; ++r) {
+    __m512 m = _mm512_set1_ps(running_max[r]);
+    for (int64_t v = 0; v < n_vectors; ++v) {
+      s[r][v] = _mm512_load_ps(scores + r * kChunk + v * kLanes);
+      if (v == n_vectors - 1) s[r][v] = _mm512_mask_mov_ps(minus_inf, last, s[r][v]);
+      m = _mm512_max_ps(m, s[r][v]);
+    }
+    chunk_max[r] = _mm512_reduce_max_ps(m);
   }
-  const float chunk_max = _mm512_reduce_max_ps(m);
-  const __m512 correction = exp_avx512(_mm512_set1_ps(*running_max - chunk_max));
-  __m512 sum = _mm512_loadu_ps(lane_sum);
-  if (_mm512_cvtss_f32(correction) != 1.0f) {
-    for (int64_t i = 0; i < d; i += kLanes)
-      _mm512_storeu_ps(acc + i, _mm512_mul_ps(_mm512_loadu_ps(acc + i), correction));
-    sum = _mm512_mul_ps(sum, correction);
+  for (int r = 0; r < NR; ++r) {
+    __m512 sum = _mm512_loadu_ps(lane_sum + r * kLanes);
+    // An unchanged maximum has the correction exp(0), exactly 1: most chunks skip computing it.
+    if (chunk_max[r] != running_max[r]) {
+      const __m512 correction = exp_avx512(_mm512_set1_ps(running_max[r] - chunk_max[r]));
+      if (_mm512_cvtss_f32(correction) != 1.0f) {
+        for (int64_t i = 0; i < d; i += kLanes)
+          _mm512_storeu_ps(acc + r * d + i,
+                           _mm512_mul_ps(_mm512_loadu_ps(acc + r * d + i), correction));
+        sum = _mm512_mul_ps(sum, correction);
+      }
+    }
+    running_max[r] = chunk_max[r];
+    const __m512 mx = _mm512_set1_ps(chunk_max[r]);
+    for (int64_t v = 0; v < n_vectors; ++v) {
+      __m512 w = exp_avx512(_mm512_sub_ps(s[r][v], mx));
+      if (v == n_vectors - 1) w = _mm512_maskz_mov_ps(last, w);
+      _mm512_store_ps(scores + r * kChunk + v * kLanes, w);
+      sum = _mm512_add_ps(sum, w);
+    }
+    _mm512_storeu_ps(lane_sum + r * kLanes, sum);
   }
-  *running_max = chunk_max;
-  const __m512 mx = _mm512_set1_ps(chunk_max);
-  for (int64_t v = 0; v < n_vectors; ++v) {
-    __m512 w = exp_avx512(_mm512_sub_ps(s[v], mx));
-    if (v == n_vectors - 1) w = _mm512_maskz_mov_ps(last, w);
-    _mm512_store_ps(scores + v * kLanes, w);
-    sum = _mm512_add_ps(sum, w);
-  }
-  _mm512_storeu_ps(lane_sum, sum);
+}
+using SoftmaxBlockFn = void (*)(float*, int64_t, float*, float*, float*, int64_t);
+constexpr SoftmaxBlockFn kSoftmaxBlocks[4] = {softmax_block_avx512<1>, softmax_block_avx512<2>,
+                                              softmax_block_avx512<3>, softmax_block_avx512<4>};
+// n_rows <= kRowBlock.
+void softmax_rows_avx512(float* scores, int64_t n_rows, int64_t count, float* running_max,
+                         float* lane_sum, float* acc, int64_t d) {
+  kSoftmaxBlocks[n_rows - 1](scores, count, running_max, lane_sum, acc, d);
 }
 
 // keys_t[i][j] = key j's dimension i for j < count (F16 rows at rows[j]), 0 up to the next
@@ -449,7 +471,8 @@ __attribute__((target("avx2,fma"))) void softmax_avx2_row(float* scores, int64_t
   _mm256_store_ps(lane_max + 8, m[1]);
   float chunk_max = lane_max[0];
   for (int64_t l = 1; l < kLanes; ++l) chunk_max = std::max(chunk_max, lane_max[l]);
-  const float correction = std::exp(*running_max - chunk_max);
+  // An unchanged maximum has the correction exp(0), exactly 1: most chunks skip computing it.
+  const float correction = chunk_max == *running_max ? 1.0f : std::exp(*running_max - chunk_max);
   __m256 sum[2] = {_mm256_loadu_ps(lane_sum), _mm256_loadu_ps(lane_sum + 8)};
   if (correction != 1.0f) {
     const __m256 c = _mm256_set1_ps(correction);
@@ -571,6 +594,8 @@ struct ChunkKernels {
   // Values read from the F16 / Q8_0 cache rows as they are; null: from rows decoded to f32.
   void (*values_rows)(const float*, int64_t, const uint8_t* const*, GgmlType, int64_t, int64_t,
                       float*) = nullptr;
+  // softmax for a block of rows at once (null: row by row).
+  void (*softmax_rows)(float*, int64_t, int64_t, float*, float*, float*, int64_t) = nullptr;
 };
 
 std::atomic<AttentionPath> attention_path{AttentionPath::automatic};
@@ -580,8 +605,9 @@ std::atomic<AttentionPath> attention_path{AttentionPath::automatic};
 const ChunkKernels& chunk_kernels(int64_t d) {
   static const CpuFeatures& cpu = cpu_features();
   static const ChunkKernels avx512{
-      scores_avx512,     values_avx512_blocks, softmax_avx512_row,          f16_keys_t_avx512,
-      f32_keys_t_avx512, f16_row_avx512,       q8_scores::kernels_avx512(), values_rows_avx512};
+      scores_avx512,      values_avx512_blocks, softmax_block_avx512<1>,     f16_keys_t_avx512,
+      f32_keys_t_avx512,  f16_row_avx512,       q8_scores::kernels_avx512(), values_rows_avx512,
+      softmax_rows_avx512};
   static const ChunkKernels avx512_loops{scores_loop_avx512,
                                          values_loop_avx512,
                                          softmax_avx512,
@@ -851,13 +877,18 @@ void attend_range(const KvLayerView& kv, int64_t first_head, int64_t n_heads, co
             k.scores(ws.queries.data() + row0 * d, nr, ws.keys_t.data(), n_vectors, d, scale,
                      scores);
           }
-          for (int64_t r = 0; r < nr; ++r) {
-            // exp(-inf - max) is ~1e-38 after the kernels' clamp: nothing against the window's
-            // own weights (the largest is 1); the values below skip those positions outright.
+          // exp(-inf - max) is ~1e-38 after the kernels' clamp: nothing against the window's
+          // own weights (the largest is 1); the values below skip those positions outright.
+          for (int64_t r = 0; r < nr; ++r)
             std::fill(scores + r * kChunk, scores + r * kChunk + masked,
                       -std::numeric_limits<float>::infinity());
-            k.softmax(scores + r * kChunk, count, partial.max + row0 + r,
-                      partial.lanes + (row0 + r) * kLanes, acc + r * d, d);
+          if (k.softmax_rows) {
+            k.softmax_rows(scores, nr, count, partial.max + row0, partial.lanes + row0 * kLanes,
+                           acc, d);
+          } else {
+            for (int64_t r = 0; r < nr; ++r)
+              k.softmax(scores + r * kChunk, count, partial.max + row0 + r,
+                        partial.lanes + (row0 + r) * kLanes, acc + r * d, d);
           }
           if (raw_values) {
             k.values_rows(scores + masked, nr, ws.value_rows + masked, kv.type, count - masked, d,
