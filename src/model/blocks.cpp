@@ -175,17 +175,29 @@ void attention_block(const AttentionWeights& w, const AttentionParams& p, const 
       angles.positions.assign(at.position.begin(), at.position.end());
       angles.cos_sin.resize(static_cast<size_t>(n * n_rot));
     }
-    run_small_steps_here(pool, n, n, [&](int64_t t, int) {
-      float* qt = q + t * q_dim;
-      float* kt = k + t * kv_dim;
-      if (w.q_norm) ops::rms_norm_rows(qt, w.q_norm, qt, p.n_head, hd, p.rms_eps);
-      if (w.k_norm) ops::rms_norm_rows(kt, w.k_norm, kt, p.n_head_kv, hd, p.rms_eps);
-      const int64_t pos = at.position[static_cast<size_t>(t)];
-      float* cos_sin = angles.cos_sin.data() + t * n_rot;
-      if (fresh) p.rope->angles(pos, cos_sin);
-      p.rope->apply_heads(qt, p.n_head, cos_sin);
-      p.rope->apply_heads(kt, p.n_head_kv, cos_sin);
-      ops::kv_store(cache_of(at, t), pos, kt, v + t * kv_dim);
+    // A block of consecutive tokens per thread: their head rows are normed together (the norm's
+    // rows share its passes), then each token is rotated and stored.
+    const int64_t per_block = n <= 4 ? n : (n + pool.size() - 1) / pool.size();
+    run_small_steps_here(pool, n, (n + per_block - 1) / per_block, [&](int64_t block, int) {
+      const int64_t t0 = block * per_block, t1 = std::min(n, t0 + per_block);
+      if (w.q_norm) {
+        float* qb = q + t0 * q_dim;
+        ops::rms_norm_rows(qb, w.q_norm, qb, (t1 - t0) * p.n_head, hd, p.rms_eps);
+      }
+      if (w.k_norm) {
+        float* kb = k + t0 * kv_dim;
+        ops::rms_norm_rows(kb, w.k_norm, kb, (t1 - t0) * p.n_head_kv, hd, p.rms_eps);
+      }
+      for (int64_t t = t0; t < t1; ++t) {
+        float* qt = q + t * q_dim;
+        float* kt = k + t * kv_dim;
+        const int64_t pos = at.position[static_cast<size_t>(t)];
+        float* cos_sin = angles.cos_sin.data() + t * n_rot;
+        if (fresh) p.rope->angles(pos, cos_sin);
+        p.rope->apply_heads(qt, p.n_head, cos_sin);
+        p.rope->apply_heads(kt, p.n_head_kv, cos_sin);
+        ops::kv_store(cache_of(at, t), pos, kt, v + t * kv_dim);
+      }
     });
   }
 

@@ -1,5 +1,6 @@
 #include "model/decoder.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "model/tensor_role.h"
@@ -43,10 +44,13 @@ void output_head(const ops::WeightMatrix& output, const float* output_norm, floa
   const int64_t cols = output.cols;
   std::vector<float>& normed = ws.head_normed;
   normed.resize(rows.size() * static_cast<size_t>(cols));
+  // The rows gathered, then normed in place together (the norm's rows share its passes).
   for (size_t i = 0; i < rows.size(); ++i) {
-    ops::rms_norm(x + rows[i] * cols, output_norm, normed.data() + static_cast<int64_t>(i) * cols,
-                  cols, rms_eps);
+    std::copy(x + rows[i] * cols, x + (rows[i] + 1) * cols,
+              normed.data() + static_cast<int64_t>(i) * cols);
   }
+  ops::rms_norm_rows(normed.data(), output_norm, normed.data(), static_cast<int64_t>(rows.size()),
+                     cols, rms_eps);
   ops::QuantizedRows& activations = ws.head_input;
   activations.quantize(normed.data(), static_cast<int64_t>(rows.size()), cols, cols,
                        quant::traits(output.type).activation_type);
