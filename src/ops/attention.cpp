@@ -13,6 +13,7 @@
 #include "ops/attention_q8.h"
 #include "ops/transpose_avx2.h"
 #include "ops/transpose_avx512.h"
+#include "ops/vector_exp.h"
 #include "quant/blocks.h"
 #include "quant/quant.h"
 #include "util/cpu_features.h"
@@ -95,11 +96,8 @@ int64_t round_up_lanes(int64_t n) {
     }                                                               \
   }
 
-// exp(x) for the softmax weights (x <= 0 here): 2^n * e^r with |r| <= ln2/2 and a degree-6
-// polynomial, relative error ~2e-7; a loop of these vectorizes, unlike calls to std::exp. The
-// vector versions take the polynomial from kExpPolynomial (highest degree first).
-constexpr float kExpPolynomial[7] = {
-    1.38888889e-3f, 8.33333333e-3f, 4.16666667e-2f, 1.66666667e-1f, 0.5f, 1.0f, 1.0f};
+// exp(x) for the softmax weights (x <= 0 here): vector_exp.h's arithmetic, written as a loop
+// that vectorizes (unlike calls to std::exp) for the portable kernels.
 #define STRATA_EXP_BODY                                         \
   for (int64_t j = 0; j < count; ++j) {                         \
     const float x = std::max(values_in[j], -87.0f);             \
@@ -317,20 +315,6 @@ void values_avx512_blocks(const float* weights, int64_t n_rows, const float* val
   }
 }
 
-// exp(x) as in STRATA_EXP_BODY, 16 lanes (the polynomial's steps fused).
-__attribute__((target("avx512f"))) inline __m512 exp_avx512(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145752f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860677e-06f), r);
-  __m512 p = _mm512_set1_ps(kExpPolynomial[0]);
-  for (int i = 1; i < 7; ++i) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpPolynomial[i]));
-  const __m512i bits =
-      _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-  return _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
-}
-
 // STRATA_SOFTMAX_BODY in registers for NR rows (row r's scores at scores + r * kChunk, its
 // maximum at running_max[r], its lane sums at lane_sum + r * kLanes, its accumulator at
 // acc + r * d), the correction factor from the same polynomial. Step by step across the rows: each
@@ -435,21 +419,6 @@ __attribute__((target("avx2,f16c"))) void f16_row_avx2(const uint8_t* src, int64
 }
 
 // ---- AVX2 kernels: the same arithmetic as the loops, rows and columns held in registers ----
-
-// STRATA_EXP_BODY on 8 lanes, operation for operation as the loop compiles for AVX2 with FMA
-// (contracted: r = fnmadd(n, ln2_lo, fnmadd(n, ln2_hi, x)), p by fmadd).
-__attribute__((target("avx2,fma"))) inline __m256 exp_avx2(__m256 x) {
-  x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145752f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860677e-06f), r);
-  __m256 p = _mm256_set1_ps(kExpPolynomial[0]);
-  for (int i = 1; i < 7; ++i) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpPolynomial[i]));
-  const __m256i bits =
-      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
-}
 
 // STRATA_SOFTMAX_BODY on two vectors of 8 lanes (the 16 lanes of the sums), the loop's bits: the
 // maxima and sums lane by lane in the same order, the correction from the same std::exp.

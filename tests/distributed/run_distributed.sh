@@ -13,6 +13,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 data=$here/../data
 chat_model=$here/../../tools/train/strata-coder-tiny.gguf
 mkdir -p "$work"
+# The one-process logits are computed once per run, never kept from an earlier build.
+rm -f "$work"/*.one.orcl
 # CI runs as root; Open MPI refuses that unless told it is meant.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Loopback only: no network interface probing, no fight over the two cores.
