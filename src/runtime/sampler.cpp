@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/argmax.h"
 #include "util/error.h"
 
 namespace strata {
@@ -11,7 +12,7 @@ constexpr float kImpossibleLogprob = -9999.0f;
 }  // namespace
 
 int32_t argmax(std::span<const float> logits) {
-  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  return static_cast<int32_t>(ops::argmax(logits.data(), static_cast<int64_t>(logits.size())));
 }
 
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {
@@ -33,7 +34,9 @@ Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.se
 }
 
 void Sampler::accept(int32_t token, bool generated) {
-  if (generated) ++generated_[token];
+  // Counts only for the penalties that read them.
+  if (generated && (params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f))
+    ++generated_[token];
   if (params_.repetition_penalty == 1.0f || params_.penalty_last_n == 0) return;
   if (params_.penalty_last_n < 0 || recent_.size() < static_cast<size_t>(params_.penalty_last_n)) {
     recent_.push_back(token);
@@ -44,7 +47,9 @@ void Sampler::accept(int32_t token, bool generated) {
 }
 
 std::span<const float> Sampler::adjust(std::span<const float> logits) {
-  const bool penalize = !recent_.empty() || !generated_.empty();
+  // Untouched logits are read where they are (no copy of the vocabulary per token).
+  const bool penalize =
+      (params_.repetition_penalty != 1.0f && !recent_.empty()) || !generated_.empty();
   if (params_.logit_bias.empty() && !penalize) return logits;
   adjusted_.assign(logits.begin(), logits.end());
   const auto in_range = [&](int32_t t) {

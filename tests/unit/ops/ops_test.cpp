@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ops/activations.h"
+#include "ops/argmax.h"
 #include "ops/attention.h"
 #include "ops/matmul.h"
 #include "ops/moe_routing.h"
@@ -264,6 +265,31 @@ TEST(Activations, SwigluIsAccurateAndTheSameBitsInAnyCall) {
   std::vector<float> in_place = gate;
   swiglu(in_place.data(), up.data(), in_place.data(), n);
   EXPECT_EQ(0, std::memcmp(in_place.data(), all.data(), all.size() * sizeof(float)));
+}
+
+// The vector argmax gives std::max_element's index: the first of tied maxima, wherever they lie
+// (body or tail), NaNs never chosen unless first, -0 and +0 equal.
+TEST(Argmax, GivesMaxElementsIndex) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> level(0, 9);
+  for (int64_t n : {1, 2, 7, 8, 9, 31, 32, 33, 100, 4096, 4099}) {
+    for (int trial = 0; trial < 20; ++trial) {
+      std::vector<float> x(static_cast<size_t>(n));
+      for (auto& v : x) v = static_cast<float>(level(rng)) - 5.0f;  // many ties
+      if (trial % 4 == 1) x.back() = 100.0f;                        // the maximum in the tail
+      if (trial % 4 == 2 && n > 3) x[static_cast<size_t>(n / 2)] = std::nanf("");
+      if (trial % 4 == 3) {  // zeros of both signs
+        std::fill(x.begin(), x.end(), -0.0f);
+        x.back() = 0.0f;
+      }
+      SCOPED_TRACE(testing::Message() << "n " << n << " trial " << trial);
+      EXPECT_EQ(argmax(x.data(), n), std::max_element(x.begin(), x.end()) - x.begin());
+    }
+  }
+  const float nan_first[] = {std::nanf(""), 3.0f, 5.0f};
+  EXPECT_EQ(argmax(nan_first, 3), 0);
+  const float infinite[] = {-INFINITY, -INFINITY, 1.0f, INFINITY, INFINITY};
+  EXPECT_EQ(argmax(infinite, 5), 3);
 }
 
 TEST(Activations, SwigluSoftmaxAxpy) {
