@@ -157,6 +157,8 @@ std::vector<uint64_t> Scheduler::expert_counts(int64_t* tokens) const {
 }
 
 void Scheduler::run() {
+  // This thread drives the pool and nothing else: on its own CPU, never sharing a worker's.
+  pool_.pin_caller();
   for (;;) {
     std::vector<Queued> admitted, dropped;
     std::vector<uint64_t> cancelled;

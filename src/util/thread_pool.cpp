@@ -48,6 +48,7 @@ void ThreadPool::pin_workers() {
     if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
   }
   if (static_cast<int>(cpus.size()) < n_threads_ || n_threads_ == 1) return;
+  caller_cpu_ = cpus[0];
   for (int t = 1; t < n_threads_; ++t) {
     cpu_set_t one;
     CPU_ZERO(&one);
@@ -55,6 +56,14 @@ void ThreadPool::pin_workers() {
     ::pthread_setaffinity_np(workers_[static_cast<size_t>(t - 1)].native_handle(), sizeof one,
                              &one);
   }
+}
+
+void ThreadPool::pin_caller() const {
+  if (caller_cpu_ < 0) return;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(caller_cpu_, &one);
+  ::pthread_setaffinity_np(::pthread_self(), sizeof one, &one);
 }
 
 ThreadPool::~ThreadPool() {

@@ -39,6 +39,13 @@ class ThreadPool {
   // Runs fn(thread) once on every thread of the pool.
   void run_on_all(const std::function<void(int thread)>& fn);
 
+  // Pins the calling thread to the CPU the pool leaves for thread 0, where the workers are pinned
+  // (one per allowed CPU; otherwise nothing). For a thread that only drives the pool (the
+  // server's scheduler): left free, the OS may run it on a worker's CPU, where the two take
+  // turns for every job. Not for a thread that starts other pools or threads afterwards: they
+  // would inherit its single CPU.
+  void pin_caller() const;
+
  private:
   void dispatch(int64_t n_tasks, const TaskFn& fn, bool per_thread);
   void wait_for_zero(const std::atomic<int>& count);
@@ -47,6 +54,7 @@ class ThreadPool {
   void work_on_current_job(int thread);
 
   int n_threads_;
+  int caller_cpu_ = -1;  // where pin_caller puts the calling thread (-1: workers not pinned)
   std::vector<std::thread> workers_;
 
   std::mutex mutex_;

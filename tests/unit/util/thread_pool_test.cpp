@@ -142,6 +142,35 @@ TEST(ThreadPool, SplitRangeCoversEverythingOnce) {
   }
 }
 
+// pin_caller puts the calling thread on the first allowed CPU where the workers are pinned (as
+// many CPUs as threads) and leaves it where they are not (more threads than CPUs). Each call runs
+// in a thread of its own, so the test's thread keeps its CPUs.
+TEST(ThreadPool, PinCallerTakesTheCpuLeftForThreadZero) {
+  cpu_set_t allowed;
+  ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  const int n_cpus = CPU_COUNT(&allowed);
+  int first = 0;
+  while (!CPU_ISSET(first, &allowed)) ++first;
+  const auto affinity_after_pin = [](const ThreadPool& pool) {
+    cpu_set_t got;
+    CPU_ZERO(&got);
+    std::thread([&] {
+      pool.pin_caller();
+      sched_getaffinity(0, sizeof got, &got);
+    }).join();
+    return got;
+  };
+  if (n_cpus >= 2) {
+    ThreadPool pool(2);
+    const cpu_set_t got = affinity_after_pin(pool);
+    EXPECT_EQ(CPU_COUNT(&got), 1);
+    EXPECT_TRUE(CPU_ISSET(first, &got));
+  }
+  ThreadPool crowded(n_cpus + 1);
+  const cpu_set_t got = affinity_after_pin(crowded);
+  EXPECT_EQ(CPU_COUNT(&got), n_cpus);
+}
+
 TEST(ThreadPool, RejectsBadSize) {
   EXPECT_ANY_THROW(ThreadPool(0));
 }
