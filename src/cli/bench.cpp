@@ -551,6 +551,12 @@ void measure_bandwidth(Model& model, const BenchOptions& o, ThreadPool& pool, Be
   }
 }
 
+// The fraction of the memory bandwidth generation reaches (0: not measured).
+double roofline_fraction(const BenchResults& r, const Stat& tg) {
+  return r.bw.read_gbps > 0 && tg.mean > 0 ? tg.mean * r.bytes_per_token / (r.bw.read_gbps * 1e9)
+                                           : 0.0;
+}
+
 // Generation's reads against both roofs: the RAM's bandwidth and the decode kernels' rate on
 // cached weights. The lower one binds.
 struct BindingRoof {
@@ -562,7 +568,7 @@ std::optional<BindingRoof> tg_binding_roof(const BenchResults& r, const Stat& tg
   if (!r.roofs || r.bw.read_gbps <= 0 || tg.mean <= 0) return std::nullopt;
   const double reads_gbps = tg.mean * r.bytes_per_token / 1e9;
   BindingRoof b;
-  b.ram_fraction = reads_gbps / r.bw.read_gbps;
+  b.ram_fraction = roofline_fraction(r, tg);  // the same bits as the roofline line reports
   b.compute_fraction = reads_gbps / r.roofs->gemv_gbps;
   b.name = r.roofs->gemv_gbps < r.bw.read_gbps ? "compute" : "RAM";
   b.fraction = std::max(b.ram_fraction, b.compute_fraction);
@@ -574,12 +580,6 @@ double pp_compute_fraction(const BenchResults& r, const Stat& pp) {
   return r.roofs && r.roofs->gemm_gmacs > 0
              ? pp.mean * r.macs_per_token / (r.roofs->gemm_gmacs * 1e9)
              : 0.0;
-}
-
-// The fraction of the memory bandwidth generation reaches (0: not measured).
-double roofline_fraction(const BenchResults& r, const Stat& tg) {
-  return r.bw.read_gbps > 0 && tg.mean > 0 ? tg.mean * r.bytes_per_token / (r.bw.read_gbps * 1e9)
-                                           : 0.0;
 }
 
 // An agent's turn (--agent) from the mean speeds: the prompt (the time to the first token), then
