@@ -1,8 +1,10 @@
 #!/usr/bin/python3
-"""Speculative decoding, measured side by side: every request of a task set is sent twice to one
-`strata serve` (greedy, --parallel 1), once with "spec": "off" and once with "spec": "auto", in
-alternation so both see the same machine; the server's own decode timing (its JSON request log)
-gives tok/s. Checks that both answers are identical and prints, per kind of task, decode speed
+"""Speculative decoding, measured side by side: every request of a task set is sent twice, with
+"spec": "off" to one `strata serve` and with "spec": "auto" to another (greedy, --parallel 1), in
+alternation so both see the same machine; each server's own decode timing (its JSON request log)
+gives tok/s. Two servers, so that the drafts the speculating one takes from its earlier answers
+(--spec-history) come from other tasks' answers only, never from the same request answered
+without drafts a moment before. Checks that both answers are identical and prints, per kind of task, decode speed
 with and without speculation, their ratio, and how many drafted tokens were checked and kept.
 
 With --llama-server PATH (a llama.cpp build of your own; nothing of it is in this repository) the
@@ -43,6 +45,8 @@ def parse_args():
     p.add_argument("--kinds", default="read,rename,write",
                    help="which kinds of task, comma-separated (default: all three)")
     p.add_argument("--max-tokens", type=int, default=600)
+    p.add_argument("--server-args", default="",
+                   help="more flags for both strata servers (e.g. \"--spec-history 0\")")
     p.add_argument("--json", help="write the table here as JSON too")
     p.add_argument("--llama-server", help="a llama.cpp llama-server binary to compare with")
     p.add_argument("--llama-spec", default="--spec-type ngram-simple --spec-ngram-simple-size-n 3",
@@ -80,14 +84,14 @@ def chat_body(messages, tools, max_tokens):
 
 
 class Server:
-    def __init__(self, args):
-        cmd = [args.strata, "serve", "-m", args.model, "--port", str(args.port), "--ctx", "4096",
-               "--parallel", "1", "--log-format", "json"]
+    def __init__(self, args, port):
+        cmd = [args.strata, "serve", "-m", args.model, "--port", str(port), "--ctx", "4096",
+               "--parallel", "1", "--log-format", "json"] + shlex.split(args.server_args)
         if args.threads:
             cmd += ["-t", str(args.threads)]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                      text=True)
-        self.url = "http://127.0.0.1:%d" % args.port
+        self.url = "http://127.0.0.1:%d" % port
         wait_up(self.proc, self.url, "strata serve")
 
     def chat(self, messages, tools, spec, max_tokens):
@@ -195,16 +199,16 @@ def main():
         if t["kind"] in kinds and per_kind.get(t["kind"], 0) < args.limit:
             per_kind[t["kind"]] = per_kind.get(t["kind"], 0) + 1
             chosen += requests_of(t)
-    server = Server(args)
+    plain, server = Server(args, args.port), Server(args, args.port + 1)
     llama = []
     if args.llama_server:
-        llama = [LlamaServer(args, args.port + 1, []),
-                 LlamaServer(args, args.port + 2, shlex.split(args.llama_spec))]
+        llama = [LlamaServer(args, args.port + 2, []),
+                 LlamaServer(args, args.port + 3, shlex.split(args.llama_spec))]
     rows, llama_rows = {}, {}
     mismatches = llama_mismatches = 0
     try:
         for i, (kind, messages, tools) in enumerate(chosen):
-            off = server.chat(messages, tools, "off", args.max_tokens)
+            off = plain.chat(messages, tools, "off", args.max_tokens)
             on = server.chat(messages, tools, "auto", args.max_tokens)
             if off[0] != on[0]:
                 mismatches += 1
@@ -218,6 +222,7 @@ def main():
             print("\r%d/%d requests" % (i + 1, len(chosen)), end="", file=sys.stderr, flush=True)
         print(file=sys.stderr)
     finally:
+        plain.stop()
         server.stop()
         for s in llama:
             s.stop()

@@ -63,6 +63,7 @@ void add_serve_command(CLI::App& app) {
     std::string expert_profile;
     std::string spec = "auto";
     std::string draft_model;
+    int64_t spec_history = 32768;
     server::SamplingOverrides sampling;
     double max_gpu_temp = 0, max_cpu_temp = 0;
   };
@@ -122,6 +123,12 @@ void add_serve_command(CLI::App& app) {
                   "A smaller GGUF model with the same vocabulary to draft tokens with (run on the "
                   "CPU, greedily); --spec auto uses it where prompt lookup finds nothing")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--spec-history", o->spec_history,
+                  "Tokens of recent answers that n-gram drafts also look in (how answers open "
+                  "and close, a model's usual phrases); 0: only the request's own text. Drafts "
+                  "never change an answer, but their speed hints at what others were answered")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   cmd->add_option("--max-gpu-temp", o->max_gpu_temp,
                   "Above this GPU temperature (°C, from NVIDIA's NVML) new requests wait in the "
                   "queue, and start again 3 °C below it; running ones finish (0: no limit)")
@@ -170,6 +177,7 @@ void add_serve_command(CLI::App& app) {
     so.batch_tokens = std::max<int64_t>(o->batch, o->parallel);
     so.max_queue = o->max_queue;
     so.prefill_chunk = o->prefill_chunk;
+    so.answer_history_tokens = o->spec_history;
     // Counted always: the status page's heat map; --expert-profile writes them at exit.
     so.record_experts = model->hparams().n_expert > 0;
     // A lone generation on the CPU on a quiet machine joins this machine's records, as bench and

@@ -37,6 +37,7 @@ DraftSources Scheduler::draft_sources() {
   const NextnHead* nextn = model_.exports_hidden() ? model_.nextn_head() : nullptr;
   return {.cost = &verify_cost_,
           .acceptance = &acceptance_,
+          .history = options_.answer_history_tokens > 0 ? &answer_history_ : nullptr,
           .nextn = nextn,
           .n_ctx = options_.n_ctx,
           .pool = &pool_};
@@ -51,7 +52,8 @@ Scheduler::Scheduler(Model& model, ThreadPool& pool, SchedulerOptions options)
            1) /
               options.page_size,
           options.page_size, options.kv_type, model.kv_layers()),
-      recurrent_floats_(model.recurrent_state_floats()) {
+      recurrent_floats_(model.recurrent_state_floats()),
+      answer_history_(static_cast<size_t>(std::max<int64_t>(options.answer_history_tokens, 0))) {
   STRATA_CHECK(options.n_slots > 0, "need at least one slot, got {}", options.n_slots);
   STRATA_CHECK(options.n_ctx > 0, "context size must be positive, got {}", options.n_ctx);
   STRATA_CHECK(options.batch_tokens >= options.n_slots,
@@ -381,6 +383,12 @@ void Scheduler::finish(Slot& slot, FinishReason reason, std::string error, bool 
   slot.sampler.reset();
   // The cache keeps exactly the tokens it holds (a sampled token not yet run is not in it).
   slot.tokens.resize(static_cast<size_t>(slot.seq.length()));
+  // What was generated joins the answers later requests draft from (a failed step's not).
+  const size_t prompt = slot.job.prompt.size();
+  if (reason != FinishReason::error && slot.tokens.size() > prompt) {
+    const std::span<const int32_t> tokens(slot.tokens);
+    answer_history_.add(tokens.first(prompt), tokens.subspan(prompt));
+  }
   GenerationJob job = std::move(slot.job);
   slot.job = {};
   {

@@ -23,6 +23,7 @@
 #include "model/model.h"
 #include "runtime/kv_pool.h"
 #include "runtime/sampler.h"
+#include "runtime/speculative/answer_history.h"
 #include "runtime/speculative/drafter.h"
 #include "runtime/speculative/speculation.h"
 #include "runtime/speculative/verify_cost.h"
@@ -82,6 +83,8 @@ struct SchedulerOptions {
   int64_t prefill_chunk = 128;
   int64_t max_queue = 64;       // waiting jobs before submit refuses
   bool record_experts = false;  // count expert selections (see expert_counts)
+  // Tokens of finished answers kept for n-gram drafts in later requests (AnswerHistory; 0: none).
+  int64_t answer_history_tokens = 0;
   // Called on the scheduler thread after each job's on_done, with what other programs used of
   // the CPUs while it ran (sampled only when this is set): serve records lone CPU generations
   // for the planner (cli/run_record.h).
@@ -132,8 +135,9 @@ class Scheduler {
   // What checking drafts costs, measured on this scheduler's steps: for the drafters of its jobs
   // (CostAwareDrafter), which it calls on its own thread (the only thread to read it).
   const VerifyCostCurve* verify_cost() const { return &verify_cost_; }
-  // What this scheduler's generations draft from: its verify-cost curve and acceptance tables,
-  // and the model's MTP block where the model keeps one and gives the hidden states it reads.
+  // What this scheduler's generations draft from: its verify-cost curve, acceptance tables and
+  // earlier answers, and the model's MTP block where the model keeps one and gives the hidden
+  // states it reads.
   DraftSources draft_sources();
 
  private:
@@ -200,10 +204,11 @@ class Scheduler {
   SchedulerStats stats_;        // counters (guarded by mutex_)
   ForwardStats forward_stats_;  // expert selections (worker thread; copied under mutex_)
   std::vector<uint64_t> expert_counts_;
-  std::vector<float> logits_;    // the last step's logits (worker thread)
-  std::vector<float> hidden_;    // its rows' hidden states, when a drafter reads them
-  VerifyCostCurve verify_cost_;  // worker thread
-  AcceptanceTables acceptance_;  // worker thread: how often its generations' drafts were kept
+  std::vector<float> logits_;     // the last step's logits (worker thread)
+  std::vector<float> hidden_;     // its rows' hidden states, when a drafter reads them
+  VerifyCostCurve verify_cost_;   // worker thread
+  AcceptanceTables acceptance_;   // worker thread: how often its generations' drafts were kept
+  AnswerHistory answer_history_;  // worker thread: finished answers, for later drafts
   int64_t counted_tokens_ = 0;
   std::thread worker_;
 };

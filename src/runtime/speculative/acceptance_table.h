@@ -33,9 +33,10 @@ class AcceptanceTable {
   std::array<Counts, kBuckets> counts_{};
 };
 
-// One table per kind of drafter (their evidence means different things).
+// One table per kind of drafter (their evidence means different things; a match in the prompt
+// and one in another request's answer are kept at different rates).
 struct AcceptanceTables {
-  AcceptanceTable ngram, mtp, draft_model;
+  AcceptanceTable ngram, history, mtp, draft_model;
 };
 
 }  // namespace strata

@@ -7,16 +7,16 @@
 // The longest suffix of max_ngram..min_ngram tokens wins, and of its occurrences the latest
 // (the most recent version of an edited text); what followed it is copied on past the end of the
 // context, so a loop (a repeated line, a model stuck in a cycle) is drafted at full length. The
-// context only grows between calls for one generation, so n-grams are indexed once each (a hash
-// per n-gram length, O(new tokens) a call). How far the match reaches back past the n-gram is the
+// context only grows between calls for one generation, so n-grams are indexed once each
+// (NgramIndex, O(new tokens) a call). How far the match reaches back past the n-gram is the
 // proposal's evidence: a copy followed for 40 tokens goes on far more surely than a 2-token echo.
 
 #include <cstdint>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 #include "runtime/speculative/drafter.h"
+#include "runtime/speculative/ngram_index.h"
 
 namespace strata {
 
@@ -42,12 +42,10 @@ class NgramDrafter : public Drafter {
   // guess, never a wrong token, since a hit is checked against the context itself.
   void index(std::span<const int32_t> context);
 
-  NgramDrafterOptions options_;
+  NgramIndex index_;
   int64_t last_match_ = 0;
   size_t indexed_ = 0;              // context tokens seen by the last call
   int32_t indexed_last_token_ = 0;  // context[indexed_ - 1] then
-  // last_end_[n - min_ngram]: n-gram hash -> the position of its latest occurrence's last token.
-  std::vector<std::unordered_map<uint64_t, size_t>> last_end_;
 };
 
 }  // namespace strata

@@ -5,6 +5,7 @@
 #include "runtime/speculative/cost_aware_drafter.h"
 #include "runtime/speculative/draft_model_drafter.h"
 #include "runtime/speculative/fallback_drafter.h"
+#include "runtime/speculative/history_drafter.h"
 #include "runtime/speculative/nextn_drafter.h"
 #include "runtime/speculative/ngram_drafter.h"
 
@@ -62,7 +63,14 @@ std::shared_ptr<Drafter> make_drafter(SpecMode mode, const DraftSources& sources
   };
   if (mode == SpecMode::mtp) return mtp();
   if (mode == SpecMode::draft) return draft_model();
-  auto ngram = cost_aware(std::make_unique<NgramDrafter>(), &AcceptanceTables::ngram);
+  // The context first; where it holds no match (or none that pays), earlier answers.
+  std::unique_ptr<Drafter> ngram =
+      cost_aware(std::make_unique<NgramDrafter>(), &AcceptanceTables::ngram);
+  if (sources.history && sources.history->capacity() > 0) {
+    ngram = std::make_unique<FallbackDrafter>(
+        std::move(ngram),
+        cost_aware(std::make_unique<HistoryDrafter>(*sources.history), &AcceptanceTables::history));
+  }
   if (mode == SpecMode::ngram || !(has_mtp || has_draft_model)) return ngram;
   return std::make_shared<FallbackDrafter>(std::move(ngram),
                                            has_draft_model ? draft_model() : mtp());

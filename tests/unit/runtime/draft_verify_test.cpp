@@ -162,6 +162,47 @@ TEST(DraftVerify, NgramDraftsChangeNothing) {
   expect_ngram_drafts_change_nothing(*hybrid);
 }
 
+// A request sent again (an agent's retry): the server kept the first answer, and n-gram drafts
+// look there too. The text is the same either way. Where the context holds nothing to copy
+// (text_repeats false: no pair of tokens comes twice), only the kept answer gives drafts.
+void expect_history_drafts_change_nothing(Model& model, bool text_repeats) {
+  ThreadPool pool(2);
+  const std::vector<int32_t> prompt = prompt_of(43, 20);
+  const std::vector<int32_t> plain = generate(model, pool, prompt, 64).tokens;
+  for (const int64_t history : {int64_t{0}, int64_t{4096}}) {
+    Scheduler scheduler(
+        model, pool,
+        {.n_slots = 1, .n_ctx = 256, .page_size = 16, .answer_history_tokens = history});
+    JobResult r;
+    for (int turn = 0; turn < 2; ++turn) {
+      Collected got;
+      GenerationJob job = greedy_job(prompt, 64, got);
+      job.drafter = make_drafter(SpecMode::ngram, scheduler.draft_sources());
+      job.max_draft = kMaxDraftTokens;
+      ASSERT_TRUE(scheduler.submit(std::move(job)));
+      r = got.done.get_future().get();
+      EXPECT_EQ(got.tokens, plain) << "history " << history << ", turn " << turn;
+    }
+    if (history == 0 && !text_repeats) {
+      EXPECT_EQ(r.drafted_tokens, 0);
+    } else if (history > 0) {
+      EXPECT_GT(r.accepted_tokens, 32);
+      // Both answers as the cache holds them (the last tokens drawn never ran), each after the
+      // prompt's last four tokens and followed by a separator.
+      const size_t kept = scheduler.draft_sources().history->size();
+      EXPECT_GE(kept, 2u * (4 + 56 + 1));
+      EXPECT_LE(kept, 2u * (4 + 64 + 1));
+    }
+  }
+}
+
+TEST(DraftVerify, DraftsFromAnEarlierAnswerChangeNothing) {
+  auto hybrid = load("gdn/models/tiny-qwen35moe-Q8_0.gguf");
+  expect_history_drafts_change_nothing(*hybrid, false);
+  auto moe = load("models/tiny-qwen3moe-Q8_0.gguf");
+  expect_history_drafts_change_nothing(*moe, true);
+}
+
 TEST(DraftVerify, ScriptedDrafterProposesTheContinuationAfterWhatWasGenerated) {
   ScriptedDrafter d(3, {10, 11, 12, 13});
   const std::vector<int32_t> after_prompt = {1, 2, 3};
