@@ -47,9 +47,9 @@ void Sampler::accept(int32_t token, bool generated) {
 }
 
 std::span<const float> Sampler::adjust(std::span<const float> logits) {
-  // Untouched logits are read where they are (no copy of the vocabulary per token).
-  const bool penalize =
-      (params_.repetition_penalty != 1.0f && !recent_.empty()) || !generated_.empty();
+  // Untouched logits are read where they are (no copy of the vocabulary per token); accept keeps
+  // recent_ and generated_ only for the penalties that read them.
+  const bool penalize = !recent_.empty() || !generated_.empty();
   if (params_.logit_bias.empty() && !penalize) return logits;
   adjusted_.assign(logits.begin(), logits.end());
   const auto in_range = [&](int32_t t) {

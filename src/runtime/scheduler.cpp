@@ -37,7 +37,7 @@ DraftSources Scheduler::draft_sources() {
   const NextnHead* nextn = model_.exports_hidden() ? model_.nextn_head() : nullptr;
   return {.cost = &verify_cost_,
           .acceptance = &acceptance_,
-          .history = options_.answer_history_tokens > 0 ? &answer_history_ : nullptr,
+          .history = answer_history_.capacity() > 0 ? &answer_history_ : nullptr,
           .nextn = nextn,
           .n_ctx = options_.n_ctx,
           .pool = &pool_};

@@ -3,7 +3,7 @@
 namespace strata {
 
 std::vector<int32_t> HistoryDrafter::propose(std::span<const int32_t> context, int64_t max_tokens) {
-  return history_.continuation(context, max_tokens, kMaxEvidence, &last_match_);
+  return history_.continuation(context, max_tokens, NgramIndex::kMaxMatch, &last_match_);
 }
 
 }  // namespace strata

@@ -16,7 +16,6 @@ class HistoryDrafter : public Drafter {
   std::vector<int32_t> propose(std::span<const int32_t> context, int64_t max_tokens) override;
   int64_t last_evidence() const override { return last_match_; }
   bool guesses_for_free() const override { return true; }
-  static constexpr int64_t kMaxEvidence = 64;
 
  private:
   const AnswerHistory& history_;

@@ -33,7 +33,7 @@ class NgramDrafter : public Drafter {
   // equals the text before the occurrence (counted up to kMaxEvidence; 0: nothing proposed).
   int64_t last_evidence() const override { return last_match_; }
   bool guesses_for_free() const override { return true; }
-  static constexpr int64_t kMaxEvidence = 64;
+  static constexpr int64_t kMaxEvidence = NgramIndex::kMaxMatch;
 
  private:
   // Index every n-gram ending at positions [indexed_ - 1, context.size() - 1): those with a

@@ -15,6 +15,10 @@ namespace strata {
 
 class NgramIndex {
  public:
+  // How far back a match is counted at most (the drafters' evidence: past this, a copy is as sure
+  // as it gets).
+  static constexpr int64_t kMaxMatch = 64;
+
   // Throws std::invalid_argument unless 1 <= min_n <= max_n.
   NgramIndex(int min_n, int max_n);
 

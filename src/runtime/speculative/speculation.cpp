@@ -66,7 +66,7 @@ std::shared_ptr<Drafter> make_drafter(SpecMode mode, const DraftSources& sources
   // The context first; where it holds no match (or none that pays), earlier answers.
   std::unique_ptr<Drafter> ngram =
       cost_aware(std::make_unique<NgramDrafter>(), &AcceptanceTables::ngram);
-  if (sources.history && sources.history->capacity() > 0) {
+  if (sources.history) {
     ngram = std::make_unique<FallbackDrafter>(
         std::move(ngram),
         cost_aware(std::make_unique<HistoryDrafter>(*sources.history), &AcceptanceTables::history));
