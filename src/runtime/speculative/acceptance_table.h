@@ -36,7 +36,7 @@ class AcceptanceTable {
 // One table per kind of drafter (their evidence means different things; a match in the prompt
 // and one in another request's answer are kept at different rates).
 struct AcceptanceTables {
-  AcceptanceTable ngram, history, mtp, draft_model;
+  AcceptanceTable ngram, resume, history, mtp, draft_model;
 };
 
 }  // namespace strata

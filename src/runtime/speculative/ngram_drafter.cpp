@@ -2,8 +2,8 @@
 
 namespace strata {
 
-NgramDrafter::NgramDrafter(NgramDrafterOptions options)
-    : index_(options.min_ngram, options.max_ngram) {}
+NgramDrafter::NgramDrafter(NgramDrafterOptions options, std::shared_ptr<CopyCursor> cursor)
+    : index_(options.min_ngram, options.max_ngram), cursor_(std::move(cursor)) {}
 
 void NgramDrafter::index(std::span<const int32_t> context) {
   const bool extends =
@@ -26,6 +26,8 @@ std::vector<int32_t> NgramDrafter::propose(std::span<const int32_t> context, int
   const auto hit = index_.find(context, context, kMaxEvidence);
   if (!hit) return {};
   last_match_ = hit->length;
+  if (cursor_ && hit->length >= kCopyMatch)
+    cursor_->place(context.size(), hit->end + 1, context.back());
   // What followed, copied on past the context's end into the draft itself (as LZ77 copies
   // overlap): a text that repeats with a period shorter than a draft is drafted in full.
   std::vector<int32_t> draft;

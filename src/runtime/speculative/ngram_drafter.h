@@ -12,9 +12,11 @@
 // proposal's evidence: a copy followed for 40 tokens goes on far more surely than a 2-token echo.
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
+#include "runtime/speculative/copy_cursor.h"
 #include "runtime/speculative/drafter.h"
 #include "runtime/speculative/ngram_index.h"
 
@@ -27,13 +29,19 @@ struct NgramDrafterOptions {
 
 class NgramDrafter : public Drafter {
  public:
-  explicit NgramDrafter(NgramDrafterOptions options = {});
+  // cursor: where this generation's copy stands, placed at every proposal that copies after a
+  // match of kCopyMatch tokens or more (null: none kept), for CopyResumeDrafter.
+  explicit NgramDrafter(NgramDrafterOptions options = {},
+                        std::shared_ptr<CopyCursor> cursor = nullptr);
   std::vector<int32_t> propose(std::span<const int32_t> context, int64_t max_tokens) override;
   // The length of the match the last proposal copies after: how far back the context's end
   // equals the text before the occurrence (counted up to kMaxEvidence; 0: nothing proposed).
   int64_t last_evidence() const override { return last_match_; }
   bool guesses_for_free() const override { return true; }
   static constexpr int64_t kMaxEvidence = NgramIndex::kMaxMatch;
+  // A shorter match is as likely an echo (a name also in the instructions) as the copy in
+  // progress: the cursor stays where the copy was.
+  static constexpr int64_t kCopyMatch = 4;
 
  private:
   // Index every n-gram ending at positions [indexed_ - 1, context.size() - 1): those with a
@@ -43,6 +51,7 @@ class NgramDrafter : public Drafter {
   void index(std::span<const int32_t> context);
 
   NgramIndex index_;
+  std::shared_ptr<CopyCursor> cursor_;
   int64_t last_match_ = 0;
   size_t indexed_ = 0;              // context tokens seen by the last call
   int32_t indexed_last_token_ = 0;  // context[indexed_ - 1] then

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "runtime/speculative/copy_resume_drafter.h"
 #include "runtime/speculative/cost_aware_drafter.h"
 #include "runtime/speculative/draft_model_drafter.h"
 #include "runtime/speculative/fallback_drafter.h"
@@ -64,8 +65,12 @@ std::shared_ptr<Drafter> make_drafter(SpecMode mode, const DraftSources& sources
   if (mode == SpecMode::mtp) return mtp();
   if (mode == SpecMode::draft) return draft_model();
   // The context first; where it holds no match (or none that pays), earlier answers.
-  std::unique_ptr<Drafter> ngram =
-      cost_aware(std::make_unique<NgramDrafter>(), &AcceptanceTables::ngram);
+  // Then, past an edit of what the context's lookup was copying, that copy resumed.
+  auto cursor = std::make_shared<CopyCursor>();
+  std::unique_ptr<Drafter> ngram = std::make_unique<FallbackDrafter>(
+      cost_aware(std::make_unique<NgramDrafter>(NgramDrafterOptions{}, cursor),
+                 &AcceptanceTables::ngram),
+      cost_aware(std::make_unique<CopyResumeDrafter>(cursor), &AcceptanceTables::resume));
   if (sources.history) {
     ngram = std::make_unique<FallbackDrafter>(
         std::move(ngram),
