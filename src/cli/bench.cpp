@@ -295,7 +295,8 @@ void add_bench_options(CLI::App* cmd, BenchOptions& o) {
                   "(forced to the answer) without drafts and with n-gram drafts, -r times each")
       ->check(CLI::Range(0, 1 << 16));
   cmd->add_flag("--profile", o.profile,
-                "After the timed runs, one more pp and tg run each with a per-op time profile");
+                "After the timed runs, one more pp and tg run each (and the --verify N steps of N "
+                "tokens) with a per-op time profile");
 }
 
 // --agent N: -p N -d N, and -n 128 unless given; a different -p or -d is an error.
@@ -325,6 +326,7 @@ struct BenchResults {
   int threads = 0;
   std::vector<double> pp, tg;  // tokens per second of each timed run
   OpProfile pp_profile, tg_profile;
+  OpProfile verify_profile;        // --profile with --verify N: the steps of N tokens
   nlohmann::json prompt_timeline;  // the last prompt batch of a hybrid plan: which path ran
   nlohmann::json timeline;  // the last decode step on a GPU: the CPU's experts, the GPU segments
   // Bytes one generated token reads: dense weights, the experts that ran, and the KV cache at
@@ -421,6 +423,23 @@ class BenchRunner {
       const auto experts = static_cast<double>(session_.stats().distinct_experts - experts_before);
       r.verify.push_back({b, seconds / steps, experts / steps});
       log::info("verify step of {} tokens: {:.3f} ms", b, 1e3 * r.verify.back().seconds);
+    }
+    // Where the largest step's time goes, op by op, next to the decode step's (one token): what
+    // each drafted token adds.
+    if (o_.profile) {
+      r.verify_profile = profile_of(
+          [&] {
+            double seconds = 0;
+            for (int i = 0; i < steps; ++i) {
+              session_.restore(at_depth_);
+              for (auto& t : tokens) t = token_(rng_);
+              const auto start = std::chrono::steady_clock::now();
+              session_.eval(tokens, true, logits_);
+              seconds += seconds_since(start);
+            }
+            return seconds;
+          },
+          steps * o_.verify);
     }
   }
 
@@ -636,6 +655,7 @@ void print_bench_json(const BenchOptions& o, const Model& model, const BenchResu
   }
   if (!r.pp_profile.ops.empty()) j["prefill_profile"] = profile_json(r.pp_profile);
   if (!r.tg_profile.ops.empty()) j["decode_profile"] = profile_json(r.tg_profile);
+  if (!r.verify_profile.ops.empty()) j["verify_profile"] = profile_json(r.verify_profile);
   if (!r.timeline.is_null()) j["hybrid_timeline"] = r.timeline;
   if (!r.prompt_timeline.is_null()) j["hybrid_prompt_timeline"] = r.prompt_timeline;
   for (const auto& v : r.verify) {
@@ -737,6 +757,8 @@ void print_bench_text(const BenchOptions& o, const Model& model, const BenchResu
   }
   if (!r.pp_profile.ops.empty()) print_profile("prefill", r.pp_profile);
   if (!r.tg_profile.ops.empty()) print_profile("decode step", r.tg_profile);
+  if (!r.verify_profile.ops.empty())
+    print_profile(fmt::format("verify ({}-token steps)", o.verify).c_str(), r.verify_profile);
   if (!r.prompt_timeline.is_null()) print_prompt_paths(r.prompt_timeline);
   if (!r.timeline.is_null()) print_hybrid_timeline(r.timeline);
 }

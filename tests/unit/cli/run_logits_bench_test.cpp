@@ -356,14 +356,15 @@ TEST(BenchCommand, ExpertProfileRecordsThePromptsRoutingForThePlanner) {
   EXPECT_NE(r.output.find("has no routed experts"), std::string::npos) << r.output;
 }
 
-TEST(BenchCommand, ProfileSplitsPrefillAndDecodeByOp) {
+// With --verify N the steps of N tokens are profiled too (what each drafted token adds).
+TEST(BenchCommand, ProfileSplitsPrefillDecodeAndVerifyByOp) {
   const auto r = run_strata(
       "bench -m " + (test::oracle_dir() / "models" / "tiny-qwen3moe-Q4_K_M.gguf").string() +
-          " -p 16 -n 4 -r 1 -t 1 --json --no-bandwidth --profile",
+          " -p 16 -n 4 -r 1 -t 1 --verify 3 --json --no-bandwidth --profile",
       false);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto j = nlohmann::json::parse(r.output);
-  for (const char* key : {"prefill_profile", "decode_profile"}) {
+  for (const char* key : {"prefill_profile", "decode_profile", "verify_profile"}) {
     ASSERT_TRUE(j.contains(key)) << key;
     std::set<std::string> ops;
     double share = 0;
