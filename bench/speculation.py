@@ -215,10 +215,10 @@ def main():
                 print("\nDIFFERENT ANSWERS (%s #%d)" % (kind, i), file=sys.stderr)
             add(rows, kind, off, on)
             if llama:
-                plain = llama[0].chat(messages, tools, args.max_tokens)
-                spec = llama[1].chat(messages, tools, args.max_tokens)
-                llama_mismatches += plain[0] != spec[0]
-                add(llama_rows, kind, plain, spec)
+                llama_off = llama[0].chat(messages, tools, args.max_tokens)
+                llama_on = llama[1].chat(messages, tools, args.max_tokens)
+                llama_mismatches += llama_off[0] != llama_on[0]
+                add(llama_rows, kind, llama_off, llama_on)
             print("\r%d/%d requests" % (i + 1, len(chosen)), end="", file=sys.stderr, flush=True)
         print(file=sys.stderr)
     finally:
