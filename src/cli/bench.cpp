@@ -408,18 +408,9 @@ class BenchRunner {
     if (o_.verify <= 0) return;
     if (o_.n_gen <= 0) start_at_depth();
     const int steps = std::max(8, o_.n_gen);
-    std::vector<int32_t> tokens;
     for (int b = 1; b <= o_.verify; ++b) {
-      double seconds = 0;
       const int64_t experts_before = session_.stats().distinct_experts;
-      for (int i = 0; i < steps; ++i) {
-        session_.restore(at_depth_);
-        tokens.resize(static_cast<size_t>(b));
-        for (auto& t : tokens) t = token_(rng_);
-        const auto start = std::chrono::steady_clock::now();
-        session_.eval(tokens, true, logits_);
-        seconds += seconds_since(start);
-      }
+      const double seconds = run_verify_steps(b, steps);
       const auto experts = static_cast<double>(session_.stats().distinct_experts - experts_before);
       r.verify.push_back({b, seconds / steps, experts / steps});
       log::info("verify step of {} tokens: {:.3f} ms", b, 1e3 * r.verify.back().seconds);
@@ -427,20 +418,23 @@ class BenchRunner {
     // Where the largest step's time goes, op by op, next to the decode step's (one token): what
     // each drafted token adds.
     if (o_.profile) {
-      r.verify_profile = profile_of(
-          [&] {
-            double seconds = 0;
-            for (int i = 0; i < steps; ++i) {
-              session_.restore(at_depth_);
-              for (auto& t : tokens) t = token_(rng_);
-              const auto start = std::chrono::steady_clock::now();
-              session_.eval(tokens, true, logits_);
-              seconds += seconds_since(start);
-            }
-            return seconds;
-          },
-          steps * o_.verify);
+      r.verify_profile =
+          profile_of([&] { return run_verify_steps(o_.verify, steps); }, steps * o_.verify);
     }
+  }
+
+  // `steps` steps of `tokens` random tokens, each from the depth snapshot; their eval seconds.
+  double run_verify_steps(int tokens, int steps) {
+    std::vector<int32_t> step(static_cast<size_t>(tokens));
+    double seconds = 0;
+    for (int i = 0; i < steps; ++i) {
+      session_.restore(at_depth_);
+      for (auto& t : step) t = token_(rng_);
+      const auto start = std::chrono::steady_clock::now();
+      session_.eval(step, true, logits_);
+      seconds += seconds_since(start);
+    }
+    return seconds;
   }
 
   void measure_generation(BenchResults& r) {

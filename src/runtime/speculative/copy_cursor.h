@@ -11,13 +11,12 @@
 namespace strata {
 
 struct CopyCursor {
-  bool placed = false;
-  size_t at = 0;           // the context's length when the copy was placed
+  size_t at = 0;           // the context's length when the copy was placed (0: never placed)
   size_t source = 0;       // the earlier position whose token was guessed for position `at`
   int32_t last_token = 0;  // context[at - 1] then: a context without it is another generation
 
+  bool placed() const { return at > 0; }
   void place(size_t context_length, size_t source_position, int32_t token_before) {
-    placed = true;
     at = context_length;
     source = source_position;
     last_token = token_before;

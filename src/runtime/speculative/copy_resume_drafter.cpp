@@ -1,5 +1,7 @@
 #include "runtime/speculative/copy_resume_drafter.h"
 
+#include "runtime/speculative/ngram_index.h"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -15,7 +17,7 @@ std::vector<int32_t> CopyResumeDrafter::propose(std::span<const int32_t> context
   last_evidence_ = 0;
   CopyCursor& c = *cursor_;
   const size_t n = context.size();
-  if (!c.placed || max_tokens <= 0 || c.at == 0 || c.at > n || c.source >= c.at ||
+  if (!c.placed() || max_tokens <= 0 || c.at > n || c.source >= c.at ||
       context[c.at - 1] != c.last_token)
     return {};
   // Follow the copy over the tokens written since it was placed, up to where they differ.
@@ -43,12 +45,7 @@ std::vector<int32_t> CopyResumeDrafter::propose(std::span<const int32_t> context
     last_evidence_ = 1;
   }
   if (resume >= n) return {};
-  // What follows, copied on past the context's end as prompt lookup does.
-  std::vector<int32_t> draft;
-  draft.reserve(static_cast<size_t>(max_tokens));
-  for (size_t i = resume; std::ssize(draft) < max_tokens; ++i)
-    draft.push_back(i < n ? context[i] : draft[i - n]);
-  return draft;
+  return copy_on(context, resume, max_tokens);
 }
 
 }  // namespace strata

@@ -28,13 +28,7 @@ std::vector<int32_t> NgramDrafter::propose(std::span<const int32_t> context, int
   last_match_ = hit->length;
   if (cursor_ && hit->length >= kCopyMatch)
     cursor_->place(context.size(), hit->end + 1, context.back());
-  // What followed, copied on past the context's end into the draft itself (as LZ77 copies
-  // overlap): a text that repeats with a period shorter than a draft is drafted in full.
-  std::vector<int32_t> draft;
-  draft.reserve(static_cast<size_t>(max_tokens));
-  for (size_t i = hit->end + 1; std::ssize(draft) < max_tokens; ++i)
-    draft.push_back(i < context.size() ? context[i] : draft[i - context.size()]);
-  return draft;
+  return copy_on(context, hit->end + 1, max_tokens);  // what followed
 }
 
 }  // namespace strata

@@ -62,4 +62,12 @@ std::optional<NgramIndex::Hit> NgramIndex::find(std::span<const int32_t> text,
   return std::nullopt;
 }
 
+std::vector<int32_t> copy_on(std::span<const int32_t> text, size_t from, int64_t max_tokens) {
+  std::vector<int32_t> out;
+  out.reserve(static_cast<size_t>(std::max<int64_t>(0, max_tokens)));
+  for (size_t i = from; std::ssize(out) < max_tokens; ++i)
+    out.push_back(i < text.size() ? text[i] : out[i - text.size()]);
+  return out;
+}
+
 }  // namespace strata

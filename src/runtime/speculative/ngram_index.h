@@ -42,4 +42,9 @@ class NgramIndex {
   std::vector<std::unordered_map<uint64_t, size_t>> ends_;
 };
 
+// Up to max_tokens tokens of `text` from position `from` on (from < text.size()), copied on past
+// its end into the result itself (as LZ77 copies overlap): a text that repeats with a period
+// shorter than a draft is drafted in full.
+std::vector<int32_t> copy_on(std::span<const int32_t> text, size_t from, int64_t max_tokens);
+
 }  // namespace strata

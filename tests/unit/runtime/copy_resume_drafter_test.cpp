@@ -75,7 +75,7 @@ TEST(CopyResumeDrafter, NothingWithoutACopyOrPastALongEdit) {
   // A two-token echo does not place the cursor (kCopyMatch): "11 12" also occurs elsewhere.
   NgramDrafter lookup(NgramDrafterOptions{}, cursor);
   EXPECT_FALSE(lookup.propose(Tokens{11, 12, 13, 14, 99, 11, 12}, 2).empty());
-  EXPECT_FALSE(cursor->placed);
+  EXPECT_FALSE(cursor->placed());
 
   Copying c;
   Tokens essay(CopyResumeDrafter::kMaxEdit, 0);
