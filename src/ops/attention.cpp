@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ops/attention_q8.h"
+#include "ops/attention_q8_values.h"
 #include "ops/transpose_avx2.h"
 #include "ops/transpose_avx512.h"
 #include "ops/vector_exp.h"
@@ -64,7 +65,8 @@ int64_t round_up_lanes(int64_t n) {
 // Arithmetic shared by every path, whatever the instruction set or the blocking:
 //   score(q, k_j) = scale * fma(q[d-1], k_j[d-1], ... fma(q[1], k_j[1], q[0] * k_j[0]))
 //                   (F16 keys; Q8_0 keys are scored in integers, as attention_q8.h defines)
-//   acc_i        = fma(p_j, v_j[i], acc_i) over the positions j of a chunk in order,
+//   acc_i        = fma(p_j, v_j[i], acc_i) over the positions j of a chunk in order
+//                   (F16 values; Q8_0 values are weighed in integers, attention_q8_values.h),
 // one chain per (query, key) and per (query, dimension): a query row's result does not depend on
 // which other rows are computed beside it. The portable kernels below fuse where the target has
 // FMA (so they give what the AVX-512 kernels give) and multiply-add otherwise.
@@ -230,23 +232,9 @@ __attribute__((target("avx512f"))) void values_block_avx512(const float* weights
     for (int v = 0; v < NV; ++v) _mm512_storeu_ps(acc + r * d + i0 + v * kLanes, a[r][v]);
 }
 
-// values_block_avx512 reading the cache rows themselves: 16 values converted where they are used,
-// as the row conversion would give them (F16: exact; Q8_0: code * scale, one rounding), so the
-// chunk is never written out as f32 rows.
-struct F16Values {
-  __attribute__((target("avx512f"))) static __m512 load(const uint8_t* row, int64_t i) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * i)));
-  }
-};
-struct Q8_0Values {
-  __attribute__((target("avx512f"))) static __m512 load(const uint8_t* row, int64_t i) {
-    const auto* block = reinterpret_cast<const quant::BlockQ8_0*>(row) + i / quant::kQK;
-    const __m512i codes = _mm512_cvtepi8_epi32(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(block->qs + i % quant::kQK)));
-    return _mm512_mul_ps(_mm512_cvtepi32_ps(codes), _mm512_set1_ps(f16_to_f32(block->d)));
-  }
-};
-template <typename Format, int NR, int NV>
+// values_block_avx512 reading the F16 cache rows themselves: 16 values converted (exactly) where
+// they are used, so the chunk is never written out as f32 rows.
+template <int NR, int NV>
 __attribute__((target("avx512f"))) void values_rows_block_avx512(const float* weights,
                                                                  const uint8_t* const* rows,
                                                                  int64_t count, int64_t d,
@@ -256,7 +244,10 @@ __attribute__((target("avx512f"))) void values_rows_block_avx512(const float* we
     for (int v = 0; v < NV; ++v) a[r][v] = _mm512_loadu_ps(acc + r * d + i0 + v * kLanes);
   for (int64_t j = 0; j < count; ++j) {
     __m512 x[NV];
-    for (int v = 0; v < NV; ++v) x[v] = Format::load(rows[j], i0 + v * kLanes);
+    for (int v = 0; v < NV; ++v) {
+      x[v] = _mm512_cvtph_ps(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[j] + 2 * (i0 + v * kLanes))));
+    }
     for (int r = 0; r < NR; ++r) {
       const __m512 p = _mm512_set1_ps(weights[r * kChunk + j]);
       for (int v = 0; v < NV; ++v) a[r][v] = _mm512_fmadd_ps(p, x[v], a[r][v]);
@@ -268,23 +259,19 @@ __attribute__((target("avx512f"))) void values_rows_block_avx512(const float* we
 
 using ValuesRowsBlockFn = void (*)(const float*, const uint8_t* const*, int64_t, int64_t, int64_t,
                                    float*);
-template <typename Format, int NR>
+template <int NR>
 constexpr ValuesRowsBlockFn kValuesRowsRow[4] = {
-    values_rows_block_avx512<Format, NR, 1>, values_rows_block_avx512<Format, NR, 2>,
-    values_rows_block_avx512<Format, NR, 3>, values_rows_block_avx512<Format, NR, 4>};
-template <typename Format>
-constexpr const ValuesRowsBlockFn* kValuesRowsBlocks[4] = {
-    kValuesRowsRow<Format, 1>, kValuesRowsRow<Format, 2>, kValuesRowsRow<Format, 3>,
-    kValuesRowsRow<Format, 4>};
+    values_rows_block_avx512<NR, 1>, values_rows_block_avx512<NR, 2>,
+    values_rows_block_avx512<NR, 3>, values_rows_block_avx512<NR, 4>};
+constexpr const ValuesRowsBlockFn* kValuesRowsBlocks[4] = {kValuesRowsRow<1>, kValuesRowsRow<2>,
+                                                           kValuesRowsRow<3>, kValuesRowsRow<4>};
 
-// d a multiple of 16; n_rows <= kRowBlock; rows of `type` (F16 or Q8_0).
+// d a multiple of 16; n_rows <= kRowBlock; F16 rows.
 void values_rows_avx512(const float* weights, int64_t n_rows, const uint8_t* const* rows,
-                        GgmlType type, int64_t count, int64_t d, float* acc) {
-  const ValuesRowsBlockFn* const* blocks =
-      type == GgmlType::F16 ? kValuesRowsBlocks<F16Values> : kValuesRowsBlocks<Q8_0Values>;
+                        int64_t count, int64_t d, float* acc) {
   for (int64_t i0 = 0; i0 < d; i0 += 64) {
     const int64_t nv = std::min<int64_t>(4, (d - i0) / kLanes);
-    blocks[n_rows - 1][nv - 1](weights, rows, count, d, i0, acc);
+    kValuesRowsBlocks[n_rows - 1][nv - 1](weights, rows, count, d, i0, acc);
   }
 }
 
@@ -560,8 +547,10 @@ struct ChunkKernels {
   void (*f16_row)(const uint8_t*, int64_t, float*);  // null: the type's dequantize_row
   // Scores over Q8_0 keys in integers (attention_q8.h): every level has them.
   q8_scores::Kernels q8{};
-  // Values read from the F16 / Q8_0 cache rows as they are; null: from rows decoded to f32.
-  void (*values_rows)(const float*, int64_t, const uint8_t* const*, GgmlType, int64_t, int64_t,
+  // Values over a Q8_0 cache in integers (attention_q8_values.h): every level has them.
+  q8_values::Kernels q8v{};
+  // Values read from the F16 cache rows as they are; null: from rows decoded to f32.
+  void (*values_rows)(const float*, int64_t, const uint8_t* const*, int64_t, int64_t,
                       float*) = nullptr;
   // softmax for a block of rows at once (null: row by row).
   void (*softmax_rows)(float*, int64_t, int64_t, float*, float*, float*, int64_t) = nullptr;
@@ -573,37 +562,51 @@ std::atomic<AttentionPath> attention_path{AttentionPath::automatic};
 // of 8), else the loops for the best instruction set (same arithmetic either way).
 const ChunkKernels& chunk_kernels(int64_t d) {
   static const CpuFeatures& cpu = cpu_features();
-  static const ChunkKernels avx512{
-      scores_avx512,      values_avx512_blocks, softmax_block_avx512<1>,     f16_keys_t_avx512,
-      f32_keys_t_avx512,  f16_row_avx512,       q8_scores::kernels_avx512(), values_rows_avx512,
-      softmax_rows_avx512};
+  static const ChunkKernels avx512{scores_avx512,
+                                   values_avx512_blocks,
+                                   softmax_block_avx512<1>,
+                                   f16_keys_t_avx512,
+                                   f32_keys_t_avx512,
+                                   f16_row_avx512,
+                                   q8_scores::kernels_avx512(),
+                                   q8_values::kernels_avx512(),
+                                   values_rows_avx512,
+                                   softmax_rows_avx512};
   static const ChunkKernels avx512_loops{scores_loop_avx512,
                                          values_loop_avx512,
                                          softmax_avx512,
                                          nullptr,
                                          transpose_keys_portable,
                                          nullptr,
-                                         q8_scores::kernels_avx512()};
+                                         q8_scores::kernels_avx512(),
+                                         q8_values::kernels_avx512()};
   static const ChunkKernels avx2{
-      scores_avx2,     values_avx2_blocks, softmax_avx2_row,         nullptr,
-      f32_keys_t_avx2, f16_row_avx2,       q8_scores::kernels_avx2()};
+      scores_avx2,     values_avx2_blocks, softmax_avx2_row,          nullptr,
+      f32_keys_t_avx2, f16_row_avx2,       q8_scores::kernels_avx2(), q8_values::kernels_avx2()};
   static const ChunkKernels avx2_loops{scores_loop_avx2,
                                        values_loop_avx2,
                                        softmax_avx2,
                                        nullptr,
                                        transpose_keys_portable,
                                        f16_row_avx2,
-                                       q8_scores::kernels_avx2_loops()};
-  static const ChunkKernels avx2_odd{
-      scores_loop_avx2, values_loop_avx2,         softmax_avx2, nullptr, transpose_keys_portable,
-      nullptr,          q8_scores::kernels_avx2()};
+                                       q8_scores::kernels_avx2_loops(),
+                                       q8_values::kernels_avx2()};
+  static const ChunkKernels avx2_odd{scores_loop_avx2,
+                                     values_loop_avx2,
+                                     softmax_avx2,
+                                     nullptr,
+                                     transpose_keys_portable,
+                                     nullptr,
+                                     q8_scores::kernels_avx2(),
+                                     q8_values::kernels_avx2()};
   static const ChunkKernels baseline{scores_loop_baseline,
                                      values_loop_baseline,
                                      softmax_baseline,
                                      nullptr,
                                      transpose_keys_portable,
                                      nullptr,
-                                     q8_scores::kernels_baseline()};
+                                     q8_scores::kernels_baseline(),
+                                     q8_values::kernels_baseline()};
   switch (attention_path.load(std::memory_order_relaxed)) {
     case AttentionPath::automatic:
       break;
@@ -637,6 +640,12 @@ struct Workspace {
   std::vector<uint32_t> q8_query_dwords;               // [n_rows][d / 4]
   std::vector<float> q8_query_scales;                  // [n_rows][d / 32]
   std::vector<int32_t> q8_query_offsets;               // [n_rows][d / 32]
+  // Q8_0 values in integers (attention_q8_values.h): the chunk's code pairs and scales, a row
+  // block's weights.
+  std::vector<uint32_t, Aligned64<uint32_t>> q8_value_pairs;  // [kChunk / 2][d]
+  AlignedFloats q8_value_scales;                              // [d / 32][kChunk]
+  std::vector<uint32_t> q8_weights;                           // [kRowBlock][d / 32][kChunk / 2]
+  std::vector<float> q8_weight_scales;                        // [kRowBlock][d / 32]
 };
 
 // The key and value rows of positions [p0, p0 + count) of kv_head, run by run, a run being
@@ -660,12 +669,12 @@ void chunk_rows(const KvLayerView& kv, int64_t kv_head, int64_t p0, int64_t coun
 // for one token's rows; the rows of several tokens would convert every value again for each block
 // of rows, where decoding the chunk once costs one conversion.
 bool values_from_rows(const KvLayerView& kv, const ChunkKernels& k, int64_t n_tokens) {
-  return k.values_rows && (kv.type == GgmlType::F16 || kv.type == GgmlType::Q8_0) &&
-         kv.head_dim % kLanes == 0 && n_tokens == 1;
+  return k.values_rows && kv.type == GgmlType::F16 && kv.head_dim % kLanes == 0 && n_tokens == 1;
 }
 
 // Decodes positions [p0, p0 + count) of kv_head: keys transposed into keys_t, values as rows
-// (raw_values: left in the cache, the values kernel reads ws.value_rows).
+// (raw_values: left in the cache, the values kernel reads ws.value_rows); a Q8_0 chunk's keys and
+// values laid out for the integer kernels instead.
 // Meanwhile it asks for the rows of next_head at [next_p0, next_p0 + next_count), what is decoded
 // next, spread over the decoding so they arrive while this chunk is computed: a long-context
 // decode step streams the cache from memory, and one burst of prefetches would stall on the miss
@@ -682,6 +691,7 @@ void decode_chunk(const KvLayerView& kv, int64_t kv_head, int64_t p0, int64_t co
   const uint8_t* next_v[kChunk];
   chunk_rows(kv, next_head, next_p0, next_count, next_k, next_v);
   const bool f16 = kv.type == GgmlType::F16 && k.f16_row;
+  const bool q8 = kv.type == GgmlType::Q8_0;
   const quant::DequantizeRowFn dequantize = quant::traits(kv.type).kernels.dequantize_row;
   float* values = ws.values.data();
   for (int64_t j = 0; j < std::max(count, next_count); ++j) {
@@ -691,7 +701,7 @@ void decode_chunk(const KvLayerView& kv, int64_t kv_head, int64_t p0, int64_t co
         _mm_prefetch(reinterpret_cast<const char*>(next_v[j] + b), _MM_HINT_T1);
       }
     }
-    if (j >= count || raw_values) continue;
+    if (j >= count || raw_values || q8) continue;
     if (f16) {
       k.f16_row(v_rows[j], d, values + j * d);
     } else {
@@ -702,8 +712,10 @@ void decode_chunk(const KvLayerView& kv, int64_t kv_head, int64_t p0, int64_t co
     k.f16_keys_t(k_rows, count, d, ws.keys_t.data());
     return;
   }
-  if (kv.type == GgmlType::Q8_0) {  // scored in integers (a Q8_0 row is whole blocks)
+  if (q8) {  // scored and weighed in integers (a Q8_0 row is whole blocks)
     k.q8.keys(k_rows, count, d / quant::kQK, kChunk, ws.q8_keys.data(), ws.q8_key_scales.data());
+    k.q8v.pairs(v_rows, count, d / quant::kQK, kChunk, ws.q8_value_pairs.data(),
+                ws.q8_value_scales.data());
     return;
   }
   float* rows = ws.rows.data();
@@ -741,12 +753,16 @@ void attend_range(const KvLayerView& kv, int64_t first_head, int64_t n_heads, co
   ws.keys_t.resize(static_cast<size_t>(d * kChunk));
   ws.values.resize(static_cast<size_t>(kChunk * d));
   ws.rows.resize(static_cast<size_t>(kChunk * d));
-  const bool q8_keys = kv.type == GgmlType::Q8_0;
-  STRATA_CHECK(!q8_keys || d % quant::kQK == 0, "a Q8_0 cache needs head sizes in blocks of {}",
+  const bool q8_cache = kv.type == GgmlType::Q8_0;
+  STRATA_CHECK(!q8_cache || d % quant::kQK == 0, "a Q8_0 cache needs head sizes in blocks of {}",
                quant::kQK);
   const int64_t n_blocks = d / quant::kQK;
-  if (q8_keys) {
+  if (q8_cache) {
     ws.q8_keys.resize(static_cast<size_t>(d / 4 * kChunk));
+    ws.q8_value_pairs.resize(static_cast<size_t>(kChunk / 2 * d));
+    ws.q8_value_scales.resize(static_cast<size_t>(n_blocks * kChunk));
+    ws.q8_weights.resize(static_cast<size_t>(kRowBlock * n_blocks * kChunk / 2));
+    ws.q8_weight_scales.resize(static_cast<size_t>(kRowBlock * n_blocks));
     ws.q8_key_scales.resize(static_cast<size_t>(n_blocks * kChunk));
     ws.q8_query_dwords.resize(static_cast<size_t>(n_rows * d / 4));
     ws.q8_query_scales.resize(static_cast<size_t>(n_rows * n_blocks));
@@ -758,8 +774,8 @@ void attend_range(const KvLayerView& kv, int64_t first_head, int64_t n_heads, co
 
   // Queries meet the keys rounded to the keys' partner format (F16 for F16 keys, Q8_0 for
   // Q8_0), as other GGUF engines compute Q.K: F16 keys on f32 copies, Q8_0 keys in integers
-  // (attention_q8.h); values on f32 copies. A chunk's keys and values are decoded once for the
-  // whole block of query rows.
+  // (attention_q8.h); values on f32 copies, Q8_0 values in integers (attention_q8_values.h). A
+  // chunk's keys and values are decoded once for the whole block of query rows.
   const quant::TypeTraits& qt = quant::traits(quant::traits(kv.type).activation_type);
   alignas(64) uint8_t packed[kMaxHeadDim * 2];
   const int64_t range_begin = range * kAttentionRange, range_end = range_begin + kAttentionRange;
@@ -780,7 +796,7 @@ void attend_range(const KvLayerView& kv, int64_t first_head, int64_t n_heads, co
     for (int64_t hg = 0; hg < head_rows; ++hg) {
       qt.kernels.quantize_row(q + t * q_stride + hg * d, packed, d);
       const int64_t row = t * head_rows + hg;
-      if (q8_keys) {
+      if (q8_cache) {
         q8_scores::prepare_query(packed, n_blocks, ws.q8_query_dwords.data() + row * d / 4,
                                  ws.q8_query_scales.data() + row * n_blocks,
                                  ws.q8_query_offsets.data() + row * n_blocks);
@@ -837,7 +853,7 @@ void attend_range(const KvLayerView& kv, int64_t first_head, int64_t n_heads, co
           const int64_t row0 = t * head_rows + h * n_group + g0;
           float* acc = partial.acc + row0 * d;
           const int64_t n_vectors = round_up_lanes(count) / kLanes;
-          if (q8_keys) {
+          if (q8_cache) {
             const q8_scores::QueryRows rows{ws.q8_query_dwords.data() + row0 * d / 4,
                                             ws.q8_query_scales.data() + row0 * n_blocks,
                                             ws.q8_query_offsets.data() + row0 * n_blocks};
@@ -860,9 +876,14 @@ void attend_range(const KvLayerView& kv, int64_t first_head, int64_t n_heads, co
               k.softmax(scores + r * kChunk, count, partial.max + row0 + r,
                         partial.lanes + (row0 + r) * kLanes, acc + r * d, d);
           }
-          if (raw_values) {
-            k.values_rows(scores + masked, nr, ws.value_rows + masked, kv.type, count - masked, d,
-                          acc);
+          if (q8_cache) {
+            k.q8v.weights(scores, nr, masked, count, ws.q8_value_scales.data(), n_blocks, kChunk,
+                          ws.q8_weights.data(), ws.q8_weight_scales.data());
+            k.q8v.values(ws.q8_weights.data(), ws.q8_weight_scales.data(), nr,
+                         ws.q8_value_pairs.data(), masked / 2, (count + 1) / 2, n_blocks, kChunk,
+                         acc);
+          } else if (raw_values) {
+            k.values_rows(scores + masked, nr, ws.value_rows + masked, count - masked, d, acc);
           } else {
             k.values(scores + masked, nr, ws.values.data() + masked * d, count - masked, d, acc);
           }

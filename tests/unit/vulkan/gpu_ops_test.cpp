@@ -238,6 +238,13 @@ TEST(GpuOps, RopeMatchesCpuInBothStylesAndPartialDims) {
 
 class GpuAttention : public testing::TestWithParam<GgmlType> {};
 
+// How far the GPU's attention may be from the CPU's (NMSE): float softmax in another order; over a
+// Q8_0 cache also the CPU's values weighed in int16 (ops/attention_q8_values.h: each weight moves
+// by up to 2^-16 of its chunk's largest), which the GPU computes in f32.
+double attention_nmse_bound(GgmlType type) {
+  return type == GgmlType::Q8_0 ? 1e-9 : 1e-10;
+}
+
 // KV store: the GPU writes the same cache bytes as the CPU's kv_store (F16 bit for bit; Q8_0
 // scales bit for bit and quants within one step where x/d sits on a rounding tie).
 TEST_P(GpuAttention, KvStoreWritesTheCpuLayout) {
@@ -274,7 +281,7 @@ TEST_P(GpuAttention, KvStoreWritesTheCpuLayout) {
 }
 
 // Attention over contiguous and paged caches, GQA, 1..300 positions: the GPU against the CPU's
-// attend_group on the same cache bytes. Float softmax in another order: NMSE < 1e-10.
+// attend_group on the same cache bytes, within attention_nmse_bound.
 TEST_P(GpuAttention, MatchesCpuOverContiguousAndPagedCaches) {
   const GgmlType type = GetParam();
   Device& dev = test_device();
@@ -306,13 +313,14 @@ TEST_P(GpuAttention, MatchesCpuOverContiguousAndPagedCaches) {
         ops::attend_group(cache.view, kvh, &q[off], group, lengths[t], scale, &want[off]);
       }
     }
-    EXPECT_LT(nmse(got.data(), want.data(), want.size()), 1e-10) << "page size " << page_size;
+    EXPECT_LT(nmse(got.data(), want.data(), want.size()), attention_nmse_bound(type))
+        << "page size " << page_size;
   }
 }
 
 // Long caches, 1 to 4096 positions (block edges at 512 crossed), through one workgroup per
 // (token, head) and through flash-decoding's split blocks and merge: the same bits both ways,
-// and the CPU's attend_group's values (NMSE < 1e-10).
+// and the CPU's attend_group's values (within attention_nmse_bound).
 TEST_P(GpuAttention, SplitBlocksEqualOneWorkgroupOverLongCaches) {
   const GgmlType type = GetParam();
   Device& dev = test_device();
@@ -349,7 +357,7 @@ TEST_P(GpuAttention, SplitBlocksEqualOneWorkgroupOverLongCaches) {
     ops::attend_group(cache.view, 0, &q[off], group, lengths[static_cast<size_t>(t)], scale,
                       &want[off]);
   }
-  EXPECT_LT(nmse(got.data(), want.data(), want.size()), 1e-10);
+  EXPECT_LT(nmse(got.data(), want.data(), want.size()), attention_nmse_bound(type));
 }
 
 // gpt-oss's attention: sliding windows (16: inside one block; 600: across block edges, so split
@@ -405,7 +413,7 @@ TEST_P(GpuAttention, SlidingWindowsAndSinksMatchTheCpu) {
                             options);
         }
       }
-      EXPECT_LT(nmse(got.data(), want.data(), want.size()), 1e-10);
+      EXPECT_LT(nmse(got.data(), want.data(), want.size()), attention_nmse_bound(type));
     }
   }
 }
