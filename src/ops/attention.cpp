@@ -590,7 +590,7 @@ const ChunkKernels& chunk_kernels(int64_t d) {
                                        transpose_keys_portable,
                                        f16_row_avx2,
                                        q8_scores::kernels_avx2_loops(),
-                                       q8_values::kernels_avx2()};
+                                       q8_values::kernels_avx2_loops()};
   static const ChunkKernels avx2_odd{scores_loop_avx2,
                                      values_loop_avx2,
                                      softmax_avx2,

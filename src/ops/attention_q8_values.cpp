@@ -119,6 +119,119 @@ __attribute__((target("sse2"), optimize("O3"))) void values_loop_baseline(
   STRATA_Q8_VALUES_BODY(STRATA_PLAIN)
 }
 
+// ---- AVX2 ------------------------------------------------------------------------------------
+
+// pairs_portable's layout: 16 dimensions of two positions widened to int16, paired by the
+// in-lane unpacks and put back in order across the two lanes.
+__attribute__((target("avx2"))) void pairs_avx2(const uint8_t* const* rows, int64_t count,
+                                                int64_t n_blocks, int64_t stride, uint32_t* pairs,
+                                                float* value_scales) {
+  value_scales_of(rows, count, n_blocks, stride, value_scales);
+  const int64_t d = n_blocks * kQK;
+  const auto codes = [](const Block* row, int64_t b, int64_t h) {
+    return row ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(row[b].qs + 16 * h))
+               : _mm_setzero_si128();
+  };
+  for (int64_t p = 0; p < stride / 2; ++p) {
+    const Block* even = blocks_of(rows, 2 * p, count);
+    const Block* odd = blocks_of(rows, 2 * p + 1, count);
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      for (int64_t h = 0; h < 2; ++h) {
+        const __m256i e = _mm256_cvtepi8_epi16(codes(even, b, h));
+        const __m256i o = _mm256_cvtepi8_epi16(codes(odd, b, h));
+        const __m256i low = _mm256_unpacklo_epi16(e, o), high = _mm256_unpackhi_epi16(e, o);
+        auto* out = reinterpret_cast<__m256i*>(pairs + p * d + b * kQK + 16 * h);
+        _mm256_storeu_si256(out, _mm256_permute2x128_si256(low, high, 0x20));
+        _mm256_storeu_si256(out + 1, _mm256_permute2x128_si256(low, high, 0x31));
+      }
+    }
+  }
+}
+
+// weights_portable 8 positions at a time; stride a multiple of 16.
+__attribute__((target("avx2"))) void weights_avx2(const float* weights, int64_t n_rows,
+                                                  int64_t begin, int64_t end,
+                                                  const float* value_scales, int64_t n_blocks,
+                                                  int64_t stride, uint32_t* q, float* q_scales) {
+  const int64_t half = stride / 2, n_vectors = stride / 8;
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 seen[kMaxStride / 8];
+  for (int64_t v = 0; v < n_vectors; ++v) {
+    const __m256i j = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(8 * v)),
+                                       _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256i from = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(begin)), j);
+    const __m256i to = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(end)), j);
+    seen[v] = _mm256_castsi256_ps(_mm256_andnot_si256(from, to));
+  }
+  for (int64_t r = 0; r < n_rows; ++r) {
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      __m256 w[kMaxStride / 8];
+      __m256 m = _mm256_setzero_ps();
+      for (int64_t v = 0; v < n_vectors; ++v) {
+        // Unseen positions weigh 0 whatever their scale (an unwritten slot's may be NaN).
+        w[v] = _mm256_and_ps(seen[v],
+                             _mm256_mul_ps(_mm256_loadu_ps(weights + r * stride + 8 * v),
+                                           _mm256_loadu_ps(value_scales + b * stride + 8 * v)));
+        m = _mm256_max_ps(m, _mm256_andnot_ps(sign, w[v]));
+      }
+      __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+      m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+      const float largest = std::max(_mm_cvtss_f32(m4), _mm_cvtss_f32(_mm_movehdup_ps(m4)));
+      const __m256 inv = _mm256_set1_ps(largest > 0.0f ? kLevels / largest : 0.0f);
+      q_scales[r * n_blocks + b] = largest / kLevels;
+      auto* qb = reinterpret_cast<__m256i*>(q + (r * n_blocks + b) * half);
+      for (int64_t v = 0; v < n_vectors; v += 2) {
+        const __m256i a = _mm256_cvtps_epi32(_mm256_mul_ps(w[v], inv));
+        const __m256i c = _mm256_cvtps_epi32(_mm256_mul_ps(w[v + 1], inv));
+        _mm256_storeu_si256(qb + v / 2, _mm256_permute4x64_epi64(_mm256_packs_epi32(a, c), 0xd8));
+      }
+    }
+  }
+}
+
+// Two rows x one block (4 vectors of 8 dimensions) at a time: vpmaddwd gives each dword's two
+// products summed exactly, as vpdpwssd does.
+template <int NR>
+__attribute__((target("avx2,fma"))) void values_block_avx2(const uint32_t* q, const float* q_scales,
+                                                           const uint32_t* pairs,
+                                                           int64_t first_pair, int64_t end_pair,
+                                                           int64_t n_blocks, int64_t half,
+                                                           int64_t b, float* acc) {
+  const int64_t d = n_blocks * kQK;
+  __m256i s[NR][4];
+  for (int r = 0; r < NR; ++r)
+    for (int v = 0; v < 4; ++v) s[r][v] = _mm256_setzero_si256();
+  for (int64_t p = first_pair; p < end_pair; ++p) {
+    __m256i x[4];
+    for (int v = 0; v < 4; ++v)
+      x[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pairs + p * d + b * kQK + 8 * v));
+    for (int r = 0; r < NR; ++r) {
+      const __m256i w = _mm256_set1_epi32(static_cast<int>(q[(r * n_blocks + b) * half + p]));
+      for (int v = 0; v < 4; ++v) s[r][v] = _mm256_add_epi32(s[r][v], _mm256_madd_epi16(x[v], w));
+    }
+  }
+  for (int r = 0; r < NR; ++r) {
+    const __m256 scale = _mm256_set1_ps(q_scales[r * n_blocks + b]);
+    for (int v = 0; v < 4; ++v) {
+      float* a = acc + r * d + b * kQK + 8 * v;
+      _mm256_storeu_ps(a, _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[r][v]), scale, _mm256_loadu_ps(a)));
+    }
+  }
+}
+
+void values_avx2(const uint32_t* q, const float* q_scales, int64_t n_rows, const uint32_t* pairs,
+                 int64_t first_pair, int64_t end_pair, int64_t n_blocks, int64_t stride,
+                 float* acc) {
+  const int64_t d = n_blocks * kQK, half = stride / 2;
+  for (int64_t r0 = 0; r0 < n_rows; r0 += 2) {
+    const auto block = n_rows - r0 >= 2 ? values_block_avx2<2> : values_block_avx2<1>;
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      block(q + r0 * n_blocks * half, q_scales + r0 * n_blocks, pairs, first_pair, end_pair,
+            n_blocks, half, b, acc + r0 * d);
+    }
+  }
+}
+
 // ---- AVX-512 ----------------------------------------------------------------------------------
 
 #pragma GCC diagnostic push
@@ -249,6 +362,9 @@ Kernels kernels_avx512() {
   return {pairs_avx512, weights_avx512, values_avx512};
 }
 Kernels kernels_avx2() {
+  return {pairs_avx2, weights_avx2, values_avx2};
+}
+Kernels kernels_avx2_loops() {
   return {pairs_portable, weights_portable, values_loop_avx2};
 }
 Kernels kernels_baseline() {

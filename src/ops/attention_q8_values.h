@@ -43,9 +43,11 @@ struct Kernels {
   ValuesFn values;
 };
 
-// For the instruction-set level attention runs at: avx512 (with VNNI), avx2 (FMA) or baseline.
+// For the instruction-set level attention runs at: avx512 (with VNNI), avx2 (FMA; the loops with
+// the same arithmetic, kept to check it against) or baseline.
 Kernels kernels_avx512();
 Kernels kernels_avx2();
+Kernels kernels_avx2_loops();
 Kernels kernels_baseline();
 
 }  // namespace strata::ops::q8_values

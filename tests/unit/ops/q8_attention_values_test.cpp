@@ -31,7 +31,10 @@ struct Level {
 std::vector<Level> levels() {
   const CpuFeatures& cpu = cpu_features();
   std::vector<Level> out = {{"baseline", q8_values::kernels_baseline(), false}};
-  if (cpu.has_avx2_level()) out.push_back({"avx2", q8_values::kernels_avx2(), true});
+  if (cpu.has_avx2_level()) {
+    out.push_back({"avx2", q8_values::kernels_avx2(), true});
+    out.push_back({"avx2_loops", q8_values::kernels_avx2_loops(), true});
+  }
   if (cpu.has_avx512_level()) out.push_back({"avx512", q8_values::kernels_avx512(), true});
   return out;
 }
