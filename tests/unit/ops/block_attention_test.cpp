@@ -149,9 +149,6 @@ TEST(BlockAttention, SlidingWindowsAndSinksMatchTheDefinition) {
   const int64_t d = 64, n = 200, group = 4;
   const float sinks[group] = {2.5f, -1.0f, 0.3f, 6.0f};
   for (GgmlType type : {GgmlType::F16, GgmlType::Q8_0}) {
-    // Q8_0 values are weighed in int16 (ops/attention_q8_values.h): each weight moves by up to
-    // 2^-16 of its chunk's largest, well under what the values' own codes round.
-    const double tolerance = type == GgmlType::Q8_0 ? 3e-4 : 1e-4;
     for (const int64_t window : {1, 16, 63, 64, 65, 128}) {
       SCOPED_TRACE(testing::Message() << ggml_type_name(type) << " window " << window);
       const Cache c = make_cache(type, 1, d, n, 16, 31);
@@ -182,7 +179,7 @@ TEST(BlockAttention, SlidingWindowsAndSinksMatchTheDefinition) {
                 lengths[static_cast<size_t>(t)], 0.125, sink ? &sink[g] : nullptr);
             for (int64_t i = 0; i < d; ++i) {
               ASSERT_NEAR(out[static_cast<size_t>(t * row + g * d + i)],
-                          ref[static_cast<size_t>(i)], tolerance)
+                          ref[static_cast<size_t>(i)], test_kv::exact_attention_tolerance(type))
                   << "token " << t << " head " << g << " i " << i;
             }
           }

@@ -57,6 +57,13 @@ inline void store_random(const KvLayerView& kv, int64_t n, uint32_t seed) {
              &values[static_cast<size_t>(pos * row)]);
 }
 
+// How far attention over a cache of `type` may be from an exact softmax over what the cache
+// holds: float rounding; Q8_0 values are also weighed in int16 (ops/attention_q8_values.h: each
+// weight moves by up to 2^-16 of its chunk's largest, well under what the values' codes round).
+inline double exact_attention_tolerance(GgmlType type) {
+  return type == GgmlType::Q8_0 ? 3e-4 : 1e-4;
+}
+
 // The definition, in doubles: softmax(q . K[first, length) * scale) V with the query and keys
 // rounded to the cache's partner format as the kernels do, and an optional sink logit in the
 // denominator only; over KV head `head`.

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kv_test_cache.h"
 #include "ops/activations.h"
 #include "ops/argmax.h"
 #include "ops/attention.h"
@@ -444,9 +445,6 @@ void check_attention(GgmlType kv_type) {
   qt.kernels.quantize_row(q.data(), q_packed.data(), d);
   qt.kernels.dequantize_row(q_packed.data(), q_stored.data(), d);
   const float scale = 1.0f / 8.0f;
-  // Q8_0 values are weighed in int16 (ops/attention_q8_values.h): each weight moves by up to
-  // 2^-16 of its chunk's largest, well under what the values' own codes round.
-  const double tolerance = kv_type == GgmlType::Q8_0 ? 3e-4 : 1e-4;
   for (int64_t head = 0; head < heads; ++head) {
     for (int64_t len : {1, 7, 64, 65, 150}) {
       std::vector<float> out(d);
@@ -466,7 +464,8 @@ void check_attention(GgmlType kv_type) {
         for (int64_t i = 0; i < d; ++i) ref[i] += s[p] / sum * v_stored[i];
       }
       for (int64_t i = 0; i < d; ++i) {
-        ASSERT_NEAR(out[i], ref[i], tolerance) << "head " << head << " len " << len << " i " << i;
+        ASSERT_NEAR(out[i], ref[i], test_kv::exact_attention_tolerance(kv_type))
+            << "head " << head << " len " << len << " i " << i;
       }
     }
   }
