@@ -1,7 +1,8 @@
 // Dot-product throughput per quant type and instruction-set level on one core, as GB/s of weight
 // bytes streamed: each iteration dots one activation row against every row of a weight matrix
 // (a GEMV, the shape of single-token decode). Two working sets: "cache" (1 MiB, from L2) and
-// "ram" (256 MiB, from memory: the bandwidth-bound regime of MoE decode).
+// "ram" (256 MiB, from memory: the bandwidth-bound regime of MoE decode). "gemv/...": the same
+// through the kernels that decode the activation once for all rows (TypeKernels::gemv).
 //
 // "gemm8/<type>/<isa>/{single,multi}": the shape of batched prompt processing, a 1 MiB weight
 // matrix against 8 activation rows, either as 8 vec_dot calls per weight row ("single") or as one
@@ -55,9 +56,15 @@ std::vector<uint8_t> weight_matrix(GgmlType type, size_t bytes, int64_t* rows) {
   return out;
 }
 
-void dot_benchmark(benchmark::State& state, GgmlType type, Isa isa, size_t working_set) {
+// use_gemv: the rows in blocks of kGemvBlockRows through TypeKernels::gemv (decode's path in
+// ops/matmul.cpp) instead of one vec_dot per row.
+constexpr int64_t kGemvBlockRows = 64;
+
+void dot_benchmark(benchmark::State& state, GgmlType type, Isa isa, size_t working_set,
+                   bool use_gemv) {
   const TypeTraits& t = traits(type);
   const VecDotFn dot = kernels_at(type, isa).vec_dot;
+  const GemvFn gemv = kernels_at(type, isa).gemv;
   int64_t rows = 0;
   const std::vector<uint8_t> weights = weight_matrix(type, working_set, &rows);
   std::vector<uint8_t> activation(static_cast<size_t>(row_bytes(t.activation_type, kRowLength)));
@@ -67,9 +74,16 @@ void dot_benchmark(benchmark::State& state, GgmlType type, Isa isa, size_t worki
   const size_t row_size = static_cast<size_t>(row_bytes(type, kRowLength));
   std::vector<float> out(static_cast<size_t>(rows));
   for (auto _ : state) {
-    for (int64_t r = 0; r < rows; ++r) {
-      out[static_cast<size_t>(r)] =
-          dot(kRowLength, weights.data() + r * row_size, activation.data());
+    if (use_gemv) {
+      for (int64_t r = 0; r < rows; r += kGemvBlockRows) {
+        gemv(kRowLength, weights.data() + r * row_size, static_cast<int64_t>(row_size),
+             std::min(kGemvBlockRows, rows - r), activation.data(), out.data() + r);
+      }
+    } else {
+      for (int64_t r = 0; r < rows; ++r) {
+        out[static_cast<size_t>(r)] =
+            dot(kRowLength, weights.data() + r * row_size, activation.data());
+      }
     }
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
@@ -212,9 +226,15 @@ int register_all() {
         const std::string name = std::string("dot/") + label + "/" +
                                  std::string(ggml_type_name(type)) + "/" +
                                  std::string(isa_name(isa));
-        benchmark::RegisterBenchmark(name.c_str(), dot_benchmark, type, isa, bytes)
+        benchmark::RegisterBenchmark(name.c_str(), dot_benchmark, type, isa, bytes, false)
             ->Unit(benchmark::kMicrosecond)
             ->MinTime(label[0] == 'c' ? 0.2 : 0.5);
+        if (kernels_at(type, isa).gemv) {
+          benchmark::RegisterBenchmark(("gemv" + name.substr(3)).c_str(), dot_benchmark, type, isa,
+                                       bytes, true)
+              ->Unit(benchmark::kMicrosecond)
+              ->MinTime(label[0] == 'c' ? 0.2 : 0.5);
+        }
       }
     }
   }

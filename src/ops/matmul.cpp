@@ -109,6 +109,10 @@ void matmul_rows_impl(const WeightMatrix& w, const QuantizedRows& a, TokenOf tok
     // while this one is computed; without, the hardware prefetchers stream alone.
     const uint8_t* act = a.row(token_of(0));
     const bool prefetch = settings.gemv_prefetch;
+    if (k.gemv && !prefetch) {
+      k.gemv(w.cols, w.row(row_begin), w.row_bytes, row_end - row_begin, act, out + row_begin);
+      return;
+    }
     for (int64_t r = row_begin; r < row_end; ++r) {
       if (prefetch) prefetch_range(w.row(r) + kPrefetchBytes, w.row_bytes, w.data + w.bytes());
       out[r] = dot(w.cols, w.row(r), act);

@@ -76,6 +76,7 @@ void fill_iquants_avx512(KernelTable& table) {
   table[GgmlType::IQ4_NL].vec_dot = vec_dot_of<Iq4nl>;
   table[GgmlType::IQ4_XS].vec_dot = vec_dot_of<MultiIq4xs>;
   table[GgmlType::IQ4_NL].vec_dot_multi = vec_dot_multi_of<Iq4nl, 4>;
+  table[GgmlType::IQ4_NL].gemv = Iq4nl::gemv;
   table[GgmlType::IQ4_XS].vec_dot_multi = vec_dot_multi_of<MultiIq4xs, 4>;
 }
 

@@ -467,7 +467,8 @@ void fill_legacy_avx512(KernelTable& table) {
   using Q5_0 = StepOffset<BlockQ5_0, 16>;
   using Q5_1 = StepMin<BlockQ5_1, true>;
   using Q4_0 = MultiQuad<NibbleQuads<Q4_0Values>>;
-  table[GgmlType::Q4_0] = {dequantize_q4_0, nullptr, vec_dot_of<Q4_0>, vec_dot_multi_of<Q4_0, 4>};
+  table[GgmlType::Q4_0] = {dequantize_q4_0, nullptr, vec_dot_of<Q4_0>, vec_dot_multi_of<Q4_0, 4>,
+                           Q4_0::gemv};
   table[GgmlType::Q4_1] = {dequantize_q4_1, nullptr, vec_dot<Q4_1>,
                            vec_dot_multi_of<MultiDot<Q4_1>, 4>};
   table[GgmlType::Q5_0] = {dequantize_q5_0, nullptr, vec_dot<Q5_0>,
@@ -476,7 +477,7 @@ void fill_legacy_avx512(KernelTable& table) {
                            vec_dot_multi_of<MultiDot<Q5_1>, 4>};
   using Q8_0 = MultiQuad<Q8_0Quads>;
   table[GgmlType::Q8_0] = {dequantize_q8<BlockQ8_0>, quantize_q8_0, vec_dot_of<Q8_0>,
-                           vec_dot_multi_of<Q8_0, 4>};
+                           vec_dot_multi_of<Q8_0, 4>, Q8_0::gemv};
   table[GgmlType::Q8_1] = {dequantize_q8<BlockQ8_1>, quantize_q8_1, nullptr};
 }
 

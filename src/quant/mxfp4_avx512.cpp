@@ -41,7 +41,7 @@ void dequantize_mxfp4(const void* src, float* dst, int64_t n) {
 void fill_mxfp4_avx512(KernelTable& table) {
   using Mxfp4 = MultiQuad<NibbleQuads<Mxfp4Values>>;
   table[GgmlType::MXFP4] = {dequantize_mxfp4, nullptr, vec_dot_of<Mxfp4>,
-                            vec_dot_multi_of<Mxfp4, 4>};
+                            vec_dot_multi_of<Mxfp4, 4>, Mxfp4::gemv};
 }
 
 }  // namespace strata::quant

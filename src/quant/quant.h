@@ -29,6 +29,12 @@ constexpr int kMaxMultiDot = 8;
 using VecDotMultiFn = void (*)(int64_t n, const void* weights, const void* activations,
                                int64_t act_stride, int n_act, float* out);
 
+// Dot products of `rows` weight rows (row r at weights + r * row_stride bytes) with one activation
+// row: out[r] = w_r . a, equal bit for bit to vec_dot of each row (decode's GEMV, where decoding
+// the activation once for all rows pays).
+using GemvFn = void (*)(int64_t n, const void* weights, int64_t row_stride, int64_t rows,
+                        const void* activations, float* out);
+
 // Products of a block of weight rows with many activation rows (prompt processing):
 // out[c * out_stride + r] = w_r . a_c for r < n_rows, c < n_cols, with w_r at
 // weights + r * w_stride and a_c (partner type) at act[c]. The rows are repacked into interleaved
@@ -55,6 +61,7 @@ struct TypeKernels {
       nullptr;  // reference quantizer for weights; fast one for activations
   VecDotFn vec_dot = nullptr;
   VecDotMultiFn vec_dot_multi = nullptr;  // optional: null means "loop over vec_dot"
+  GemvFn gemv = nullptr;                  // optional: null means "loop over vec_dot"
   GemmFn gemm = nullptr;                  // optional: null means "use vec_dot_multi"
   PackedTileKernels packed{};             // with gemm: the same on tiles packed ahead
 };

@@ -81,11 +81,12 @@ struct Registry {
         out.vec_dot = k.vec_dot;
         if (vec_dot_isa) *vec_dot_isa = static_cast<Isa>(level);
       }
-      // A multi-row kernel is used only from the same level as the single dot product, so the
-      // two always agree on the arithmetic.
+      // A multi-row kernel or GEMV is used only from the same level as the single dot product, so
+      // they always agree on the arithmetic.
       if (!out.vec_dot_multi && k.vec_dot_multi && out.vec_dot == k.vec_dot) {
         out.vec_dot_multi = k.vec_dot_multi;
       }
+      if (!out.gemv && k.gemv && out.vec_dot == k.vec_dot) out.gemv = k.gemv;
       if (!out.gemm) {
         out.gemm = k.gemm;
         out.packed = k.packed;  // from the same kernels as gemm: the same tiles
