@@ -157,13 +157,25 @@ struct Mxfp4Values {
   static constexpr int kOffset = 128;
   static __m128i table() { return offset_table(kMxfp4Values); }
   static float scale(const uint8_t* p) { return e8m0_half(p[0]); }
-  // e8m0_half of the 4 blocks at p, vectorized.
-  static __m128 scales4(const uint8_t* p) {
-    const __m128i e = _mm_setr_epi32(p[0], p[kBlockBytes], p[2 * kBlockBytes], p[3 * kBlockBytes]);
-    const __m128i normal = _mm_slli_epi32(_mm_sub_epi32(e, _mm_set1_epi32(1)), 23);
-    const __m128i subnormal = _mm_sllv_epi32(_mm_set1_epi32(0x00200000), e);
-    const __m128i small = _mm_cmplt_epi32(e, _mm_set1_epi32(2));
-    return _mm_castsi128_ps(_mm_blendv_epi8(normal, subnormal, small));
+  // e8m0_half of block k of the quad at p in the four floats of 128-bit lane k (the layout of
+  // Quad::d), from one load: the scale of block k, byte 17k, is byte k of the window's lane k.
+  static __m512 lane_scales(const uint8_t* p) {
+    static_assert(kBlockBytes == 17);
+    static constexpr WordIndex kIndex = [] {
+      // Byte pairs (k, none) then (none, none): each dword of lane k is byte k, zero-extended.
+      WordIndex idx{};
+      for (int k = 0; k < kQuadBlocks; ++k)
+        for (int j = 0; j < 4; ++j) {
+          idx.v[8 * k + 2 * j] = static_cast<uint16_t>(0x8000 | k);
+          idx.v[8 * k + 2 * j + 1] = 0x8080;
+        }
+      return idx;
+    }();
+    const __m512i e = _mm512_shuffle_epi8(load_window(p), kIndex.load());
+    const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+    const __m512i subnormal = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+    const __mmask16 small = _mm512_cmplt_epi32_mask(e, _mm512_set1_epi32(2));
+    return _mm512_castsi512_ps(_mm512_mask_blend_epi32(small, normal, subnormal));
   }
 };
 
@@ -181,7 +193,12 @@ struct NibbleQuads {
   }
   // Codes of 4 blocks (lane k: block k) and their scales; lanes at or past `blocks` are zero blocks
   // (value 0, scale 0).
-  static STRATA_QUAD Quad lookup(__m512i q, __m128 d, int blocks) {
+  // d_k of 4 blocks in the four floats of 128-bit lane k.
+  static STRATA_QUAD __m512 lanes(__m128 d) {
+    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                                 _mm512_castps128_ps512(d));
+  }
+  static STRATA_QUAD Quad lookup(__m512i q, __m512 d, int blocks) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     __m512i lo = _mm512_and_si512(q, m4);
     __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
@@ -199,8 +216,7 @@ struct NibbleQuads {
     Quad out;
     out.x = lo;
     out.y = hi;
-    out.d = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
-                                  _mm512_castps128_ps512(d));
+    out.d = d;
     return out;
   }
   static STRATA_QUAD __m128i codes(const uint8_t* block) {
@@ -217,7 +233,7 @@ struct NibbleQuads {
           _mm256_inserti128_si256(_mm256_castsi128_si256(codes(p + 2 * kBlockBytes)),
                                   codes(p + 3 * kBlockBytes), 1),
           1);
-      return lookup(q, Values::scales4(p), kQuadBlocks);
+      return lookup(q, Values::lane_scales(p), kQuadBlocks);
     }
   }
   // 18-byte blocks (f16 scale, then the codes): all fields of the quad's 72 bytes gathered with
@@ -242,7 +258,7 @@ struct NibbleQuads {
     const __m512i q = _mm512_permutex2var_epi16(u, kCodes.load(), v);
     const __m128 d =
         _mm_cvtph_ps(_mm512_castsi512_si128(_mm512_permutex2var_epi16(u, kScales.load(), v)));
-    return lookup(q, d, kQuadBlocks);
+    return lookup(q, lanes(d), kQuadBlocks);
   }
   // The first `blocks` (1..3) blocks at p and zero blocks after them; nothing past them is read.
   static STRATA_QUAD Quad partial(const uint8_t* p, int64_t blocks) {
@@ -256,7 +272,7 @@ struct NibbleQuads {
       q = _mm512_inserti32x4(q, codes(p + 2 * kBlockBytes), 2);
       d[2] = scale(p + 2 * kBlockBytes);
     }
-    return lookup(q, _mm_load_ps(d), static_cast<int>(blocks));
+    return lookup(q, lanes(_mm_load_ps(d)), static_cast<int>(blocks));
   }
 };
 
@@ -279,30 +295,39 @@ struct QuadStep {
       return {q.x, q.y, 0, 0, q.d};
     }
   }
+  // kOffset times the activation quad's values, summed as dot() sums the products: the term the
+  // codes' offset adds, which depends on the activation alone.
+  static STRATA_QUAD __m512i offset_sums(const Quad& a) {
+    const __m512i offset = _mm512_set1_epi8(static_cast<char>(kOffset));
+    const __m512i zero = _mm512_setzero_si512();
+    return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, offset, a.x), offset, a.y);
+  }
   // Exact int32: 4 partial sums of block k in 128-bit lane k. No side is ever -128 (activations
-  // are in -127..127, and so are the decoded values).
-  static STRATA_QUAD __m512i dot(const Decoded& w, const Quad& a) {
+  // are in -127..127, and so are the decoded values). `sums`: a's offset_sums computed ahead
+  // (decode's GEMV, which meets each activation quad once per row), or null.
+  static STRATA_QUAD __m512i dot(const Decoded& w, const Quad& a, const __m512i* sums = nullptr) {
     const __m512i zero = _mm512_setzero_si512();
     if constexpr (kOffset == 0) {
       const __m512i ax = _mm512_mask_sub_epi8(a.x, w.neg_x, zero, a.x);
       const __m512i ay = _mm512_mask_sub_epi8(a.y, w.neg_y, zero, a.y);
       return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, w.x, ax), w.y, ay);
     } else {
-      const __m512i offset = _mm512_set1_epi8(static_cast<char>(kOffset));
       const __m512i s = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, w.x, a.x), w.y, a.y);
-      const __m512i o = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, offset, a.x), offset, a.y);
-      return _mm512_sub_epi32(s, o);
+      return _mm512_sub_epi32(s, sums ? *sums : offset_sums(a));
     }
   }
   // One quad into acc; float lane 4k carries the chain of block k.
-  static STRATA_QUAD void column(const Decoded& w, const Quad& a, __m512& acc) {
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lane_totals(dot(w, a))), _mm512_mul_ps(w.d, a.d), acc);
+  static STRATA_QUAD void column(const Decoded& w, const Quad& a, __m512& acc,
+                                 const __m512i* sums = nullptr) {
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lane_totals(dot(w, a, sums))), _mm512_mul_ps(w.d, a.d),
+                          acc);
   }
   // Two consecutive quads, sharing the horizontal sums: the same integers and float operations as
   // two calls of column().
   static STRATA_QUAD void column2(const Decoded& w0, const Quad& a0, const Decoded& w1,
-                                  const Quad& a1, __m512& acc) {
-    const __m512i s0 = dot(w0, a0), s1 = dot(w1, a1);
+                                  const Quad& a1, __m512& acc, const __m512i* sums0 = nullptr,
+                                  const __m512i* sums1 = nullptr) {
+    const __m512i s0 = dot(w0, a0, sums0), s1 = dot(w1, a1, sums1);
     // Per 128-bit lane: [quad 0 x2, quad 1 x2] partial sums, then whole sums.
     const __m512i u =
         _mm512_add_epi32(_mm512_unpacklo_epi64(s0, s1), _mm512_unpackhi_epi64(s0, s1));
@@ -349,12 +374,12 @@ struct MultiQuad {
     for (int j = 0; j < N; ++j) out[j] = finish_chains(acc[j]);
   }
 
-  // One activation row against `rows` weight rows (decode's GEMV): the activation's quads are
-  // decoded once per call instead of once per row, where their permutes cost as much as the
-  // weights'. Each row runs the integers and float operations of run<1> in its order, so out[r]
-  // equals vec_dot of row r bit for bit. Rows go one at a time: two rows interleaved (sharing the
-  // activation loads) made gpt-oss-shaped decode 25-35% slower on a Zen 4, whose prefetchers
-  // follow one stream from RAM better than two.
+  // One activation row against `rows` weight rows (decode's GEMV): the activation's quads (and
+  // for codes with an offset, the offset's sums) are computed once per call instead of once per
+  // row, where they cost as much as decoding the weights. Each row runs the integers and float
+  // operations of run<1> in its order, so out[r] equals vec_dot of row r bit for bit. Rows go one
+  // at a time: two rows interleaved (sharing the activation loads) made gpt-oss-shaped decode
+  // 25-35% slower on a Zen 4, whose prefetchers follow one stream from RAM better than two.
   static void gemv(int64_t n, const void* weights, int64_t row_stride, int64_t rows,
                    const void* activations, float* out) {
     if (rows <= 0) return;
@@ -363,33 +388,50 @@ struct MultiQuad {
     const int64_t nb = n / kQK;
     const int64_t full = nb - nb % kQuadBlocks;
     const int64_t n_quads = (nb + kQuadBlocks - 1) / kQuadBlocks;
-    static thread_local std::vector<Quad> decoded;  // reused: called per block of rows
+    static thread_local std::vector<GemvQuad> decoded;  // reused: called per block of rows
     if (static_cast<int64_t>(decoded.size()) < n_quads)
       decoded.resize(static_cast<size_t>(n_quads));
-    Quad* a = decoded.data();
-    for (int64_t q = 0; q < full / kQuadBlocks; ++q)
-      a[q] = Q8_0Quads::quad(act + q * kQuadBlocks * kA);
-    if (full < nb) a[full / kQuadBlocks] = Q8_0Quads::partial(act + full * kA, nb - full);
+    GemvQuad* a = decoded.data();
+    for (int64_t q = 0; q < n_quads; ++q) {
+      a[q].quad = q * kQuadBlocks < full ? Q8_0Quads::quad(act + q * kQuadBlocks * kA)
+                                         : Q8_0Quads::partial(act + full * kA, nb - full);
+      if constexpr (kHasOffset) a[q].sums = Step::offset_sums(a[q].quad);
+    }
     const auto* w = static_cast<const uint8_t*>(weights);
     for (int64_t r = 0; r < rows; ++r) out[r] = gemv_row(nb, w + r * row_stride, a);
   }
 
  private:
+  static constexpr bool kHasOffset = Weights::kOffset != 0;
+  struct GemvQuad {
+    Quad quad;
+    __m512i sums;  // Step::offset_sums(quad) where the codes have an offset
+  };
+  static STRATA_QUAD const __m512i* sums(const GemvQuad& a) {
+    return kHasOffset ? &a.sums : nullptr;
+  }
+
   // One weight row against the decoded activation quads a.
-  static STRATA_QUAD float gemv_row(int64_t nb, const uint8_t* w, const Quad* a) {
+  static STRATA_QUAD float gemv_row(int64_t nb, const uint8_t* w, const GemvQuad* a) {
     constexpr int64_t kW = Weights::kBlockBytes;
     const int64_t full = nb - nb % kQuadBlocks;
     __m512 acc = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + 2 * kQuadBlocks <= full; i += 2 * kQuadBlocks) {
-      Step::column2(Step::decode(Weights::quad(w + i * kW)), a[i / kQuadBlocks],
-                    Step::decode(Weights::quad(w + (i + kQuadBlocks) * kW)), a[i / kQuadBlocks + 1],
-                    acc);
+      const GemvQuad& a0 = a[i / kQuadBlocks];
+      const GemvQuad& a1 = a[i / kQuadBlocks + 1];
+      Step::column2(Step::decode(Weights::quad(w + i * kW)), a0.quad,
+                    Step::decode(Weights::quad(w + (i + kQuadBlocks) * kW)), a1.quad, acc, sums(a0),
+                    sums(a1));
     }
-    if (i < full) Step::column(Step::decode(Weights::quad(w + i * kW)), a[i / kQuadBlocks], acc);
+    if (i < full) {
+      const GemvQuad& a0 = a[i / kQuadBlocks];
+      Step::column(Step::decode(Weights::quad(w + i * kW)), a0.quad, acc, sums(a0));
+    }
     if (full < nb) {
-      Step::column(Step::decode(Weights::partial(w + full * kW, nb - full)), a[full / kQuadBlocks],
-                   acc);
+      const GemvQuad& a0 = a[full / kQuadBlocks];
+      Step::column(Step::decode(Weights::partial(w + full * kW, nb - full)), a0.quad, acc,
+                   sums(a0));
     }
     return finish_chains(acc);
   }
