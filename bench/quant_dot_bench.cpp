@@ -258,6 +258,7 @@ int register_all() {
                                        {"expert_up_4tok", 2048, 768, 4},
                                        {"expert_up_3tok", 2048, 768, 3},
                                        {"expert_up_2tok", 2048, 768, 2},
+                                       {"expert_up_1tok", 2048, 768, 1},
                                        // the trained model's (tools/train) experts: decode, verify
                                        {"small_expert_1tok", 256, 96, 1},
                                        {"small_expert_2tok", 256, 96, 2},
