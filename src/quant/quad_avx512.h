@@ -3,9 +3,9 @@
 // are signed bytes once decoded (Q8_0 itself, Q4_0, IQ4_NL, MXFP4), against Q8_0 activations, 4
 // blocks (a quad) at a time. A quad holds 16 values of block k in 128-bit lane k of x, the other 16
 // in lane k of y, and d_k in the four floats of lane k. Their single-row kernels
-// (MultiQuad: vec_dot and vec_dot_multi) and their tile GEMM (gemm_quad_avx512.cpp) run in the
-// float order of chains_avx512.h with chain k = block k of each quad, so decode, the multi-row dot
-// products and prompt processing agree bit for bit.
+// (MultiQuad: vec_dot, vec_dot_multi and decode's gemv) and their tile GEMM (gemm_quad_avx512.cpp)
+// run in the float order of chains_avx512.h with chain k = block k of each quad, so decode, the
+// multi-row dot products and prompt processing agree bit for bit.
 //
 // Internal linkage on purpose (see kquants_common.h); included only by files compiled for AVX-512.
 
@@ -191,13 +191,13 @@ struct NibbleQuads {
       return _cvtsh_ss(Values::half_scale(p));
     }
   }
-  // Codes of 4 blocks (lane k: block k) and their scales; lanes at or past `blocks` are zero blocks
-  // (value 0, scale 0).
   // d_k of 4 blocks in the four floats of 128-bit lane k.
   static STRATA_QUAD __m512 lanes(__m128 d) {
     return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
                                  _mm512_castps128_ps512(d));
   }
+  // Codes of 4 blocks (lane k: block k) and their scales (d: in Quad::d's layout); lanes at or
+  // past `blocks` are zero blocks (value 0, scale 0).
   static STRATA_QUAD Quad lookup(__m512i q, __m512 d, int blocks) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     __m512i lo = _mm512_and_si512(q, m4);
