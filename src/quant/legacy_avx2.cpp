@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "quant/kernel_table.h"
 #include "quant/legacy_common.h"
@@ -178,20 +179,35 @@ struct Multi {
     return x;
   }
 
+  // The activation half of a step's scales: d of block k in lane k (with a min, [d, s] of block k
+  // in lanes 2k, 2k + 1).
+  static __m256 activation_scales(const A* a) {
+    if constexpr (F::kHasMin) {
+      // (d, s) are the first 4 bytes of the block.
+      return _mm256_cvtph_ps(
+          _mm_setr_epi32(static_cast<int>(load_u32(&a[0])), static_cast<int>(load_u32(&a[1])),
+                         static_cast<int>(load_u32(&a[2])), static_cast<int>(load_u32(&a[3]))));
+    } else {
+      return _mm256_castps128_ps256(_mm_cvtph_ps(
+          _mm_setr_epi16(static_cast<short>(a[0].d), static_cast<short>(a[1].d),
+                         static_cast<short>(a[2].d), static_cast<short>(a[3].d), 0, 0, 0, 0)));
+    }
+  }
+
   static void column(const Decoded& x, const A* a, __m256& acc0, __m256& acc1, __m256& pairs) {
+    column(x, a, activation_scales(a), acc0, acc1, pairs);
+  }
+  // The same with a's activation_scales computed ahead.
+  static void column(const Decoded& x, const A* a, __m256 a_scales, __m256& acc0, __m256& acc1,
+                     __m256& pairs) {
     __m256 s;  // d_w * d_a of block k in lane k (lane 2k with a min)
     if constexpr (F::kHasMin) {
-      // (d, s) are the first 4 bytes of the block: [d_w*d_a, m*s] in lanes 2k, 2k+1.
-      const __m128i ah =
-          _mm_setr_epi32(static_cast<int>(load_u32(&a[0])), static_cast<int>(load_u32(&a[1])),
-                         static_cast<int>(load_u32(&a[2])), static_cast<int>(load_u32(&a[3])));
-      s = _mm256_mul_ps(x.d, _mm256_cvtph_ps(ah));
+      // [d_w*d_a, m*s] in lanes 2k, 2k+1.
+      s = _mm256_mul_ps(x.d, a_scales);
       pairs = _mm256_add_ps(pairs, s);
     } else {
-      const __m128 da = _mm_cvtph_ps(
-          _mm_setr_epi16(static_cast<short>(a[0].d), static_cast<short>(a[1].d),
-                         static_cast<short>(a[2].d), static_cast<short>(a[3].d), 0, 0, 0, 0));
-      s = _mm256_castps128_ps256(_mm_mul_ps(_mm256_castps256_ps128(x.d), da));
+      s = _mm256_castps128_ps256(
+          _mm_mul_ps(_mm256_castps256_ps128(x.d), _mm256_castps256_ps128(a_scales)));
     }
     constexpr int kStride = F::kHasMin ? 2 : 1;
     const auto scale = [&](int k) {
@@ -235,6 +251,50 @@ struct Multi {
     }
   }
 };
+
+// Decode's GEMV: one activation row against `rows` weight rows. The activation's scales of every
+// step are converted once per call, and its last 1-3 blocks padded once, instead of once per row;
+// each row then runs run<1>'s operations in its order, so out[r] is vec_dot of row r bit for bit.
+template <typename F>
+void gemv(int64_t n, const void* weights, int64_t row_stride, int64_t rows, const void* activations,
+          float* out) {
+  using M = Multi<F>;
+  using W = typename F::W;
+  using A = typename F::A;
+  if (rows <= 0) return;
+  const auto* a = static_cast<const A*>(activations);
+  const int64_t nb = n / kQK;
+  const int64_t full = nb - nb % kStep;
+  const int64_t steps = full / kStep;
+  struct StepScales {
+    __m256 v;
+  };
+  static thread_local std::vector<StepScales> scales;  // reused: called per block of rows
+  if (static_cast<int64_t>(scales.size()) < steps) scales.resize(static_cast<size_t>(steps));
+  for (int64_t k = 0; k < steps; ++k)
+    scales[static_cast<size_t>(k)].v = M::activation_scales(a + k * kStep);
+  A tail[kStep];
+  std::memset(static_cast<void*>(tail), 0, sizeof tail);
+  std::memcpy(static_cast<void*>(tail), a + full, static_cast<size_t>(nb - full) * sizeof(A));
+  const __m256 tail_scales = M::activation_scales(tail);
+  const auto* w8 = static_cast<const uint8_t*>(weights);
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto* w = reinterpret_cast<const W*>(w8 + r * row_stride);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), pairs = _mm256_setzero_ps();
+    if (full < nb) {
+      W wt[kStep];
+      std::memset(static_cast<void*>(wt), 0, sizeof wt);
+      std::memcpy(static_cast<void*>(wt), w + full, static_cast<size_t>(nb - full) * sizeof(W));
+      M::column(M::decode(wt), tail, tail_scales, acc0, acc1, pairs);
+    }
+    for (int64_t i = 0; i < full; i += kStep)
+      M::column(M::decode(w + i), a + i, scales[static_cast<size_t>(i / kStep)].v, acc0, acc1,
+                pairs);
+    float total = hsum(_mm256_add_ps(acc0, acc1));
+    if constexpr (F::kHasMin) total += hsum(_mm256_blend_ps(_mm256_setzero_ps(), pairs, 0xaa));
+    out[r] = total;
+  }
+}
 
 template <typename F>
 float vec_dot(int64_t n, const void* weights, const void* activations) {
@@ -365,12 +425,16 @@ void dequantize_q8_1(const void* src, float* dst, int64_t n) {
 
 void fill_legacy_avx2(KernelTable& table) {
   // Weight types: no fast weight quantizer (the reference one is used).
-  table[GgmlType::Q4_0] = {dequantize_q4_0, nullptr, vec_dot<Q4_0>, vec_dot_multi_of<Multi<Q4_0>>};
-  table[GgmlType::Q4_1] = {dequantize_q4_1, nullptr, vec_dot<Q4_1>, vec_dot_multi_of<Multi<Q4_1>>};
-  table[GgmlType::Q5_0] = {dequantize_q5_0, nullptr, vec_dot<Q5_0>, vec_dot_multi_of<Multi<Q5_0>>};
-  table[GgmlType::Q5_1] = {dequantize_q5_1, nullptr, vec_dot<Q5_1>, vec_dot_multi_of<Multi<Q5_1>>};
+  table[GgmlType::Q4_0] = {dequantize_q4_0, nullptr, vec_dot<Q4_0>, vec_dot_multi_of<Multi<Q4_0>>,
+                           gemv<Q4_0>};
+  table[GgmlType::Q4_1] = {dequantize_q4_1, nullptr, vec_dot<Q4_1>, vec_dot_multi_of<Multi<Q4_1>>,
+                           gemv<Q4_1>};
+  table[GgmlType::Q5_0] = {dequantize_q5_0, nullptr, vec_dot<Q5_0>, vec_dot_multi_of<Multi<Q5_0>>,
+                           gemv<Q5_0>};
+  table[GgmlType::Q5_1] = {dequantize_q5_1, nullptr, vec_dot<Q5_1>, vec_dot_multi_of<Multi<Q5_1>>,
+                           gemv<Q5_1>};
   table[GgmlType::Q8_0] = {dequantize_q8_0, quantize_q8_0, vec_dot<Q8_0>,
-                           vec_dot_multi_of<Multi<Q8_0>>};
+                           vec_dot_multi_of<Multi<Q8_0>>, gemv<Q8_0>};
   table[GgmlType::Q8_1] = {dequantize_q8_1, quantize_q8_1, nullptr};
 }
 
