@@ -6,6 +6,8 @@
 
 #include <immintrin.h>
 
+#include <vector>
+
 #include "quant/avx2_common.h"
 #include "quant/iq4xs_scales.h"
 #include "quant/kernel_table.h"
@@ -72,33 +74,77 @@ float vec_dot_iq4nl(int64_t n, const void* w, const void* act) {
   return hsum(_mm256_add_ps(acc0, acc1));
 }
 
+// An activation super-block in the order the IQ4_XS codes meet it: for sub-blocks 2p and 2p + 1,
+// lo[p] holds the elements of the low nibbles (0..15 of each), hi[p] of the high ones (16..31).
+struct Iq4xsActivation {
+  __m256i lo[4], hi[4];
+};
+inline Iq4xsActivation iq4xs_activation(const int8_t* a) {
+  Iq4xsActivation y;
+  for (int p = 0; p < 4; ++p) {
+    y.lo[p] = load2x128(a + 64 * p, a + 64 * p + 32);
+    y.hi[p] = load2x128(a + 64 * p + 16, a + 64 * p + 48);
+  }
+  return y;
+}
+
+// One super-block's integer sum sum(scale_s * q * a) (8 int32 lanes, unsummed).
+inline __m256i iq4xs_block_sum(const BlockIQ4_XS& x, const Iq4xsActivation& y, __m256i table) {
+  const __m256i m4 = _mm256_set1_epi8(0x0f);
+  const __m256i ls32 = iq4xs_scales(x);
+  const __m256i sc = _mm256_broadcastsi128_si256(
+      _mm_packs_epi32(_mm256_castsi256_si128(ls32), _mm256_extracti128_si256(ls32, 1)));
+  __m256i sum0 = _mm256_setzero_si256(), sum1 = _mm256_setzero_si256();
+  for (int p = 0; p < 4; ++p) {
+    // Sub-blocks 2p and 2p + 1: 16 bytes each; low nibbles are elements 0..15, high 16..31.
+    const __m256i q = load256(x.qs + 32 * p);
+    const __m256i wl = _mm256_shuffle_epi8(table, _mm256_and_si256(q, m4));
+    const __m256i wh = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
+    const __m256i pl = mul_signed(wl, y.lo[p]);
+    const __m256i ph = mul_signed(wh, y.hi[p]);
+    const __m256i scale = _mm256_shuffle_epi8(sc, load256(kPairMasks.m[p]));
+    sum0 = _mm256_add_epi32(sum0, _mm256_madd_epi16(pl, scale));
+    sum1 = _mm256_add_epi32(sum1, _mm256_madd_epi16(ph, scale));
+  }
+  return _mm256_add_epi32(sum0, sum1);
+}
+
 float vec_dot_iq4xs(int64_t n, const void* w, const void* act) {
   const auto* x = static_cast<const BlockIQ4_XS*>(w);
   const auto* y = static_cast<const BlockQ8_K*>(act);
   const __m256i table = value_table();
-  const __m256i m4 = _mm256_set1_epi8(0x0f);
   __m256 acc = _mm256_setzero_ps();
   for (int64_t i = 0; i < n / kQKK; ++i) {
     const float d = y[i].d * f16_to_f32(x[i].d);
-    const __m256i ls32 = iq4xs_scales(x[i]);
-    const __m256i sc = _mm256_broadcastsi128_si256(
-        _mm_packs_epi32(_mm256_castsi256_si128(ls32), _mm256_extracti128_si256(ls32, 1)));
-    const int8_t* a = y[i].qs;
-    __m256i sum0 = _mm256_setzero_si256(), sum1 = _mm256_setzero_si256();
-    for (int p = 0; p < 4; ++p) {
-      // Sub-blocks 2p and 2p + 1: 16 bytes each; low nibbles are elements 0..15, high 16..31.
-      const __m256i q = load256(x[i].qs + 32 * p);
-      const __m256i wl = _mm256_shuffle_epi8(table, _mm256_and_si256(q, m4));
-      const __m256i wh = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
-      const __m256i pl = mul_signed(wl, load2x128(a + 64 * p, a + 64 * p + 32));
-      const __m256i ph = mul_signed(wh, load2x128(a + 64 * p + 16, a + 64 * p + 48));
-      const __m256i scale = _mm256_shuffle_epi8(sc, load256(kPairMasks.m[p]));
-      sum0 = _mm256_add_epi32(sum0, _mm256_madd_epi16(pl, scale));
-      sum1 = _mm256_add_epi32(sum1, _mm256_madd_epi16(ph, scale));
-    }
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_add_epi32(sum0, sum1)), acc);
+    const __m256i sum = iq4xs_block_sum(x[i], iq4xs_activation(y[i].qs), table);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sum), acc);
   }
   return hsum(acc);
+}
+
+// Decode's GEMV: the activation's super-blocks are put in the codes' order once per call (eight
+// 128-bit inserts each, which vec_dot repeats for every row); each row then runs vec_dot's
+// operations in its order, so out[r] is vec_dot of row r bit for bit.
+void gemv_iq4xs(int64_t n, const void* weights, int64_t row_stride, int64_t rows,
+                const void* activations, float* out) {
+  if (rows <= 0) return;
+  const auto* y = static_cast<const BlockQ8_K*>(activations);
+  const int64_t nb = n / kQKK;
+  static thread_local std::vector<Iq4xsActivation> laid_out;  // reused: called per block of rows
+  if (static_cast<int64_t>(laid_out.size()) < nb) laid_out.resize(static_cast<size_t>(nb));
+  for (int64_t i = 0; i < nb; ++i) laid_out[static_cast<size_t>(i)] = iq4xs_activation(y[i].qs);
+  const __m256i table = value_table();
+  const auto* w = static_cast<const uint8_t*>(weights);
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto* x = reinterpret_cast<const BlockIQ4_XS*>(w + r * row_stride);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i) {
+      const float d = y[i].d * f16_to_f32(x[i].d);
+      const __m256i sum = iq4xs_block_sum(x[i], laid_out[static_cast<size_t>(i)], table);
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sum), acc);
+    }
+    out[r] = hsum(acc);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -236,8 +282,8 @@ void dequantize_iq4xs(const void* src, float* dst, int64_t n) {
 void fill_iquants_avx2(KernelTable& table) {
   table[GgmlType::IQ4_NL] = {dequantize_iq4nl, nullptr, vec_dot_iq4nl,
                              vec_dot_multi_of<MultiIq4nl>};
-  table[GgmlType::IQ4_XS] = {dequantize_iq4xs, nullptr, vec_dot_iq4xs,
-                             vec_dot_multi_of<MultiIq4xs>};
+  table[GgmlType::IQ4_XS] = {dequantize_iq4xs, nullptr, vec_dot_iq4xs, vec_dot_multi_of<MultiIq4xs>,
+                             gemv_iq4xs};
 }
 
 }  // namespace strata::quant
