@@ -6,8 +6,6 @@
 
 #include <immintrin.h>
 
-#include <vector>
-
 #include "quant/avx2_common.h"
 #include "quant/iq4xs_scales.h"
 #include "quant/kernel_table.h"
@@ -130,9 +128,8 @@ void gemv_iq4xs(int64_t n, const void* weights, int64_t row_stride, int64_t rows
   if (rows <= 0) return;
   const auto* y = static_cast<const BlockQ8_K*>(activations);
   const int64_t nb = n / kQKK;
-  static thread_local std::vector<Iq4xsActivation> laid_out;  // reused: called per block of rows
-  if (static_cast<int64_t>(laid_out.size()) < nb) laid_out.resize(static_cast<size_t>(nb));
-  for (int64_t i = 0; i < nb; ++i) laid_out[static_cast<size_t>(i)] = iq4xs_activation(y[i].qs);
+  Iq4xsActivation* laid_out = gemv_scratch<Iq4xsActivation>(nb);
+  for (int64_t i = 0; i < nb; ++i) laid_out[i] = iq4xs_activation(y[i].qs);
   const __m256i table = value_table();
   const auto* w = static_cast<const uint8_t*>(weights);
   for (int64_t r = 0; r < rows; ++r) {
@@ -140,7 +137,7 @@ void gemv_iq4xs(int64_t n, const void* weights, int64_t row_stride, int64_t rows
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; ++i) {
       const float d = y[i].d * f16_to_f32(x[i].d);
-      const __m256i sum = iq4xs_block_sum(x[i], laid_out[static_cast<size_t>(i)], table);
+      const __m256i sum = iq4xs_block_sum(x[i], laid_out[i], table);
       acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sum), acc);
     }
     out[r] = hsum(acc);

@@ -7,8 +7,6 @@
 
 #include <immintrin.h>
 
-#include <vector>
-
 #include "quant/chains_avx512.h"
 #include "quant/kernel_table.h"
 #include "quant/kquants_common.h"
@@ -104,15 +102,13 @@ struct MultiIq4xs {
     if (rows <= 0) return;
     const auto* b = static_cast<const BlockQ8_K*>(activations);
     const int64_t nb = n / kQKK;
-    static thread_local std::vector<Activation> laid_out;  // reused: called per block of rows
-    if (static_cast<int64_t>(laid_out.size()) < nb) laid_out.resize(static_cast<size_t>(nb));
-    for (int64_t i = 0; i < nb; ++i) laid_out[static_cast<size_t>(i)] = activation(b[i]);
+    Activation* laid_out = gemv_scratch<Activation>(nb);
+    for (int64_t i = 0; i < nb; ++i) laid_out[i] = activation(b[i]);
     const auto* w = static_cast<const uint8_t*>(weights);
     for (int64_t r = 0; r < rows; ++r) {
       const auto* x = reinterpret_cast<const BlockIQ4_XS*>(w + r * row_stride);
       __m512 acc = _mm512_setzero_ps();
-      for (int64_t i = 0; i < nb; ++i)
-        accumulate(decode(x[i]), b[i], laid_out[static_cast<size_t>(i)], acc);
+      for (int64_t i = 0; i < nb; ++i) accumulate(decode(x[i]), b[i], laid_out[i], acc);
       out[r] = finish_chains(acc);
     }
   }

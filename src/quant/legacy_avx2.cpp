@@ -11,7 +11,6 @@
 
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
 #include "quant/kernel_table.h"
 #include "quant/legacy_common.h"
@@ -269,10 +268,8 @@ void gemv(int64_t n, const void* weights, int64_t row_stride, int64_t rows, cons
   struct StepScales {
     __m256 v;
   };
-  static thread_local std::vector<StepScales> scales;  // reused: called per block of rows
-  if (static_cast<int64_t>(scales.size()) < steps) scales.resize(static_cast<size_t>(steps));
-  for (int64_t k = 0; k < steps; ++k)
-    scales[static_cast<size_t>(k)].v = M::activation_scales(a + k * kStep);
+  StepScales* scales = gemv_scratch<StepScales>(steps);
+  for (int64_t k = 0; k < steps; ++k) scales[k].v = M::activation_scales(a + k * kStep);
   A tail[kStep];
   std::memset(static_cast<void*>(tail), 0, sizeof tail);
   std::memcpy(static_cast<void*>(tail), a + full, static_cast<size_t>(nb - full) * sizeof(A));
@@ -288,8 +285,7 @@ void gemv(int64_t n, const void* weights, int64_t row_stride, int64_t rows, cons
       M::column(M::decode(wt), tail, tail_scales, acc0, acc1, pairs);
     }
     for (int64_t i = 0; i < full; i += kStep)
-      M::column(M::decode(w + i), a + i, scales[static_cast<size_t>(i / kStep)].v, acc0, acc1,
-                pairs);
+      M::column(M::decode(w + i), a + i, scales[i / kStep].v, acc0, acc1, pairs);
     float total = hsum(_mm256_add_ps(acc0, acc1));
     if constexpr (F::kHasMin) total += hsum(_mm256_blend_ps(_mm256_setzero_ps(), pairs, 0xaa));
     out[r] = total;

@@ -12,6 +12,7 @@
 // different instruction sets.
 
 #include <cstdint>
+#include <vector>
 
 #include "quant/quant.h"
 
@@ -78,6 +79,15 @@ struct Columns {
   }
   const B* operator[](int j) const { return row[j]; }
 };
+
+// Where decode's GEMVs (TypeKernels::gemv) lay the activation row out, once per block of rows: n
+// elements of this thread's buffer of T, kept between calls. Each kernel lays out its own T.
+template <typename T>
+T* gemv_scratch(int64_t n) {
+  static thread_local std::vector<T> buffer;
+  if (static_cast<int64_t>(buffer.size()) < n) buffer.resize(static_cast<size_t>(n));
+  return buffer.data();
+}
 
 }  // namespace
 }  // namespace strata::quant

@@ -15,7 +15,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
 #include "quant/blocks.h"
 #include "quant/chains_avx512.h"
@@ -388,10 +387,7 @@ struct MultiQuad {
     const int64_t nb = n / kQK;
     const int64_t full = nb - nb % kQuadBlocks;
     const int64_t n_quads = (nb + kQuadBlocks - 1) / kQuadBlocks;
-    static thread_local std::vector<GemvQuad> decoded;  // reused: called per block of rows
-    if (static_cast<int64_t>(decoded.size()) < n_quads)
-      decoded.resize(static_cast<size_t>(n_quads));
-    GemvQuad* a = decoded.data();
+    GemvQuad* a = gemv_scratch<GemvQuad>(n_quads);
     for (int64_t q = 0; q < n_quads; ++q) {
       a[q].quad = q * kQuadBlocks < full ? Q8_0Quads::quad(act + q * kQuadBlocks * kA)
                                          : Q8_0Quads::partial(act + full * kA, nb - full);
