@@ -10,10 +10,10 @@
 #include <random>
 #include <vector>
 
+#include "attention_kernel_levels.h"
 #include "ops/attention_q8.h"
 #include "quant/blocks.h"
 #include "quant/quant.h"
-#include "util/cpu_features.h"
 #include "util/fp16.h"
 
 namespace strata::ops {
@@ -21,21 +21,11 @@ namespace {
 
 constexpr int64_t kStride = 64;  // keys per chunk, as attention uses it
 
-struct Level {
-  const char* name;
-  q8_scores::Kernels kernels;
-  bool fused;  // multiply-adds fused (FMA levels)
-};
+using Level = test_kv::KernelLevel<q8_scores::Kernels>;
 
 std::vector<Level> levels() {
-  const CpuFeatures& cpu = cpu_features();
-  std::vector<Level> out = {{"baseline", q8_scores::kernels_baseline(), false}};
-  if (cpu.has_avx2_level()) {
-    out.push_back({"avx2", q8_scores::kernels_avx2(), true});
-    out.push_back({"avx2_loops", q8_scores::kernels_avx2_loops(), true});
-  }
-  if (cpu.has_avx512_level()) out.push_back({"avx512", q8_scores::kernels_avx512(), true});
-  return out;
+  return test_kv::kernel_levels(q8_scores::kernels_baseline, q8_scores::kernels_avx2,
+                                q8_scores::kernels_avx2_loops, q8_scores::kernels_avx512);
 }
 
 std::vector<uint8_t> q8_0_rows(int64_t n, int64_t d, std::mt19937& rng, float spread) {

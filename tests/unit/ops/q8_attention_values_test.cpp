@@ -11,10 +11,10 @@
 #include <random>
 #include <vector>
 
+#include "attention_kernel_levels.h"
 #include "ops/attention_q8_values.h"
 #include "quant/blocks.h"
 #include "quant/quant.h"
-#include "util/cpu_features.h"
 #include "util/fp16.h"
 
 namespace strata::ops {
@@ -22,21 +22,11 @@ namespace {
 
 constexpr int64_t kStride = 64;  // positions per chunk, as attention uses it
 
-struct Level {
-  const char* name;
-  q8_values::Kernels kernels;
-  bool fused;  // multiply-adds fused (FMA levels)
-};
+using Level = test_kv::KernelLevel<q8_values::Kernels>;
 
 std::vector<Level> levels() {
-  const CpuFeatures& cpu = cpu_features();
-  std::vector<Level> out = {{"baseline", q8_values::kernels_baseline(), false}};
-  if (cpu.has_avx2_level()) {
-    out.push_back({"avx2", q8_values::kernels_avx2(), true});
-    out.push_back({"avx2_loops", q8_values::kernels_avx2_loops(), true});
-  }
-  if (cpu.has_avx512_level()) out.push_back({"avx512", q8_values::kernels_avx512(), true});
-  return out;
+  return test_kv::kernel_levels(q8_values::kernels_baseline, q8_values::kernels_avx2,
+                                q8_values::kernels_avx2_loops, q8_values::kernels_avx512);
 }
 
 std::vector<quant::BlockQ8_0> value_rows(int64_t n, int64_t d, std::mt19937& rng) {
