@@ -2,7 +2,9 @@
 // bytes streamed: each iteration dots one activation row against every row of a weight matrix
 // (a GEMV, the shape of single-token decode). Two working sets: "cache" (1 MiB, from L2) and
 // "ram" (256 MiB, from memory: the bandwidth-bound regime of MoE decode). "gemv/...": the same
-// through the kernels that decode the activation once for all rows (TypeKernels::gemv).
+// through the kernels that decode the activation once for all rows (TypeKernels::gemv);
+// "compact/...": through the compact tiles (TypeKernels::compact) packed ahead from the same rows,
+// weight_GBps counting the tiles' bytes.
 //
 // "gemm8/<type>/<isa>/{single,multi}": the shape of batched prompt processing, a 1 MiB weight
 // matrix against 8 activation rows, either as 8 vec_dot calls per weight row ("single") or as one
@@ -56,25 +58,42 @@ std::vector<uint8_t> weight_matrix(GgmlType type, size_t bytes, int64_t* rows) {
   return out;
 }
 
-// use_gemv: the rows in blocks of kGemvBlockRows through TypeKernels::gemv (decode's path in
-// ops/matmul.cpp) instead of one vec_dot per row.
+// gemv: the rows in blocks of kGemvBlockRows through TypeKernels::gemv (decode's path in
+// ops/matmul.cpp) instead of one vec_dot per row; compact: the same blocks of rows through the
+// compact tiles.
 constexpr int64_t kGemvBlockRows = 64;
+enum class RowPath { dot, gemv, compact };
 
 void dot_benchmark(benchmark::State& state, GgmlType type, Isa isa, size_t working_set,
-                   bool use_gemv) {
+                   RowPath path) {
   const TypeTraits& t = traits(type);
   const VecDotFn dot = kernels_at(type, isa).vec_dot;
   const GemvFn gemv = kernels_at(type, isa).gemv;
+  const PackedTileKernels& compact = kernels_at(type, isa).compact;
   int64_t rows = 0;
-  const std::vector<uint8_t> weights = weight_matrix(type, working_set, &rows);
+  std::vector<uint8_t> weights = weight_matrix(type, working_set, &rows);
+  const size_t row_size = static_cast<size_t>(row_bytes(type, kRowLength));
+  int64_t block_bytes = kGemvBlockRows * static_cast<int64_t>(row_size);
+  if (path == RowPath::compact) {  // the tiles replace the rows
+    rows -= rows % kGemvBlockRows;
+    block_bytes = kGemvBlockRows / compact.rows * compact.bytes(kRowLength);
+    std::vector<uint8_t> tiles(static_cast<size_t>(rows / kGemvBlockRows * block_bytes));
+    compact.pack(kRowLength, weights.data(), static_cast<int64_t>(row_size), rows, tiles.data());
+    weights = std::move(tiles);
+  }
   std::vector<uint8_t> activation(static_cast<size_t>(row_bytes(t.activation_type, kRowLength)));
   const auto a = gaussian(kRowLength, 2);
   kernels_exact(t.activation_type, Isa::scalar)
       .quantize_row(a.data(), activation.data(), kRowLength);
-  const size_t row_size = static_cast<size_t>(row_bytes(type, kRowLength));
   std::vector<float> out(static_cast<size_t>(rows));
+  const uint8_t* act = activation.data();
   for (auto _ : state) {
-    if (use_gemv) {
+    if (path == RowPath::compact) {
+      for (int64_t r = 0; r < rows; r += kGemvBlockRows) {
+        compact.gemm(kRowLength, weights.data() + r / kGemvBlockRows * block_bytes, kGemvBlockRows,
+                     &act, 1, out.data() + r, kGemvBlockRows);
+      }
+    } else if (path == RowPath::gemv) {
       for (int64_t r = 0; r < rows; r += kGemvBlockRows) {
         gemv(kRowLength, weights.data() + r * row_size, static_cast<int64_t>(row_size),
              std::min(kGemvBlockRows, rows - r), activation.data(), out.data() + r);
@@ -226,15 +245,15 @@ int register_all() {
         const std::string name = std::string("dot/") + label + "/" +
                                  std::string(ggml_type_name(type)) + "/" +
                                  std::string(isa_name(isa));
-        benchmark::RegisterBenchmark(name.c_str(), dot_benchmark, type, isa, bytes, false)
-            ->Unit(benchmark::kMicrosecond)
-            ->MinTime(label[0] == 'c' ? 0.2 : 0.5);
-        if (kernels_at(type, isa).gemv) {
-          benchmark::RegisterBenchmark(("gemv" + name.substr(3)).c_str(), dot_benchmark, type, isa,
-                                       bytes, true)
+        const auto add = [&](const std::string& prefix, RowPath path) {
+          benchmark::RegisterBenchmark((prefix + name.substr(3)).c_str(), dot_benchmark, type, isa,
+                                       bytes, path)
               ->Unit(benchmark::kMicrosecond)
               ->MinTime(label[0] == 'c' ? 0.2 : 0.5);
-        }
+        };
+        add("dot", RowPath::dot);
+        if (kernels_at(type, isa).gemv) add("gemv", RowPath::gemv);
+        if (kernels_exact(type, isa).compact.gemm) add("compact", RowPath::compact);
       }
     }
   }

@@ -9,6 +9,7 @@ namespace strata::quant {
 void fill_gemm_avx512(KernelTable& table) {
   fill_gemm_k4_avx512(table);
   fill_gemm_super_avx512(table);
+  fill_gemm_compact_avx512(table);
   fill_gemm_quads_avx512(table);
 }
 

@@ -64,6 +64,10 @@ struct TypeKernels {
   GemvFn gemv = nullptr;                  // optional: null means "loop over vec_dot"
   GemmFn gemm = nullptr;                  // optional: null means "use vec_dot_multi"
   PackedTileKernels packed{};             // with gemm: the same on tiles packed ahead
+  // Optional, with gemm: the same products on tiles that keep the codes at the format's width
+  // (about the bytes of the rows, not 1.6-1.9x), for matrices streamed from RAM. Any number of
+  // columns, but built for few: decode and short verify steps. The tiles need no alignment.
+  PackedTileKernels compact{};
 };
 
 struct TypeTraits {

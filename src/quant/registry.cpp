@@ -90,6 +90,7 @@ struct Registry {
       if (!out.gemm) {
         out.gemm = k.gemm;
         out.packed = k.packed;  // from the same kernels as gemm: the same tiles
+        out.compact = k.compact;
       }
     }
     return out;

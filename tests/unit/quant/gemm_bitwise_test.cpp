@@ -4,7 +4,8 @@
 // tokens one at a time (and MoE routing can flip). Checked for the formats with an AVX-512 tile
 // GEMM: random data, block counts that leave partial groups, 13 rows (a short last tile), every
 // column-group split of vec_dot_multi and of the GEMM, and some all-zero weight blocks. The GEMM
-// on tiles packed ahead (TypeKernels::packed) gives the same bits too.
+// on tiles packed ahead (TypeKernels::packed, and the compact tiles of TypeKernels::compact) gives
+// the same bits too.
 
 #include <gtest/gtest.h>
 
@@ -88,31 +89,44 @@ void check(GgmlType type, const TypeKernels& k, int64_t blocks, uint32_t seed) {
     }
   }
 
-  // The same tiles packed ahead: all rows, and the rows from the second tile on.
-  const PackedTileKernels& p = k.packed;
-  ASSERT_TRUE(p.pack && p.gemm && p.bytes && p.rows > 0 && p.rows < kRows);
-  const int64_t tile_bytes = p.bytes(n);
-  ASSERT_EQ(tile_bytes % 64, 0);
-  const int64_t n_tiles = (kRows + p.rows - 1) / p.rows;
-  const std::unique_ptr<uint8_t, decltype(&std::free)> tiles(
-      static_cast<uint8_t*>(std::aligned_alloc(64, static_cast<size_t>(n_tiles * tile_bytes))),
-      &std::free);
-  p.pack(n, wq.data(), w_stride, kRows, tiles.get());
-  for (int64_t first : {int64_t{0}, p.rows}) {
-    for (int64_t n_cols : {1, 2, 3, 5, 8, 20}) {
-      std::vector<float> out(static_cast<size_t>(n_cols * kRows));
-      p.gemm(n, tiles.get() + first / p.rows * tile_bytes, kRows - first, ptrs.data(), n_cols,
-             out.data() + first, kRows);
-      for (int64_t c = 0; c < n_cols; ++c) {
-        for (int64_t r = first; r < kRows; ++r) {
-          const float got = out[static_cast<size_t>(c * kRows + r)];
-          const float expected = single[static_cast<size_t>(r * kCols + c)];
-          ASSERT_EQ(bits(got), bits(expected))
-              << "packed gemm blocks=" << blocks << " rows from " << first << " n_cols=" << n_cols
-              << " row " << r << " column " << c << ": " << got << " vs vec_dot " << expected;
+  // The same tiles packed ahead (aligned byte tiles, and where the format has them the compact
+  // ones): all rows, and the rows from the second tile on.
+  const auto check_packed = [&](const PackedTileKernels& p, const char* what) {
+    ASSERT_TRUE(p.pack && p.gemm && p.bytes && p.rows > 0 && p.rows < kRows) << what;
+    const int64_t tile_bytes = p.bytes(n);
+    const int64_t n_tiles = (kRows + p.rows - 1) / p.rows;
+    const std::unique_ptr<uint8_t, decltype(&std::free)> tiles(
+        static_cast<uint8_t*>(
+            std::aligned_alloc(64, static_cast<size_t>(n_tiles * tile_bytes + 64 - 1) / 64 * 64)),
+        &std::free);
+    p.pack(n, wq.data(), w_stride, kRows, tiles.get());
+    for (int64_t first : {int64_t{0}, p.rows}) {
+      for (int64_t n_cols : {1, 2, 3, 5, 8, 20}) {
+        std::vector<float> out(static_cast<size_t>(n_cols * kRows));
+        p.gemm(n, tiles.get() + first / p.rows * tile_bytes, kRows - first, ptrs.data(), n_cols,
+               out.data() + first, kRows);
+        for (int64_t c = 0; c < n_cols; ++c) {
+          for (int64_t r = first; r < kRows; ++r) {
+            const float got = out[static_cast<size_t>(c * kRows + r)];
+            const float expected = single[static_cast<size_t>(r * kCols + c)];
+            ASSERT_EQ(bits(got), bits(expected))
+                << what << " gemm blocks=" << blocks << " rows from " << first
+                << " n_cols=" << n_cols << " row " << r << " column " << c << ": " << got
+                << " vs vec_dot " << expected;
+          }
         }
       }
     }
+  };
+  ASSERT_EQ(k.packed.bytes(n) % 64, 0);
+  check_packed(k.packed, "packed");
+  if (testing::Test::HasFatalFailure()) return;
+  if (k.compact.pack) {
+    // As many bytes as the rows (IQ4_XS: plus its scales widened to bytes and its d).
+    const int64_t rows_bytes = k.compact.rows * w_stride;
+    EXPECT_GE(k.compact.bytes(n), rows_bytes);
+    EXPECT_LE(k.compact.bytes(n), rows_bytes + rows_bytes / 50);
+    check_packed(k.compact, "compact");
   }
 }
 
@@ -127,6 +141,9 @@ TEST_P(GemmBitwise, VecDotMultiAndTileIdentical) {
   ASSERT_NE(k.vec_dot, nullptr);
   ASSERT_NE(k.vec_dot_multi, nullptr);
   ASSERT_NE(k.gemm, nullptr);
+  if (type == GgmlType::Q6_K || type == GgmlType::IQ4_XS) {
+    ASSERT_NE(k.compact.gemm, nullptr);
+  }
   uint32_t seed = 11;
   const std::vector<int64_t> block_counts =
       traits(type).block_elems == 256 ? std::vector<int64_t>{1, 2, 3, 8, 11}
