@@ -51,8 +51,9 @@ void add_model_options(CLI::App* cmd, ModelOptions& o) {
                   "mmap: use weights in place from the file; ram: read the file into memory")
       ->capture_default_str();
   cmd->add_option("--repack", o.repack,
-                  "on: prompt batches repack weight rows into interleaved tiles (fast, same "
-                  "results); off: row-by-row kernels")
+                  "on: prompt batches repack weight rows into interleaved tiles, and weights read "
+                  "into RAM whose type has compact tiles (Q6_K on AVX-512) are rewritten into "
+                  "them once (fast, same results); off: row-by-row kernels")
       ->capture_default_str()
       ->check(CLI::IsMember({"on", "off"}));
   cmd->add_option("--device", o.device,
@@ -176,6 +177,8 @@ void apply_matmul_settings(Model& model, const ModelOptions& options,
   settings.tile_min_tokens = ops::tile_min_tokens(cpu_weights);
   // Weights that stay in cache are packed into tiles once (a copy: at most 64 MiB more).
   settings.pack_tiles = cpu_weights < ops::kStreamedWeightBytes;
+  // Weights streamed from RAM: rewritten into compact tiles where their type has them (in place).
+  settings.compact_tiles = settings.tile_gemm && !settings.pack_tiles;
   settings.gemv_prefetch = tune_decode_prefetch(model.file(), {}, held).prefetch;
   model.set_matmul_settings(settings);
 }

@@ -55,6 +55,9 @@ class GgufFile {
   uint64_t data_offset() const { return data_offset_; }  // absolute offset of the data section
   uint64_t file_size() const { return bytes_.size(); }
   std::span<const uint8_t> bytes() const { return bytes_; }
+  // Whether the bytes are this process's own copy (LoadMode::ram), which a model may rewrite
+  // (compact tiles, ops/compact_tiles.h); mapped files and caller-owned bytes are read-only.
+  bool writable() const { return mapped_ && mapped_->mode() == LoadMode::ram; }
 
   const std::vector<GgufKeyValue>& metadata() const { return metadata_; }
   const GgufValue* find(std::string_view key) const;

@@ -1,7 +1,11 @@
 #include "model/decoder_model.h"
 
+#include <algorithm>
+#include <chrono>
+
 #include "model/decoder.h"
 #include "model/weight_loader.h"
+#include "ops/compact_tiles.h"
 #include "ops/rms_norm.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -155,6 +159,8 @@ int64_t DecoderModel::dense_bytes_per_token() const {
 
 void DecoderModel::set_matmul_settings(const ops::MatmulSettings& settings) {
   workspace_.matmul = settings;
+  if (settings.compact_tiles && !settings.pack_tiles && file_.writable())
+    rewrite_into_compact_tiles();
   if (!settings.pack_tiles || !settings.tile_gemm) {
     packed_tiles_.unpack();
     return;
@@ -166,6 +172,33 @@ void DecoderModel::set_matmul_settings(const ops::MatmulSettings& settings) {
   if (packed_tiles_.bytes() > 0)
     log::debug("weights packed into tiles: {:.1f} MiB",
                static_cast<double>(packed_tiles_.bytes()) / (1 << 20));
+}
+
+void DecoderModel::rewrite_into_compact_tiles() {
+  if (compact_bytes_ > 0) return;
+  const auto start = std::chrono::steady_clock::now();
+  ops::CompactTiles compact;
+  // The embedding's rows are read one by one (and the output's, when tied to it): never rewritten.
+  const auto convert = [&](ops::WeightMatrix& w, int64_t row_group) {
+    if (w.data && w.data != token_embd_.data) compact.convert(w, row_group);
+  };
+  const int64_t n_expert = std::max<int64_t>(1, hparams_.n_expert);
+  const auto convert_layer = [&](LayerWeights& l) {
+    for_each_matrix(l, [&](ops::WeightMatrix& w) {
+      const bool experts = &w == &l.moe.gate_exps || &w == &l.moe.up_exps || &w == &l.moe.down_exps;
+      convert(w, experts ? w.rows / n_expert : w.rows);  // an expert's rows are used alone
+    });
+  };
+  for (LayerWeights& l : layers_) convert_layer(l);
+  convert(output_, output_.rows);
+  if (nextn_)
+    nextn_->for_each_matrix(convert_layer, [&](ops::WeightMatrix& w) { convert(w, w.rows); });
+  compact_bytes_ = compact.bytes();
+  if (compact_bytes_ > 0) {
+    log::debug("{:.1f} MiB of weights rewritten into compact tiles in {:.2f} s",
+               static_cast<double>(compact_bytes_) / (1 << 20),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
 }
 
 int64_t DecoderModel::expert_bytes() const {

@@ -51,9 +51,11 @@ class DecoderModel : public Model {
   bool layer_has_kv(int64_t layer) const override;
   std::vector<LayerDevices> layer_devices() const override;  // experts only in MoE layers
   // With settings.pack_tiles (and tile_gemm), packs the weight matrices into tiles once; without,
-  // frees them.
+  // frees them. With settings.compact_tiles, where the weights are this process's own copy
+  // (GgufFile::writable), rewrites the matrices that have compact tiles into them, for good.
   void set_matmul_settings(const ops::MatmulSettings& settings) override;
   int64_t packed_tile_bytes() const { return packed_tiles_.bytes(); }
+  int64_t compact_tile_bytes() const { return compact_bytes_; }
   bool set_activation_observer(ActivationObserver* observer) override {
     workspace_.observer = observer;
     return true;
@@ -68,6 +70,7 @@ class DecoderModel : public Model {
 
  private:
   void norm_rows(const float* x, const float* weight, int64_t n);
+  void rewrite_into_compact_tiles();
   // Layers [first, last) over x (rows_ built).
   void run_layers(const ForwardBatch& batch, std::span<const SequenceKv> kv, int64_t first,
                   int64_t last, float* x, ThreadPool& pool, ForwardStats* stats);
@@ -82,6 +85,7 @@ class DecoderModel : public Model {
   std::unique_ptr<NextnHead> nextn_;          // the file's NextN/MTP block, when it keeps one
   std::deque<std::vector<float>> converted_;  // non-F32 vectors as floats (the weights point here)
   int64_t state_floats_ = 0;                  // 0: no recurrent layers
+  int64_t compact_bytes_ = 0;                 // weights rewritten into compact tiles
 
   std::vector<float> x_, normed_, delta_;  // [n][n_embd] work buffers
   BlockWorkspace workspace_;               // the blocks' buffers

@@ -57,6 +57,15 @@ class NextnHead {
 
   const ModelHParams& hparams() const { return hp_; }
 
+  // Calls layer(its LayerWeights) and matrix(m) for its other matrices that only take products
+  // (not the embedding, nor the head where it is the embedding).
+  template <typename Layer, typename Matrix>
+  void for_each_matrix(Layer&& layer, Matrix&& matrix) {
+    layer(layer_);
+    matrix(eh_proj_);
+    if (head_.data != embedding_.data) matrix(head_);
+  }
+
  private:
   NextnHead(const ModelHParams& hp, const LayerSpec& layer_spec);
 

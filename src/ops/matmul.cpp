@@ -64,12 +64,17 @@ void matmul_rows_impl(const WeightMatrix& w, const QuantizedRows& a, TokenOf tok
   const int64_t a_bytes = a.row_bytes();
   const bool packed = w.tiles && k.packed.gemm && settings.tile_gemm &&
                       n_out >= settings.packed_min_tokens && row_begin % w.tile_rows == 0;
-  if (packed || (k.gemm && settings.tile_gemm && n_out >= settings.tile_min_tokens)) {
+  if (w.compact || packed || (k.gemm && settings.tile_gemm && n_out >= settings.tile_min_tokens)) {
     // Called per block of rows: the pointer list is reused, not allocated each time.
     static thread_local std::vector<const uint8_t*> act;
     act.resize(static_cast<size_t>(n_out));
     for (int64_t i = 0; i < n_out; ++i) act[static_cast<size_t>(i)] = a.row(token_of(i));
-    if (packed) {
+    if (w.compact) {  // the only form these rows have now; blocks start a tile (matmul_row_block)
+      STRATA_CHECK(row_begin % k.compact.rows == 0, "rows from {} of compact tiles of {}",
+                   row_begin, k.compact.rows);
+      k.compact.gemm(w.cols, w.row(row_begin), row_end - row_begin, act.data(), n_out,
+                     out + row_begin, out_stride);
+    } else if (packed) {
       k.packed.gemm(w.cols, w.tiles + row_begin / w.tile_rows * w.tile_bytes, row_end - row_begin,
                     act.data(), n_out, out + row_begin, out_stride);
     } else {
@@ -163,9 +168,10 @@ int64_t matmul_row_block(const WeightMatrix& w, int64_t n_tokens, int n_threads,
   if (n_tokens > 1)
     block = std::min<int64_t>(
         block, std::max<int64_t>(4, (256 << 10) / std::max<int64_t>(1, w.row_bytes)));
-  // Packed tiles are used by blocks that start a tile.
+  // Packed tiles are used by blocks that start a tile. Blocks start on 4 rows anyway: compact
+  // tiles (of 4) must be whole, also in a matrix that takes another's blocks (MoE's up, gate's).
   if (w.tiles) block = (block + w.tile_rows - 1) / w.tile_rows * w.tile_rows;
-  return block;
+  return (block + kCompactTileRows - 1) / kCompactTileRows * kCompactTileRows;
 }
 
 void matmul(const WeightMatrix& w, const QuantizedRows& a, float* out, int64_t out_stride,

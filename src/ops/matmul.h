@@ -28,10 +28,15 @@ struct WeightMatrix {
   int64_t tile_rows = 0;
   int64_t tile_bytes = 0;
 
+  // The rows rewritten in place into the type's compact tiles (quant::TypeKernels::compact,
+  // ops/compact_tiles.h): the tile of rows [r, r + compact rows) lies where those rows were, at
+  // row(r), so row blocks and slices that start a tile still address it; single rows do not.
+  bool compact = false;
+
   const uint8_t* row(int64_t r) const { return data + r * row_bytes; }
   int64_t bytes() const { return rows * row_bytes; }
   // Rows [first, first + count): e.g. one expert of a [cols, rows_per_expert, n_expert] tensor.
-  // Keeps the packed tiles where `first` starts a tile.
+  // Keeps the packed tiles where `first` starts a tile (compact tiles: first starts one).
   WeightMatrix slice(int64_t first, int64_t count) const {
     const bool tiled = tiles && first % tile_rows == 0;
     return {type,
@@ -41,7 +46,8 @@ struct WeightMatrix {
             row_bytes,
             tiled ? tiles + first / tile_rows * tile_bytes : nullptr,
             tiled ? tile_rows : 0,
-            tiled ? tile_bytes : 0};
+            tiled ? tile_bytes : 0,
+            compact};
   }
 };
 
@@ -100,6 +106,11 @@ struct MatmulSettings {
   // being computed, besides the hardware prefetchers; whether it pays depends on the machine
   // (gemv_prefetch.h measures it).
   bool gemv_prefetch = false;
+  // Matrices streamed from RAM whose type has compact tiles are rewritten into them once, in
+  // place, by the model that holds them (where its weights are its own copy: LoadMode::ram);
+  // every product on them then runs on the tiles, decode included. Off for weights packed into
+  // byte tiles (pack_tiles), which are faster where the weights stay in cache.
+  bool compact_tiles = false;
 };
 
 // out[t * out_stride + r] = w.row(r) . a.row(t) for r in [row_begin, row_end), every t.
@@ -139,5 +150,7 @@ void matmul_together(std::span<const MatmulPart> parts, ThreadPool& pool,
 constexpr int64_t kSharedBlockMaxTokens = 16;
 int64_t matmul_row_block(const WeightMatrix& w, int64_t n_tokens, int n_threads,
                          int64_t n_matrices = 1);
+// Rows of a compact tile (quant::TypeKernels::compact); row blocks are multiples of it.
+constexpr int64_t kCompactTileRows = 4;
 
 }  // namespace strata::ops

@@ -6,7 +6,7 @@
 namespace strata::ops {
 
 void PackedTiles::pack(WeightMatrix& w) {
-  if (!w.data || w.rows <= 0 || w.tiles || !quant::is_supported(w.type)) return;
+  if (!w.data || w.rows <= 0 || w.tiles || w.compact || !quant::is_supported(w.type)) return;
   const quant::PackedTileKernels& k = quant::traits(w.type).kernels.packed;
   if (!k.pack) return;
   const int64_t tile_bytes = k.bytes(w.cols);

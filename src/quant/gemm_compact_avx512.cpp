@@ -14,6 +14,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <vector>
 
 #include "quant/gemm_avx512.h"
 #include "quant/gemm_super_avx512.h"
@@ -139,10 +140,20 @@ struct CompactSuper {
     Bytes::prepare(act, nb, column);
   }
 
+  // Back into the byte tile (for products of many columns: unpacked once, not per column group).
+  static void expand(const TileBlock& t, typename Bytes::Half& half) {
+    for (int s = 0; s < kSets; ++s) {
+      __m512i w[kSetVectors];
+      Compact::unpack(t.codes, s, w);
+      for (int j = 0; j < kSetVectors; ++j) _mm512_store_si512(half.q[s * kSetVectors + j], w[j]);
+      _mm512_store_si512(half.scales[s], scales(t, s));
+    }
+    _mm512_store_ps(half.d, row_scales(t));
+  }
+
   template <int N>
   static void run(const TileBlock* tile, int64_t nb, const uint8_t* const*,
                   const ColumnBlock* const* column, float* out, int64_t out_stride, int n_rows) {
-    const __m512i row_lanes = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
     __m512 acc[N];
     for (int c = 0; c < N; ++c) acc[c] = _mm512_setzero_ps();
     for (int64_t i = 0; i < nb; ++i) {
@@ -159,18 +170,13 @@ struct CompactSuper {
                 _mm512_dpbusd_epi32(sum[c], w[j], broadcast16(column[c][i].q[s * kSetVectors + j]));
           }
         }
-        const __m512i sc =
-            _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.scales[s])));
+        const __m512i sc = scales(t, s);
         for (int c = 0; c < N; ++c) {
           const __m512i scaled = _mm512_mullo_epi32(sum[c], sc);
           isum[c] = s == 0 ? scaled : _mm512_add_epi32(isum[c], scaled);
         }
       }
-      uint64_t d_bits;
-      std::memcpy(&d_bits, t.d, sizeof d_bits);
-      const __m512 d = _mm512_permutexvar_ps(
-          row_lanes,
-          _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(d_bits)))));
+      const __m512 d = row_scales(t);
       for (int c = 0; c < N; ++c) {
         acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[c]),
                                  _mm512_mul_ps(d, _mm512_set1_ps(column[c][i].d)), acc[c]);
@@ -181,13 +187,62 @@ struct CompactSuper {
 
  private:
   using Block = typename Codes::Block;
+
+  // Lane 4r + k: the scale of row r's sub-block 4s + k, as int32.
+  static __m512i scales(const TileBlock& t, int s) {
+    return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.scales[s])));
+  }
+  // Lane 4r + k: row r's d.
+  static __m512 row_scales(const TileBlock& t) {
+    uint64_t bits;
+    std::memcpy(&bits, t.d, sizeof bits);
+    const __m128 d = _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(bits)));
+    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                                 _mm512_castps128_ps512(d));
+  }
 };
+
+// Products on compact tiles: up to kMaxColumns columns straight from them (decode, short verify
+// steps); more (a prompt) on byte tiles of 8 rows expanded once per block of rows, so that every
+// column group reuses them as the tile GEMM does.
+template <typename Compact>
+void gemm_compact(int64_t n, const uint8_t* tiles, int64_t n_rows, const uint8_t* const* act,
+                  int64_t n_cols, float* out, int64_t out_stride) {
+  using Format = CompactSuper<Compact>;
+  using Bytes = typename Format::Bytes;
+  if (n_cols <= Format::kMaxColumns) {
+    gemm_packed_tiles<Format>(n, tiles, n_rows, act, n_cols, out, out_stride);
+    return;
+  }
+  static_assert(Bytes::kRows == 2 * Format::kRows && Bytes::kGroupBlocks == 1);
+  const int64_t nb = n / kQKK;
+  const int64_t stride = packed_tile_bytes<Format>(n);
+  thread_local std::vector<typename Bytes::TileBlock> expanded;
+  expanded.resize(static_cast<size_t>(nb));
+  gemm_over_tiles<Bytes>(n, n_rows, act, n_cols, out, out_stride, [&](int64_t r0, int rows) {
+    for (int h = 0; h < 2; ++h) {
+      // A short block's missing half repeats the first (run stores only the real rows).
+      const int64_t tile = (r0 + (4 * h < rows ? 4 * h : 0)) / Format::kRows;
+      const auto* compact =
+          reinterpret_cast<const typename Format::TileBlock*>(tiles + tile * stride);
+      for (int64_t i = 0; i < nb; ++i)
+        Format::expand(compact[i], expanded[static_cast<size_t>(i)].half[h]);
+    }
+    return static_cast<const typename Bytes::TileBlock*>(expanded.data());
+  });
+}
+
+template <typename Compact>
+void set_compact(TypeKernels& k) {
+  using Format = CompactSuper<Compact>;
+  k.compact = {Format::kRows, packed_tile_bytes<Format>, pack_tiles<Format>, gemm_compact<Compact>};
+}
 
 }  // namespace
 
 void fill_gemm_compact_avx512(KernelTable& table) {
-  set_compact_kernels<CompactSuper<CompactQ6KCodes>>(table[GgmlType::Q6_K]);
-  set_compact_kernels<CompactSuper<CompactIq4xsCodes>>(table[GgmlType::IQ4_XS]);
+  set_compact<CompactQ6KCodes>(table[GgmlType::Q6_K]);
+  set_compact<CompactIq4xsCodes>(table[GgmlType::IQ4_XS]);
 }
 
 }  // namespace strata::quant

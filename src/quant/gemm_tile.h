@@ -151,13 +151,6 @@ void gemm_packed_tiles(int64_t n, const uint8_t* tiles, int64_t n_rows, const ui
   });
 }
 
-// A compact format's products on its tiles packed ahead (TypeKernels::compact).
-template <typename Format>
-void set_compact_kernels(TypeKernels& k) {
-  k.compact = {Format::kRows, packed_tile_bytes<Format>, pack_tiles<Format>,
-               gemm_packed_tiles<Format>};
-}
-
 // The tile GEMM of a format and its packed-ahead twin.
 template <typename Format>
 void set_tile_kernels(TypeKernels& k) {
