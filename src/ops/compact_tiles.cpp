@@ -10,7 +10,7 @@ namespace strata::ops {
 bool CompactTiles::fits(const WeightMatrix& w, int64_t row_group) {
   if (!w.data || w.rows <= 0 || w.tiles || w.compact || !quant::is_supported(w.type)) return false;
   const quant::PackedTileKernels& k = quant::traits(w.type).kernels.compact;
-  return k.pack && k.rows == kCompactTileRows && row_group > 0 && row_group % k.rows == 0 &&
+  return k.pack && kCompactTileRows % k.rows == 0 && row_group > 0 && row_group % k.rows == 0 &&
          w.rows % row_group == 0 && k.bytes(w.cols) == k.rows * w.row_bytes;
 }
 

@@ -150,7 +150,8 @@ void matmul_together(std::span<const MatmulPart> parts, ThreadPool& pool,
 constexpr int64_t kSharedBlockMaxTokens = 16;
 int64_t matmul_row_block(const WeightMatrix& w, int64_t n_tokens, int n_threads,
                          int64_t n_matrices = 1);
-// Rows of a compact tile (quant::TypeKernels::compact); row blocks are multiples of it.
-constexpr int64_t kCompactTileRows = 4;
+// Rows of every compact tile (quant::TypeKernels::compact: 4 or 8) divide this; row blocks are
+// multiples of it.
+constexpr int64_t kCompactTileRows = 8;
 
 }  // namespace strata::ops

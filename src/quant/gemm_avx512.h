@@ -14,5 +14,7 @@ void fill_gemm_k4_avx512(KernelTable& table);
 void fill_gemm_super_avx512(KernelTable& table);
 // Compact tiles of Q6_K and IQ4_XS (gemm_compact_avx512.cpp).
 void fill_gemm_compact_avx512(KernelTable& table);
+// Compact tiles of Q4_K (gemm_compact_k4_avx512.cpp).
+void fill_gemm_compact_k4_avx512(KernelTable& table);
 
 }  // namespace strata::quant

@@ -140,6 +140,18 @@ struct CompactSuper {
     Bytes::prepare(act, nb, column);
   }
 
+  // The byte tiles of rows [r0, r0 + rows) (a block of Bytes::kRows = 8: two compact tiles; a
+  // short block's missing half repeats the first, whose rows run stores only).
+  static void expand_block(const uint8_t* tiles, int64_t stride, int64_t r0, int rows, int64_t nb,
+                           typename Bytes::TileBlock* out) {
+    static_assert(Bytes::kRows == 2 * kRows && Bytes::kGroupBlocks == 1);
+    for (int h = 0; h < 2; ++h) {
+      const int64_t first = r0 + (kRows * h < rows ? kRows * h : 0);
+      const auto* t = reinterpret_cast<const TileBlock*>(tiles + first / kRows * stride);
+      for (int64_t i = 0; i < nb; ++i) expand(t[i], out[i].half[h]);
+    }
+  }
+
   // Back into the byte tile (for products of many columns: unpacked once, not per column group).
   static void expand(const TileBlock& t, typename Bytes::Half& half) {
     for (int s = 0; s < kSets; ++s) {
@@ -202,47 +214,11 @@ struct CompactSuper {
   }
 };
 
-// Products on compact tiles: up to kMaxColumns columns straight from them (decode, short verify
-// steps); more (a prompt) on byte tiles of 8 rows expanded once per block of rows, so that every
-// column group reuses them as the tile GEMM does.
-template <typename Compact>
-void gemm_compact(int64_t n, const uint8_t* tiles, int64_t n_rows, const uint8_t* const* act,
-                  int64_t n_cols, float* out, int64_t out_stride) {
-  using Format = CompactSuper<Compact>;
-  using Bytes = typename Format::Bytes;
-  if (n_cols <= Format::kMaxColumns) {
-    gemm_packed_tiles<Format>(n, tiles, n_rows, act, n_cols, out, out_stride);
-    return;
-  }
-  static_assert(Bytes::kRows == 2 * Format::kRows && Bytes::kGroupBlocks == 1);
-  const int64_t nb = n / kQKK;
-  const int64_t stride = packed_tile_bytes<Format>(n);
-  thread_local std::vector<typename Bytes::TileBlock> expanded;
-  expanded.resize(static_cast<size_t>(nb));
-  gemm_over_tiles<Bytes>(n, n_rows, act, n_cols, out, out_stride, [&](int64_t r0, int rows) {
-    for (int h = 0; h < 2; ++h) {
-      // A short block's missing half repeats the first (run stores only the real rows).
-      const int64_t tile = (r0 + (4 * h < rows ? 4 * h : 0)) / Format::kRows;
-      const auto* compact =
-          reinterpret_cast<const typename Format::TileBlock*>(tiles + tile * stride);
-      for (int64_t i = 0; i < nb; ++i)
-        Format::expand(compact[i], expanded[static_cast<size_t>(i)].half[h]);
-    }
-    return static_cast<const typename Bytes::TileBlock*>(expanded.data());
-  });
-}
-
-template <typename Compact>
-void set_compact(TypeKernels& k) {
-  using Format = CompactSuper<Compact>;
-  k.compact = {Format::kRows, packed_tile_bytes<Format>, pack_tiles<Format>, gemm_compact<Compact>};
-}
-
 }  // namespace
 
 void fill_gemm_compact_avx512(KernelTable& table) {
-  set_compact<CompactQ6KCodes>(table[GgmlType::Q6_K]);
-  set_compact<CompactIq4xsCodes>(table[GgmlType::IQ4_XS]);
+  set_compact_kernels<CompactSuper<CompactQ6KCodes>>(table[GgmlType::Q6_K]);
+  set_compact_kernels<CompactSuper<CompactIq4xsCodes>>(table[GgmlType::IQ4_XS]);
 }
 
 }  // namespace strata::quant

@@ -151,6 +151,33 @@ void gemm_packed_tiles(int64_t n, const uint8_t* tiles, int64_t n_rows, const ui
   });
 }
 
+// Products on a compact format's tiles (TypeKernels::compact): up to Format::kMaxColumns columns
+// straight from them (decode, short verify steps); more (a prompt) on the byte tiles of
+// Format::Bytes, expanded once per block of rows (Format::expand_block) so that every column
+// group reuses them, as the tile GEMM does.
+template <typename Format>
+void gemm_compact(int64_t n, const uint8_t* tiles, int64_t n_rows, const uint8_t* const* act,
+                  int64_t n_cols, float* out, int64_t out_stride) {
+  using Bytes = typename Format::Bytes;
+  if (n_cols <= Format::kMaxColumns) {
+    gemm_packed_tiles<Format>(n, tiles, n_rows, act, n_cols, out, out_stride);
+    return;
+  }
+  const int64_t nb = n / Format::kBlockElems;
+  const int64_t stride = packed_tile_bytes<Format>(n);
+  thread_local std::vector<typename Bytes::TileBlock> expanded;
+  expanded.resize(static_cast<size_t>(tile_groups<Bytes>(n)));
+  gemm_over_tiles<Bytes>(n, n_rows, act, n_cols, out, out_stride, [&](int64_t r0, int rows) {
+    Format::expand_block(tiles, stride, r0, rows, nb, expanded.data());
+    return static_cast<const typename Bytes::TileBlock*>(expanded.data());
+  });
+}
+
+template <typename Format>
+void set_compact_kernels(TypeKernels& k) {
+  k.compact = {Format::kRows, packed_tile_bytes<Format>, pack_tiles<Format>, gemm_compact<Format>};
+}
+
 // The tile GEMM of a format and its packed-ahead twin.
 template <typename Format>
 void set_tile_kernels(TypeKernels& k) {

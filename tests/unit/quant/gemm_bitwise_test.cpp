@@ -141,7 +141,7 @@ TEST_P(GemmBitwise, VecDotMultiAndTileIdentical) {
   ASSERT_NE(k.vec_dot, nullptr);
   ASSERT_NE(k.vec_dot_multi, nullptr);
   ASSERT_NE(k.gemm, nullptr);
-  if (type == GgmlType::Q6_K || type == GgmlType::IQ4_XS) {
+  if (type == GgmlType::Q4_K || type == GgmlType::Q6_K || type == GgmlType::IQ4_XS) {
     ASSERT_NE(k.compact.gemm, nullptr);
   }
   uint32_t seed = 11;
