@@ -53,7 +53,7 @@ void add_model_options(CLI::App* cmd, ModelOptions& o) {
   cmd->add_option(
          "--repack", o.repack,
          "on: prompt batches repack weight rows into interleaved tiles, and weights read "
-         "into RAM whose type has compact tiles (Q4_K, Q6_K on AVX-512) are rewritten into "
+         "into RAM whose type has compact tiles (Q4_K, Q6_K, IQ4_XS on AVX-512) are rewritten into "
          "them once (fast, same results); off: row-by-row kernels")
       ->capture_default_str()
       ->check(CLI::IsMember({"on", "off"}));

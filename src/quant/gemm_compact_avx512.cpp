@@ -1,15 +1,18 @@
 // Compact tiles of Q6_K and IQ4_XS (TypeKernels::compact): the 4-row tiles of GemmSuper
-// (gemm_super_avx512.h) with their codes kept at the format's own width, so that a tile takes about
-// the bytes of its rows. The byte tiles are 1.6x (Q6_K) and 1.9x (IQ4_XS) the rows' size, which a
-// decode GEMV streaming from RAM pays for; the compact tiles are unpacked in registers (2-3
-// instructions per 64 codes) right before their vpdpbusd. The integer sums and float operations are
-// those of GemmSuper, hence of vec_dot (chains_avx512.h): the same bits on every path.
+// (gemm_super_avx512.h) with their codes and scales kept at the format's own width, so that a tile
+// takes exactly the bytes of its rows (rewritten in place: ops/compact_tiles.h). The byte tiles
+// are 1.6x (Q6_K) and 1.9x (IQ4_XS) the rows' size, which a decode GEMV streaming from RAM pays
+// for; the compact tiles are unpacked in registers (2-3 instructions per 64 codes) right before
+// their vpdpbusd. The integer sums and float operations are those of GemmSuper, hence of vec_dot
+// (chains_avx512.h): the same bits on every path.
 //
-// Tile of 4 rows and one super-block (tile vector m = the byte tile's q[m]):
-//   both: the rows' f16 d, int8 scales (lane 4r + k of a set: row r, sub-block 4 set + k), then
-//   Q6_K (840 bytes = 4 x 210), per set s: low[p] = low 4 bits of m = 4s + 2p (low nibble) and
-//     4s + 2p + 1 (high nibble), high = bits 4-5 of m = 4s + t at bits 2t, 2t + 1;
-//   IQ4_XS (552 bytes, 4 x 136 + 8): low[p] = table indices of m = 2p and 2p + 1.
+// Tile of 4 rows and one super-block (tile vector m = the byte tile's q[m]; a set's scales in
+// lane 4r + k: row r, sub-block 4 set + k):
+//   Q6_K (840 bytes = 4 x 210): the rows' f16 d, int8 scales, then per set s: low[p] = low 4 bits
+//     of m = 4s + 2p (low nibble) and 4s + 2p + 1 (high nibble), high = bits 4-5 of m = 4s + t
+//     at bits 2t, 2t + 1;
+//   IQ4_XS (544 bytes = 4 x 136): the rows' f16 d, the scales at 6 bits (SixBitScales), then
+//     low[p] = table indices of m = 2p and 2p + 1.
 
 #include <immintrin.h>
 
@@ -31,8 +34,59 @@ inline void pack_nibbles(const uint8_t (&lo)[64], const uint8_t (&hi)[64], uint8
     out[b] = static_cast<uint8_t>((lo[b] & 0x0f) | ((hi[b] & 0x0f) << 4));
 }
 
+// Int8 scales as they are (Q6_K keeps 16 of them per row).
+template <int kSets>
+struct ByteScales {
+  int8_t v[kSets][16];
+  static void pack(const int32_t (&in)[kSets][16], ByteScales& out) {
+    for (int s = 0; s < kSets; ++s)
+      for (int l = 0; l < 16; ++l) out.v[s][l] = static_cast<int8_t>(in[s][l]);
+  }
+  static void unpack(const ByteScales& in, __m512i (&out)[kSets]) {
+    for (int s = 0; s < kSets; ++s)
+      out[s] = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in.v[s])));
+  }
+};
+
+// 32 scales of -32..31 (IQ4_XS: 4 rows x 8 sub-blocks) at 6 bits, u = scale + 32 of the set-major
+// order (set s, lane l: u[16s + l]): low[b] = low 4 bits of u[b] and u[b + 16] (nibbles), high[b]
+// = bits 4-5 of u[b + 8k] at bits 2k, 2k + 1.
+struct SixBitScales {
+  uint8_t low[16];
+  uint8_t high[8];
+  static void pack(const int32_t (&in)[2][16], SixBitScales& out) {
+    uint8_t u[32];
+    for (int i = 0; i < 32; ++i) u[i] = static_cast<uint8_t>(in[i / 16][i % 16] + 32);
+    for (int b = 0; b < 16; ++b)
+      out.low[b] = static_cast<uint8_t>((u[b] & 0x0f) | ((u[b + 16] & 0x0f) << 4));
+    for (int b = 0; b < 8; ++b) {
+      int h = 0;
+      for (int k = 0; k < 4; ++k) h |= ((u[b + 8 * k] >> 4) & 3) << (2 * k);
+      out.high[b] = static_cast<uint8_t>(h);
+    }
+  }
+  static void unpack(const SixBitScales& in, __m512i (&out)[2]) {
+    const __m256i low =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in.low)));
+    const __m256i nibbles =
+        _mm256_and_si256(_mm256_mask_srli_epi16(low, 0xff00, low, 4), _mm256_set1_epi8(0x0f));
+    uint64_t high_bits;
+    std::memcpy(&high_bits, in.high, sizeof high_bits);
+    // Qword k takes bits 2k, 2k + 1 of every byte, moved to bits 4-5.
+    const __m256i high = _mm256_srlv_epi16(
+        _mm256_set1_epi64x(static_cast<long long>(high_bits)),
+        _mm256_setr_epi64x(0, 0x0002000200020002, 0x0004000400040004, 0x0006000600060006));
+    const __m256i u = _mm256_ternarylogic_epi32(nibbles, _mm256_slli_epi16(high, 4),
+                                                _mm256_set1_epi8(0x30), 0xf8);
+    const __m256i v = _mm256_sub_epi8(u, _mm256_set1_epi8(32));
+    out[0] = _mm512_cvtepi8_epi32(_mm256_castsi256_si128(v));
+    out[1] = _mm512_cvtepi8_epi32(_mm256_extracti128_si256(v, 1));
+  }
+};
+
 struct CompactQ6KCodes {
   using Codes = Q6KCodes;
+  using Scales = ByteScales<4>;
   // Set by set, in the order the kernel reads them (a stream that only goes forward).
   struct Packed {
     struct {
@@ -70,6 +124,7 @@ struct CompactQ6KCodes {
 
 struct CompactIq4xsCodes {
   using Codes = Iq4xsCodes;
+  using Scales = SixBitScales;
   struct Packed {
     uint8_t low[8][64];
   };
@@ -117,12 +172,13 @@ struct CompactSuper {
   static constexpr int kSetVectors = Bytes::kSetVectors;
   using ColumnBlock = typename Bytes::ColumnBlock;
 
+  using Scales = typename Compact::Scales;
   struct TileBlock {
     f16_bits d[4];
-    int8_t scales[kSets][16];
+    Scales scales;
     typename Compact::Packed codes;
   };
-  static_assert(sizeof(TileBlock) == sizeof(typename Compact::Packed) + 16 * kSets + 8);
+  static_assert(sizeof(TileBlock) == 8 + sizeof(Scales) + sizeof(typename Compact::Packed));
 
   static void repack(const uint8_t* const* rows, int64_t nb, TileBlock* tile) {
     typename Bytes::Half half;
@@ -130,8 +186,7 @@ struct CompactSuper {
       Bytes::repack_half(rows, i, half);
       TileBlock& t = tile[i];
       Compact::pack(half.q, t.codes);
-      for (int s = 0; s < kSets; ++s)
-        for (int l = 0; l < 16; ++l) t.scales[s][l] = static_cast<int8_t>(half.scales[s][l]);
+      Scales::pack(half.scales, t.scales);
       for (int r = 0; r < 4; ++r) t.d[r] = (reinterpret_cast<const Block*>(rows[r]) + i)->d;
     }
   }
@@ -154,11 +209,13 @@ struct CompactSuper {
 
   // Back into the byte tile (for products of many columns: unpacked once, not per column group).
   static void expand(const TileBlock& t, typename Bytes::Half& half) {
+    __m512i sc[kSets];
+    Scales::unpack(t.scales, sc);
     for (int s = 0; s < kSets; ++s) {
       __m512i w[kSetVectors];
       Compact::unpack(t.codes, s, w);
       for (int j = 0; j < kSetVectors; ++j) _mm512_store_si512(half.q[s * kSetVectors + j], w[j]);
-      _mm512_store_si512(half.scales[s], scales(t, s));
+      _mm512_store_si512(half.scales[s], sc[s]);
     }
     _mm512_store_ps(half.d, row_scales(t));
   }
@@ -170,6 +227,8 @@ struct CompactSuper {
     for (int c = 0; c < N; ++c) acc[c] = _mm512_setzero_ps();
     for (int64_t i = 0; i < nb; ++i) {
       const TileBlock& t = tile[i];
+      __m512i sc[kSets];
+      Scales::unpack(t.scales, sc);
       __m512i isum[N];
       for (int s = 0; s < kSets; ++s) {
         __m512i sum[N];
@@ -182,9 +241,8 @@ struct CompactSuper {
                 _mm512_dpbusd_epi32(sum[c], w[j], broadcast16(column[c][i].q[s * kSetVectors + j]));
           }
         }
-        const __m512i sc = scales(t, s);
         for (int c = 0; c < N; ++c) {
-          const __m512i scaled = _mm512_mullo_epi32(sum[c], sc);
+          const __m512i scaled = _mm512_mullo_epi32(sum[c], sc[s]);
           isum[c] = s == 0 ? scaled : _mm512_add_epi32(isum[c], scaled);
         }
       }
@@ -200,10 +258,6 @@ struct CompactSuper {
  private:
   using Block = typename Codes::Block;
 
-  // Lane 4r + k: the scale of row r's sub-block 4s + k, as int32.
-  static __m512i scales(const TileBlock& t, int s) {
-    return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.scales[s])));
-  }
   // Lane 4r + k: row r's d.
   static __m512 row_scales(const TileBlock& t) {
     uint64_t bits;

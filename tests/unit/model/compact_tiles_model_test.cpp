@@ -1,7 +1,7 @@
-// DecoderModel rewrites its Q6_K matrices into compact tiles when its settings ask and its weights
-// are its own copy (LoadMode::ram): every logit keeps its bits (one token, a short verify-sized
-// step and a prompt batch that takes the tile path), the embedding stays rows, a second call
-// changes nothing, and a mapped file is never written.
+// DecoderModel rewrites its Q4_K, Q6_K and IQ4_XS matrices into compact tiles when its settings ask
+// and its weights are its own copy (LoadMode::ram): every logit keeps its bits (one token, a short
+// verify-sized step and a prompt batch that takes the tile path), the embedding stays rows, a
+// second call changes nothing, and a mapped file is never written.
 
 #include <gtest/gtest.h>
 
@@ -35,7 +35,8 @@ bool has_compact_q6k() {
 }
 
 TEST(CompactTilesModel, SameLogitsOnCompactTiles) {
-  for (const std::string name : {"tiny-qwen3moe-Q6_K", "tiny-qwen3moe-Q4_K_M"}) {
+  for (const std::string name :
+       {"tiny-qwen3moe-Q6_K", "tiny-qwen3moe-Q4_K_M", "tiny-qwen3moe-IQ4_XS"}) {
     SCOPED_TRACE(name);
     const std::string path = (test::oracle_dir() / "models" / (name + ".gguf")).string();
     ThreadPool pool(2);
