@@ -557,7 +557,8 @@ void measure_bandwidth(Model& model, const BenchOptions& o, ThreadPool& pool, Be
           })->first;
       log::info("measuring the {} kernels' compute roofs on cached weights",
                 ggml_type_name(main_type));
-      r.roofs = plan::measure_compute_roofs(main_type, r.threads);
+      r.roofs =
+          plan::measure_compute_roofs(main_type, r.threads, 0.05, model.compact_tile_bytes() > 0);
       // A prompt token's products: the layers' (the output head runs for the last token only).
       r.macs_per_token = static_cast<double>(inv.active_params() - inv.output_params);
     }
@@ -638,6 +639,7 @@ void print_bench_json(const BenchOptions& o, const Model& model, const BenchResu
   if (r.on_gpu()) j["gpu_upload_gbps"] = r.upload_gbps;
   if (r.roofs) {
     j["compute_roofs"] = {{"type", ggml_type_name(r.roofs->type)},
+                          {"compact_tiles", r.roofs->compact},
                           {"decode_gbps", r.roofs->gemv_gbps},
                           {"prefill_gmacs", r.roofs->gemm_gmacs}};
     if (const auto b = tg_binding_roof(r, tg)) {
@@ -723,8 +725,9 @@ void print_bench_text(const BenchOptions& o, const Model& model, const BenchResu
   }
   if (r.roofs) {
     fmt::print(
-        "compute    {} kernels on cached weights: decode {:.1f} GB/s, prefill {:.1f} GMAC/s\n",
-        ggml_type_name(r.roofs->type), r.roofs->gemv_gbps, r.roofs->gemm_gmacs);
+        "compute    {} kernels on cached weights{}: decode {:.1f} GB/s, prefill {:.1f} GMAC/s\n",
+        ggml_type_name(r.roofs->type), r.roofs->compact ? " (compact tiles)" : "",
+        r.roofs->gemv_gbps, r.roofs->gemm_gmacs);
     if (const auto b = tg_binding_roof(r, tg)) {
       fmt::print("binds      tg{}: the {} roof, {:.1f}% of it (RAM {:.1f}%, compute {:.1f}%)\n",
                  o.n_gen, b->name, 100 * b->fraction, 100 * b->ram_fraction,

@@ -55,7 +55,7 @@ class DecoderModel : public Model {
   // (GgufFile::writable), rewrites the matrices that have compact tiles into them, for good.
   void set_matmul_settings(const ops::MatmulSettings& settings) override;
   int64_t packed_tile_bytes() const { return packed_tiles_.bytes(); }
-  int64_t compact_tile_bytes() const { return compact_bytes_; }
+  int64_t compact_tile_bytes() const override { return compact_bytes_; }
   bool set_activation_observer(ActivationObserver* observer) override {
     workspace_.observer = observer;
     return true;

@@ -120,6 +120,8 @@ class Model {
   // How the model's CPU matrix products run (repacked tiles, GEMV prefetch): the results are
   // the same bits either way, only the speed differs.
   virtual void set_matmul_settings(const ops::MatmulSettings& settings) { (void)settings; }
+  // Bytes of CPU weights rewritten into compact tiles (MatmulSettings::compact_tiles).
+  virtual int64_t compact_tile_bytes() const { return 0; }
   // Shows `observer` (null: nobody) the input rows of every product of the CPU blocks; false
   // where the model does not run its blocks on the CPU.
   virtual bool set_activation_observer(ActivationObserver* observer) {

@@ -21,6 +21,7 @@
 
 #include "ops/activations.h"
 #include "ops/attention.h"
+#include "ops/compact_tiles.h"
 #include "ops/gated_delta_net.h"
 #include "ops/matmul.h"
 #include "ops/rms_norm.h"
@@ -110,9 +111,10 @@ struct StreamResult {
 // Decode: one activation row against the whole buffer, then (optionally) ~1 MiB matrices taken
 // one after another from the buffer, each read cold.
 StreamResult measure_gemv(uint8_t* buffer, int64_t rows, GgmlType type, ThreadPool& pool,
-                          bool small_matrices, double window, int repeats) {
+                          bool small_matrices, double window, int repeats, bool compact = false) {
   const int64_t row_bytes = quant::row_bytes(type, kCols);
-  const ops::WeightMatrix w{type, buffer, kCols, rows, row_bytes};
+  ops::WeightMatrix w{type, buffer, kCols, rows, row_bytes};
+  w.compact = compact;
   const ops::QuantizedRows a = activations(type, 1, kCols);
   std::vector<float> out(static_cast<size_t>(rows));
   ops::matmul(w, a, out.data(), rows, pool, {});  // warm-up
@@ -141,7 +143,7 @@ StreamResult measure_gemv(uint8_t* buffer, int64_t rows, GgmlType type, ThreadPo
 // after another from the buffer (weights come from RAM, as a layer's do). Multiply-accumulates
 // per second / 1e9. (Routed experts are measured through the MoE block: expert_rates.h.)
 double measure_dense_gemm(uint8_t* buffer, int64_t buffer_bytes, GgmlType type, ThreadPool& pool,
-                          double window) {
+                          double window, bool compact = false) {
   const int64_t row_bytes = quant::row_bytes(type, kCols);
   const int64_t rows_in_buffer = buffer_bytes / row_bytes;
   STRATA_CHECK(rows_in_buffer >= kCols, "calibration buffer too small");
@@ -150,7 +152,8 @@ double measure_dense_gemm(uint8_t* buffer, int64_t buffer_bytes, GgmlType type, 
   int64_t next = 0;
   auto one = [&] {
     if (next + kCols > rows_in_buffer) next = 0;
-    const ops::WeightMatrix w{type, buffer + next * row_bytes, kCols, kCols, row_bytes};
+    ops::WeightMatrix w{type, buffer + next * row_bytes, kCols, kCols, row_bytes};
+    w.compact = compact;
     next += kCols;
     ops::matmul(w, a, out.data(), kCols, pool, {});
   };
@@ -596,7 +599,8 @@ CpuCalibration calibrate_cpu(const CalibrationOptions& options) {
   return c;
 }
 
-ComputeRoofs measure_compute_roofs(GgmlType type, int threads, double window_seconds) {
+ComputeRoofs measure_compute_roofs(GgmlType type, int threads, double window_seconds,
+                                   bool compact) {
   STRATA_CHECK(threads > 0 && threads <= 4096, "compute roofs: expected 1..4096 threads, found {}",
                threads);
   ThreadPool pool(threads);
@@ -604,15 +608,24 @@ ComputeRoofs measure_compute_roofs(GgmlType type, int threads, double window_sec
   r.type = type;
   const int64_t row_bytes = quant::row_bytes(type, kCols);
   // Decode: a quarter MiB of rows per thread stays in each core's L2 call after call.
-  const int64_t gemv_rows = std::max<int64_t>(threads * (int64_t{256} << 10) / row_bytes, 64);
+  // (Whole compact tiles: a multiple of ops::kCompactTileRows rows.)
+  const int64_t gemv_rows = std::max<int64_t>(threads * (int64_t{256} << 10) / row_bytes, 64) /
+                            ops::kCompactTileRows * ops::kCompactTileRows;
   // Prefill: one 2048 x 2048 matrix multiplied again and again (the caches hold it; 256
   // activation rows reuse every weight block 256 times anyway).
-  const int64_t bytes = std::max(gemv_rows, kCols) * row_bytes;
+  const int64_t rows = std::max(gemv_rows, kCols);
+  const int64_t bytes = rows * row_bytes;
   Buffer buffer = allocate(bytes);
   fill_rows(buffer.get(), bytes, type);
+  if (compact) {
+    ops::WeightMatrix all{type, buffer.get(), kCols, rows, row_bytes};
+    r.compact = ops::CompactTiles().convert(all, ops::kCompactTileRows);
+  }
   r.gemv_gbps =
-      measure_gemv(buffer.get(), gemv_rows, type, pool, false, window_seconds, 5).gemv_gbps;
-  r.gemm_gmacs = measure_dense_gemm(buffer.get(), kCols * row_bytes, type, pool, window_seconds);
+      measure_gemv(buffer.get(), gemv_rows, type, pool, false, window_seconds, 5, r.compact)
+          .gemv_gbps;
+  r.gemm_gmacs =
+      measure_dense_gemm(buffer.get(), kCols * row_bytes, type, pool, window_seconds, r.compact);
   return r;
 }
 

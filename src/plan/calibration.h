@@ -167,10 +167,14 @@ bool load_check_enabled();
 // next to them and names the roof that binds.
 struct ComputeRoofs {
   GgmlType type = GgmlType::F32;
+  bool compact = false;  // measured on compact tiles
   double gemv_gbps = 0;
   double gemm_gmacs = 0;
 };
-ComputeRoofs measure_compute_roofs(GgmlType type, int threads, double window_seconds = 0.05);
+// compact: on the type's compact tiles (where it has them), as a model whose weights were
+// rewritten into them runs (ops/compact_tiles.h).
+ComputeRoofs measure_compute_roofs(GgmlType type, int threads, double window_seconds = 0.05,
+                                   bool compact = false);
 
 // The quantized type a preset's uniform bits per weight stands for (nearest bits per weight among
 // Q2_K, Q3_K, IQ4_XS, Q4_K, Q5_K, Q6_K, Q8_0).

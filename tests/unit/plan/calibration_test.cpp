@@ -22,6 +22,7 @@
 #include "plan/hardware.h"
 #include "plan/inventory.h"
 #include "plan/placement.h"
+#include "quant/quant.h"
 #include "support/test_support.h"
 
 namespace strata::plan {
@@ -105,6 +106,22 @@ TEST(Calibration, MeasuresPositiveFiniteRatesForEveryTypeAndF32) {
   EXPECT_EQ(c.find(GgmlType::Q6_K), nullptr);
   EXPECT_FALSE(c.date.empty());
   expect_valid(c);
+}
+
+// The compute roofs on compact tiles where the type has them (a model whose weights were
+// rewritten into them decodes there), on the rows otherwise; positive either way.
+TEST(Calibration, ComputeRoofsOnCompactTilesWhereTheTypeHasThem) {
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q8_0}) {
+    SCOPED_TRACE(std::string(ggml_type_name(type)));
+    const ComputeRoofs rows = measure_compute_roofs(type, 1, 0.01);
+    EXPECT_FALSE(rows.compact);
+    const ComputeRoofs compact = measure_compute_roofs(type, 1, 0.01, true);
+    EXPECT_EQ(compact.compact, quant::traits(type).kernels.compact.pack != nullptr);
+    for (const ComputeRoofs& r : {rows, compact}) {
+      EXPECT_GT(r.gemv_gbps, 0);
+      EXPECT_GT(r.gemm_gmacs, 0);
+    }
+  }
 }
 
 TEST(Calibration, IsCachedPerCpuModelAndThreadsAndExtendedWithMissingTypes) {
