@@ -20,6 +20,7 @@
 
 #include <filesystem>
 
+#include "ops/matmul.h"
 #include "oracle_compare.h"
 #include "support/test_support.h"
 
@@ -53,13 +54,19 @@ void PrintTo(const OracleCase& c, std::ostream* os) {
   *os << c.logits;
 }
 
+// A test's name from its logits file ("tiny-qwen3moe-Q8_0.f16kv.orcl" -> tiny_qwen3moe_Q8_0_f16kv).
+std::string test_name(const testing::TestParamInfo<OracleCase>& info) {
+  std::string n = info.param.logits.substr(0, info.param.logits.size() - 5);
+  for (char& ch : n) {
+    if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return n;
+}
+
 class OracleLogits : public testing::TestWithParam<OracleCase> {};
 
-TEST_P(OracleLogits, MatchesReferenceEngine) {
-  const OracleCase& c = GetParam();
-  const auto reference = LogitsFile::read((oracle_dir() / "logits" / c.logits).string());
-  const auto ours =
-      teacher_forced_logits((oracle_dir() / "models" / c.model).string(), reference, c.kv_type, 2);
+void expect_matches(const OracleCase& c, const LogitsFile& reference,
+                    const std::vector<float>& ours) {
   const LogitsComparison r = compare_logits(reference, ours);
   std::printf(
       "%-36s rows %2d  nmse %.2e  first row %.2e  worst row %.2e  max abs %.4f  "
@@ -77,18 +84,52 @@ TEST_P(OracleLogits, MatchesReferenceEngine) {
   EXPECT_GE(r.argmax_agree, r.clear_rows - 1) << "argmax disagrees on clear rows";
 }
 
-INSTANTIATE_TEST_SUITE_P(AllModels, OracleLogits, testing::ValuesIn(all_cases()),
-                         [](const testing::TestParamInfo<OracleCase>& info) {
-                           std::string n =
-                               info.param.logits.substr(0, info.param.logits.size() - 5);
-                           for (char& ch : n) {
-                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           }
-                           return n;
-                         });
+TEST_P(OracleLogits, MatchesReferenceEngine) {
+  const OracleCase& c = GetParam();
+  const auto reference = LogitsFile::read((oracle_dir() / "logits" / c.logits).string());
+  expect_matches(
+      c, reference,
+      teacher_forced_logits((oracle_dir() / "models" / c.model).string(), reference, c.kv_type, 2));
+}
+
+// The files with matrices of the types that have compact tiles (Q4_K, Q6_K, IQ4_XS), loaded into
+// RAM and rewritten into them as `strata run` does with weights streamed from RAM: the same
+// thresholds against the reference, and the same bits as the rows.
+std::vector<OracleCase> compact_cases() {
+  std::vector<OracleCase> out;
+  for (const OracleCase& c : all_cases()) {
+    const bool compact_types = c.model.find("Q4_K") != std::string::npos ||
+                               c.model.find("Q6_K") != std::string::npos ||
+                               c.model.find("IQ4_XS") != std::string::npos;
+    if (compact_types && c.kv_type == "f16") out.push_back(c);
+  }
+  return out;
+}
+
+class OracleLogitsCompact : public testing::TestWithParam<OracleCase> {};
+
+TEST_P(OracleLogitsCompact, MatchesReferenceEngineAndTheRows) {
+  const OracleCase& c = GetParam();
+  const std::string path = (oracle_dir() / "models" / c.model).string();
+  const auto reference = LogitsFile::read((oracle_dir() / "logits" / c.logits).string());
+  auto model = Model::load(path, LoadMode::ram);
+  ops::MatmulSettings settings;
+  settings.compact_tiles = true;
+  model->set_matmul_settings(settings);
+  if (model->compact_tile_bytes() == 0) GTEST_SKIP() << "no compact tiles on this CPU";
+  const std::vector<float> ours = teacher_forced_logits(*model, reference, c.kv_type, 2);
+  expect_matches(c, reference, ours);
+  EXPECT_EQ(ours, teacher_forced_logits(path, reference, c.kv_type, 2));
+}
+
+INSTANTIATE_TEST_SUITE_P(CompactTiles, OracleLogitsCompact, testing::ValuesIn(compact_cases()),
+                         test_name);
+
+INSTANTIATE_TEST_SUITE_P(AllModels, OracleLogits, testing::ValuesIn(all_cases()), test_name);
 
 TEST(OracleLogits, AllReferenceFilesFound) {
   EXPECT_GE(all_cases().size(), 23u);
+  EXPECT_GE(compact_cases().size(), 5u);
 }
 
 }  // namespace
