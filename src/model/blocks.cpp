@@ -471,8 +471,11 @@ void routed_experts(const MoeFfnWeights& w, const MoeParams& p, ActivationCache&
   const ops::QuantizedRows& xq_up = input.get(quant::traits(w.up_exps.type).activation_type);
   ops::QuantizedRows& hidden = ws.expert_hidden;
   hidden.shape(rows_total, n_ff, quant::traits(w.down_exps.type).activation_type);
+  // Gate and up share row blocks: whole compact tiles if either is in them.
+  ops::WeightMatrix gate_up_shape = w.gate_exps.slice(0, n_ff);
+  gate_up_shape.compact = w.gate_exps.compact || w.up_exps.compact;
   for_each_expert_block(
-      active, w.gate_exps.slice(0, n_ff), n, pool,
+      active, gate_up_shape, n, pool,
       [&](int64_t e, int64_t r0, int64_t r1) {
         const int64_t off = first[e], count = first[e + 1] - first[e];
         ops::matmul_rows_indexed(w.gate_exps.slice(e * n_ff, n_ff), xq, &ids[off], count,

@@ -168,11 +168,15 @@ int64_t matmul_row_block(const WeightMatrix& w, int64_t n_tokens, int n_threads,
   if (n_tokens > 1)
     block = std::min<int64_t>(
         block, std::max<int64_t>(4, (256 << 10) / std::max<int64_t>(1, w.row_bytes)));
-  // Packed tiles are used by blocks that start a tile. Blocks start on 8 rows anyway: compact
-  // tiles (of 4 or 8) must be whole, also in a matrix that takes another's blocks (MoE's up,
-  // gate's).
+  // Packed tiles are used by blocks that start a tile.
   if (w.tiles) block = (block + w.tile_rows - 1) / w.tile_rows * w.tile_rows;
-  return (block + kCompactTileRows - 1) / kCompactTileRows * kCompactTileRows;
+  // Compact tiles (of 4 or 8 rows) must be whole: multiples of 8 rows, within the L2 bound.
+  if (w.compact) {
+    block = n_tokens > 1 && block % kCompactTileRows != 0
+                ? std::max(kCompactTileRows, block / kCompactTileRows * kCompactTileRows)
+                : (block + kCompactTileRows - 1) / kCompactTileRows * kCompactTileRows;
+  }
+  return block;
 }
 
 void matmul(const WeightMatrix& w, const QuantizedRows& a, float* out, int64_t out_stride,

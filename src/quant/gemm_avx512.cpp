@@ -11,6 +11,7 @@ void fill_gemm_avx512(KernelTable& table) {
   fill_gemm_super_avx512(table);
   fill_gemm_compact_avx512(table);
   fill_gemm_compact_k4_avx512(table);
+  fill_gemm_compact_quads_avx512(table);
   fill_gemm_quads_avx512(table);
 }
 

@@ -16,5 +16,7 @@ void fill_gemm_super_avx512(KernelTable& table);
 void fill_gemm_compact_avx512(KernelTable& table);
 // Compact tiles of Q4_K (gemm_compact_k4_avx512.cpp).
 void fill_gemm_compact_k4_avx512(KernelTable& table);
+// Compact tiles of Q8_0, Q4_0, IQ4_NL and MXFP4 (gemm_compact_quad_avx512.cpp).
+void fill_gemm_compact_quads_avx512(KernelTable& table);
 
 }  // namespace strata::quant

@@ -128,6 +128,17 @@ int64_t packed_tile_bytes(int64_t n) {
   return tile_groups<Format>(n) * static_cast<int64_t>(sizeof(typename Format::TileBlock));
 }
 
+// Bytes of one tile of rows of n values: a format's own tile_bytes(n) where it has one (tiles
+// whose last group is shorter), else whole TileBlocks.
+template <typename Format>
+int64_t format_tile_bytes(int64_t n) {
+  if constexpr (requires { Format::tile_bytes(n); }) {
+    return Format::tile_bytes(n);
+  } else {
+    return packed_tile_bytes<Format>(n);
+  }
+}
+
 template <typename Format>
 void pack_tiles(int64_t n, const void* weights, int64_t w_stride, int64_t n_rows, uint8_t* tiles) {
   using TileBlock = typename Format::TileBlock;
@@ -136,7 +147,7 @@ void pack_tiles(int64_t n, const void* weights, int64_t w_stride, int64_t n_rows
   for (int64_t r0 = 0; r0 < n_rows; r0 += Format::kRows) {
     const int rows = static_cast<int>(std::min<int64_t>(Format::kRows, n_rows - r0));
     auto* tile =
-        reinterpret_cast<TileBlock*>(tiles + r0 / Format::kRows * packed_tile_bytes<Format>(n));
+        reinterpret_cast<TileBlock*>(tiles + r0 / Format::kRows * format_tile_bytes<Format>(n));
     repack_rows<Format>(w + r0 * w_stride, w_stride, rows, nb, tile);
   }
 }
@@ -145,7 +156,7 @@ template <typename Format>
 void gemm_packed_tiles(int64_t n, const uint8_t* tiles, int64_t n_rows, const uint8_t* const* act,
                        int64_t n_cols, float* out, int64_t out_stride) {
   using TileBlock = typename Format::TileBlock;
-  const int64_t stride = packed_tile_bytes<Format>(n);
+  const int64_t stride = format_tile_bytes<Format>(n);
   gemm_over_tiles<Format>(n, n_rows, act, n_cols, out, out_stride, [&](int64_t r0, int) {
     return reinterpret_cast<const TileBlock*>(tiles + r0 / Format::kRows * stride);
   });
@@ -164,7 +175,7 @@ void gemm_compact(int64_t n, const uint8_t* tiles, int64_t n_rows, const uint8_t
     return;
   }
   const int64_t nb = n / Format::kBlockElems;
-  const int64_t stride = packed_tile_bytes<Format>(n);
+  const int64_t stride = format_tile_bytes<Format>(n);
   thread_local std::vector<typename Bytes::TileBlock> expanded;
   expanded.resize(static_cast<size_t>(tile_groups<Bytes>(n)));
   gemm_over_tiles<Bytes>(n, n_rows, act, n_cols, out, out_stride, [&](int64_t r0, int rows) {
@@ -175,7 +186,7 @@ void gemm_compact(int64_t n, const uint8_t* tiles, int64_t n_rows, const uint8_t
 
 template <typename Format>
 void set_compact_kernels(TypeKernels& k) {
-  k.compact = {Format::kRows, packed_tile_bytes<Format>, pack_tiles<Format>, gemm_compact<Format>};
+  k.compact = {Format::kRows, format_tile_bytes<Format>, pack_tiles<Format>, gemm_compact<Format>};
 }
 
 // The tile GEMM of a format and its packed-ahead twin.

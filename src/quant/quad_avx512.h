@@ -150,6 +150,14 @@ struct Iq4nlValues : Q4_0Values {
   static __m128i table() { return offset_table(kIq4nlValues); }
 };
 
+// e8m0_half (mxfp4_common.h) of every int32 lane of e (0..255), exactly.
+inline __m512 e8m0_half_lanes(__m512i e) {
+  const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+  const __m512i subnormal = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+  const __mmask16 small = _mm512_cmplt_epi32_mask(e, _mm512_set1_epi32(2));
+  return _mm512_castsi512_ps(_mm512_mask_blend_epi32(small, normal, subnormal));
+}
+
 struct Mxfp4Values {
   static constexpr int64_t kBlockBytes = kMxfp4Bytes;
   static constexpr int64_t kQsOffset = kMxfp4QsOffset;
@@ -170,11 +178,7 @@ struct Mxfp4Values {
         }
       return idx;
     }();
-    const __m512i e = _mm512_shuffle_epi8(load_window(p), kIndex.load());
-    const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
-    const __m512i subnormal = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
-    const __mmask16 small = _mm512_cmplt_epi32_mask(e, _mm512_set1_epi32(2));
-    return _mm512_castsi512_ps(_mm512_mask_blend_epi32(small, normal, subnormal));
+    return e8m0_half_lanes(_mm512_shuffle_epi8(load_window(p), kIndex.load()));
   }
 };
 

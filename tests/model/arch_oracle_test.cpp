@@ -22,6 +22,7 @@
 
 #include <filesystem>
 
+#include "ops/matmul.h"
 #include "oracle_compare.h"
 #include "support/test_support.h"
 
@@ -30,11 +31,8 @@ namespace {
 
 class ArchOracleLogits : public testing::TestWithParam<ArchCase> {};
 
-TEST_P(ArchOracleLogits, MatchesReferenceEngine) {
-  const ArchCase& c = GetParam();
-  const auto dir = oracle_dir() / "archs";
-  const auto reference = LogitsFile::read((dir / "logits" / c.logits).string());
-  const auto ours = teacher_forced_logits((dir / "models" / c.model).string(), reference, "f16", 2);
+void expect_matches(const ArchCase& c, const LogitsFile& reference,
+                    const std::vector<float>& ours) {
   const LogitsComparison r = compare_logits(reference, ours);
   std::printf(
       "%-40s rows %3d  nmse %.2e (unflipped %.2e)  first row %.2e  worst row %.2e  "
@@ -56,13 +54,54 @@ TEST_P(ArchOracleLogits, MatchesReferenceEngine) {
   EXPECT_GE(r.argmax_agree, r.clear_rows - (drift ? 3 : 1)) << "argmax disagrees on clear rows";
 }
 
+TEST_P(ArchOracleLogits, MatchesReferenceEngine) {
+  const ArchCase& c = GetParam();
+  const auto dir = oracle_dir() / "archs";
+  const auto reference = LogitsFile::read((dir / "logits" / c.logits).string());
+  expect_matches(c, reference,
+                 teacher_forced_logits((dir / "models" / c.model).string(), reference, "f16", 2));
+}
+
+// The quantized files loaded into RAM and their matrices rewritten into compact tiles (every
+// quantized type of these files has them on AVX-512, MXFP4 experts and Qwen3-Next's regrouped
+// projections included): the same thresholds, and the same bits as the rows.
+std::vector<ArchCase> quantized_cases() {
+  std::vector<ArchCase> out;
+  for (const ArchCase& c : arch_cases())
+    if (c.model.find("-F16") == std::string::npos) out.push_back(c);
+  return out;
+}
+
+class ArchOracleCompact : public testing::TestWithParam<ArchCase> {};
+
+TEST_P(ArchOracleCompact, MatchesReferenceEngineAndTheRows) {
+  const ArchCase& c = GetParam();
+  const auto dir = oracle_dir() / "archs";
+  const std::string path = (dir / "models" / c.model).string();
+  const auto reference = LogitsFile::read((dir / "logits" / c.logits).string());
+  auto model = Model::load(path, LoadMode::ram);
+  ops::MatmulSettings settings;
+  settings.compact_tiles = true;
+  model->set_matmul_settings(settings);
+  EXPECT_EQ(model->compact_tile_bytes() > 0, compact_tiles_available());
+  const std::vector<float> ours = teacher_forced_logits(*model, reference, "f16", 2);
+  expect_matches(c, reference, ours);
+  EXPECT_EQ(ours, teacher_forced_logits(path, reference, "f16", 2));
+}
+
 INSTANTIATE_TEST_SUITE_P(Archs, ArchOracleLogits, testing::ValuesIn(arch_cases()),
+                         [](const testing::TestParamInfo<ArchCase>& info) {
+                           return arch_case_name(info.param);
+                         });
+
+INSTANTIATE_TEST_SUITE_P(Archs, ArchOracleCompact, testing::ValuesIn(quantized_cases()),
                          [](const testing::TestParamInfo<ArchCase>& info) {
                            return arch_case_name(info.param);
                          });
 
 TEST(ArchOracleLogits, AllReferenceFilesFound) {
   EXPECT_EQ(arch_cases().size(), 19u);
+  EXPECT_EQ(quantized_cases().size(), 15u);
 }
 
 }  // namespace

@@ -69,4 +69,8 @@ bool cpu_kernels_drift() {
   return quant::best_isa() == quant::Isa::avx2;
 }
 
+bool compact_tiles_available() {
+  return quant::traits(GgmlType::Q8_0).kernels.compact.pack != nullptr;
+}
+
 }  // namespace strata::test

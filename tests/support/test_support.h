@@ -32,4 +32,8 @@ double nmse(const float* a, const float* b, size_t n);
 // oracle.cpu_scalar_kernels, STRATA_ISA=scalar).
 bool cpu_kernels_drift();
 
+// Whether the kernels this CPU runs have compact tiles (quant::TypeKernels::compact: AVX-512), so
+// that a model loaded into RAM rewrites its matrices into them (ops/compact_tiles.h).
+bool compact_tiles_available();
+
 }  // namespace strata::test

@@ -1,4 +1,5 @@
-// DecoderModel rewrites its Q4_K, Q6_K and IQ4_XS matrices into compact tiles when its settings ask
+// DecoderModel rewrites its matrices of the types with compact tiles (Q4_K, Q6_K, IQ4_XS, Q8_0,
+// Q4_0, IQ4_NL, MXFP4) into them when its settings ask
 // and its weights are its own copy (LoadMode::ram): every logit keeps its bits (one token, a short
 // verify-sized step and a prompt batch that takes the tile path), the embedding stays rows, a
 // second call changes nothing, and a mapped file is never written.
@@ -36,7 +37,8 @@ bool has_compact_q6k() {
 
 TEST(CompactTilesModel, SameLogitsOnCompactTiles) {
   for (const std::string name :
-       {"tiny-qwen3moe-Q6_K", "tiny-qwen3moe-Q4_K_M", "tiny-qwen3moe-IQ4_XS"}) {
+       {"tiny-qwen3moe-Q6_K", "tiny-qwen3moe-Q4_K_M", "tiny-qwen3moe-IQ4_XS", "tiny-qwen3moe-Q8_0",
+        "tiny-qwen3moe-Q4_0", "tiny-qwen3moe-IQ4_NL"}) {
     SCOPED_TRACE(name);
     const std::string path = (test::oracle_dir() / "models" / (name + ".gguf")).string();
     ThreadPool pool(2);

@@ -221,6 +221,18 @@ TEST(MatmulGemm, MatricesSharingARunAreCutIntoFewerBlocks) {
   const WeightMatrix big{GgmlType::Q4_K, nullptr, 2048, 768,
                          quant::row_bytes(GgmlType::Q4_K, 2048)};
   EXPECT_LE(matmul_row_block(big, 8, threads, 64) * big.row_bytes, int64_t{256} << 10);
+  // Rows in compact tiles: blocks of whole tiles (multiples of 8 rows), still within that bound.
+  WeightMatrix compact = big;
+  compact.compact = true;
+  for (int64_t tokens : {1, 2, 8, 512}) {
+    for (int64_t experts : {1, 8, 64}) {
+      const int64_t block = matmul_row_block(compact, tokens, threads, experts);
+      EXPECT_EQ(block % kCompactTileRows, 0) << tokens << " tokens, " << experts;
+      if (tokens > 1) {
+        EXPECT_LE(block * compact.row_bytes, int64_t{256} << 10);
+      }
+    }
+  }
 }
 
 // Products of one set of rows by several matrices in one pool run (a layer's q, k and v) give each
