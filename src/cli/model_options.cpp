@@ -50,11 +50,11 @@ void add_model_options(CLI::App* cmd, ModelOptions& o) {
   cmd->add_option("--load", o.load,
                   "mmap: use weights in place from the file; ram: read the file into memory")
       ->capture_default_str();
-  cmd->add_option(
-         "--repack", o.repack,
-         "on: prompt batches repack weight rows into interleaved tiles, and weights read "
-         "into RAM whose type has compact tiles (Q4_K, Q6_K, IQ4_XS on AVX-512) are rewritten into "
-         "them once (fast, same results); off: row-by-row kernels")
+  cmd->add_option("--repack", o.repack,
+                  "on: prompt batches repack weight rows into interleaved tiles, and weights read "
+                  "into RAM whose type has compact tiles (on AVX-512: Q4_K, Q6_K, IQ4_XS, Q8_0, "
+                  "Q4_0, IQ4_NL, MXFP4) are rewritten into "
+                  "them once (fast, same results); off: row-by-row kernels")
       ->capture_default_str()
       ->check(CLI::IsMember({"on", "off"}));
   cmd->add_option("--device", o.device,
