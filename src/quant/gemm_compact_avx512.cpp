@@ -57,13 +57,7 @@ struct SixBitScales {
   static void pack(const int32_t (&in)[2][16], SixBitScales& out) {
     uint8_t u[32];
     for (int i = 0; i < 32; ++i) u[i] = static_cast<uint8_t>(in[i / 16][i % 16] + 32);
-    for (int b = 0; b < 16; ++b)
-      out.low[b] = static_cast<uint8_t>((u[b] & 0x0f) | ((u[b + 16] & 0x0f) << 4));
-    for (int b = 0; b < 8; ++b) {
-      int h = 0;
-      for (int k = 0; k < 4; ++k) h |= ((u[b + 8 * k] >> 4) & 3) << (2 * k);
-      out.high[b] = static_cast<uint8_t>(h);
-    }
+    pack_six_bits<32>(u, out.low, out.high);
   }
   static void unpack(const SixBitScales& in, __m512i (&out)[2]) {
     const __m256i low =

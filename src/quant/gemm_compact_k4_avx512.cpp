@@ -42,16 +42,6 @@ struct CompactK4 {
   };
   static_assert(sizeof(TileBlock) == kRows * sizeof(BlockQ4_K));
 
-  static void pack_six_bits(const uint8_t (&v)[64], SixBits& out) {
-    for (int b = 0; b < 32; ++b)
-      out.low[b] = static_cast<uint8_t>((v[b] & 0x0f) | ((v[b + 32] & 0x0f) << 4));
-    for (int b = 0; b < 16; ++b) {
-      int h = 0;
-      for (int k = 0; k < 4; ++k) h |= ((v[b + 16 * k] >> 4) & 3) << (2 * k);
-      out.high[b] = static_cast<uint8_t>(h);
-    }
-  }
-
   // The 64 values back as bytes 0..63.
   static __m512i unpack_six_bits(const SixBits& s) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
@@ -97,8 +87,8 @@ struct CompactK4 {
         t.d[r] = x[r]->d;
         t.dmin[r] = x[r]->dmin;
       }
-      pack_six_bits(sc, t.scales);
-      pack_six_bits(mn, t.mins);
+      pack_six_bits<64>(sc, t.scales.low, t.scales.high);
+      pack_six_bits<64>(mn, t.mins.low, t.mins.high);
     }
   }
 
@@ -145,12 +135,8 @@ struct CompactK4 {
   template <int N>
   static void run(const TileBlock* tile, int64_t nb, const uint8_t* const* act,
                   const ColumnBlock* const* column, float* out, int64_t out_stride, int n_rows) {
-    const BlockQ8_K* y[N];
-    for (int c = 0; c < N; ++c) y[c] = reinterpret_cast<const BlockQ8_K*>(act[c]);
-    __m512 acc[N], acc_m[N];
-    for (int c = 0; c < N; ++c) acc[c] = acc_m[c] = _mm512_setzero_ps();
-    for (int64_t i = 0; i < nb; ++i) Bytes::block<N>(View(tile[i]), y, column, i, acc, acc_m);
-    Bytes::store<N>(acc, acc_m, out, out_stride, n_rows);
+    Bytes::template run_views<N>(nb, act, column, out, out_stride, n_rows,
+                                 [tile](int64_t i) { return View(tile[i]); });
   }
 
   // The byte tiles of rows [r0, r0 + rows): one compact tile (the same 8 rows).

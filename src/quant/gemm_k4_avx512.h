@@ -257,15 +257,25 @@ struct GemmK4Like {
     }
   }
 
-  template <int N>
-  static void run(const TileBlock* tile, int64_t nb, const uint8_t* const* act,
-                  const ColumnBlock* const* column, float* out, int64_t out_stride, int n_rows) {
+  // The product over nb super-blocks, super-block i seen through view_of(i).
+  template <int N, typename ViewOf>
+  [[gnu::always_inline]] static inline void run_views(int64_t nb, const uint8_t* const* act,
+                                                      const ColumnBlock* const* column, float* out,
+                                                      int64_t out_stride, int n_rows,
+                                                      ViewOf view_of) {
     const BlockQ8_K* y[N];
     for (int c = 0; c < N; ++c) y[c] = reinterpret_cast<const BlockQ8_K*>(act[c]);
     __m512 acc[N], acc_m[N];
     for (int c = 0; c < N; ++c) acc[c] = acc_m[c] = _mm512_setzero_ps();
-    for (int64_t i = 0; i < nb; ++i) block<N>(ByteView{tile[i]}, y, column, i, acc, acc_m);
+    for (int64_t i = 0; i < nb; ++i) block<N>(view_of(i), y, column, i, acc, acc_m);
     store<N>(acc, acc_m, out, out_stride, n_rows);
+  }
+
+  template <int N>
+  static void run(const TileBlock* tile, int64_t nb, const uint8_t* const* act,
+                  const ColumnBlock* const* column, float* out, int64_t out_stride, int n_rows) {
+    run_views<N>(nb, act, column, out, out_stride, n_rows,
+                 [tile](int64_t i) { return ByteView{tile[i]}; });
   }
 };
 

@@ -128,6 +128,20 @@ int64_t packed_tile_bytes(int64_t n) {
   return tile_groups<Format>(n) * static_cast<int64_t>(sizeof(typename Format::TileBlock));
 }
 
+// kCount values of 6 bits (u[i] < 64) in 3/4 of the bytes, for compact tiles: low[b] = low 4
+// bits of u[b] (low nibble) and u[b + kCount / 2] (high), high[b] = bits 4-5 of u[b + kCount / 4
+// * k] at bits 2k, 2k + 1.
+template <int kCount>
+void pack_six_bits(const uint8_t* u, uint8_t* low, uint8_t* high) {
+  for (int b = 0; b < kCount / 2; ++b)
+    low[b] = static_cast<uint8_t>((u[b] & 0x0f) | ((u[b + kCount / 2] & 0x0f) << 4));
+  for (int b = 0; b < kCount / 4; ++b) {
+    int h = 0;
+    for (int k = 0; k < 4; ++k) h |= ((u[b + kCount / 4 * k] >> 4) & 3) << (2 * k);
+    high[b] = static_cast<uint8_t>(h);
+  }
+}
+
 // Bytes of one tile of rows of n values: a format's own tile_bytes(n) where it has one (tiles
 // whose last group is shorter), else whole TileBlocks.
 template <typename Format>
