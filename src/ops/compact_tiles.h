@@ -1,9 +1,9 @@
 #pragma once
 // Weight matrices rewritten in place into their type's compact tiles (MatmulSettings::
 // compact_tiles, quant::TypeKernels::compact): 4 or 8 rows interleaved the way the tile GEMM
-// reads them, codes and scales kept at the format's width, in exactly the bytes of those rows. A decode GEMV on
-// them does about half the instructions of the row kernels (no horizontal sums, no scale
-// shuffles), which is what bounds decode where RAM is fast; the results keep their bits.
+// reads them, codes and scales kept at the format's width, in exactly the bytes of those rows. A
+// decode GEMV on them does about half the instructions of the row kernels (no horizontal sums, no
+// scale shuffles), which is what bounds decode where RAM is fast; the results keep their bits.
 // Irreversible: the rows are gone, so only a model whose weights are its own copy rewrites them.
 
 #include <cstdint>
